@@ -1,0 +1,380 @@
+//! Parsing of schema strings such as `triu(Tensor self, int diagonal=0) -> Tensor`,
+//! and the Rust signatures each role gets from a schema.
+
+/// A schema type without optionality.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    Tensor,
+    TensorList,
+    Int,
+    IntList,
+    Float,
+    Bool,
+    ScalarType,
+}
+
+impl Base {
+    pub fn variant(self) -> &'static str {
+        match self {
+            Base::Tensor => "Tensor",
+            Base::TensorList => "TensorList",
+            Base::Int => "Int",
+            Base::IntList => "IntList",
+            Base::Float => "Float",
+            Base::Bool => "Bool",
+            Base::ScalarType => "ScalarType",
+        }
+    }
+
+    fn is_tensor(self) -> bool {
+        matches!(self, Base::Tensor | Base::TensorList)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Arg {
+    pub name: String,
+    pub ty: Base,
+    pub optional: bool,
+    pub default: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Schema {
+    pub name: String,
+    pub args: Vec<Arg>,
+    pub returns: Vec<Base>,
+}
+
+/// The function roles a schema defines signatures for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SigRole {
+    /// Kernels, decompositions and the typed op function.
+    Kernel,
+    Meta,
+    Rule,
+}
+
+/// A role's signature in the normalized spelling shared with the attribute
+/// macros (`&Tensor`, `Option<usize>`, `Result<Tensor>`).
+pub struct Signature {
+    pub params: Vec<String>,
+    pub param_names: Vec<String>,
+    pub ret: String,
+    pub display: String,
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
+    "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
+    "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where",
+    "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+];
+
+/// The Rust identifier for a schema name (`self` becomes `self_`).
+pub fn rust_ident(name: &str) -> String {
+    if KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Splits on commas that are not inside brackets or parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn parse_type(s: &str) -> Result<(Base, bool), String> {
+    let (s, optional) = match s.strip_suffix('?') {
+        Some(rest) => (rest, true),
+        None => (s, false),
+    };
+    let base = match s {
+        "Tensor" => Base::Tensor,
+        "Tensor[]" => Base::TensorList,
+        "int" => Base::Int,
+        "int[]" => Base::IntList,
+        "float" => Base::Float,
+        "bool" => Base::Bool,
+        "ScalarType" => Base::ScalarType,
+        other => {
+            return Err(format!(
+                "unknown type `{other}`; the types are Tensor, Tensor[], int, int[], float, bool, \
+                 ScalarType, each optionally followed by `?`"
+            ))
+        }
+    };
+    if optional && base == Base::TensorList {
+        return Err("`Tensor[]?` is not supported; use an empty `Tensor[]`".to_string());
+    }
+    Ok((base, optional))
+}
+
+fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
+    let bad = |what: &str| {
+        Err(format!(
+            "default `{value}` of argument `{}` is not {what}",
+            arg.name
+        ))
+    };
+    if value == "None" {
+        return if arg.optional {
+            Ok(())
+        } else {
+            bad("valid: only an optional type (`int?`) can default to None")
+        };
+    }
+    let ok = match arg.ty {
+        Base::Int => value.parse::<i64>().is_ok(),
+        Base::Float => value.parse::<f64>().is_ok(),
+        Base::Bool => matches!(value, "True" | "False" | "true" | "false"),
+        Base::IntList => {
+            let inner = value.strip_prefix('[').and_then(|v| v.strip_suffix(']'));
+            match inner {
+                Some("") => true,
+                Some(items) => items.split(',').all(|i| i.trim().parse::<i64>().is_ok()),
+                None => value.parse::<i64>().is_ok(),
+            }
+        }
+        Base::ScalarType => matches!(value, "bool" | "i64" | "f32" | "f64"),
+        Base::Tensor | Base::TensorList => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        bad(match arg.ty {
+            Base::Int => "an int",
+            Base::Float => "a float",
+            Base::Bool => "a bool (True or False)",
+            Base::IntList => "an int list such as [0, 1]",
+            Base::ScalarType => "a ScalarType (bool, i64, f32, f64)",
+            Base::Tensor | Base::TensorList => "allowed: tensors take no default other than None",
+        })
+    }
+}
+
+/// Parses a schema string.
+pub fn parse(schema: &str) -> Result<Schema, String> {
+    let schema = schema.trim();
+    let (head, ret) = schema
+        .split_once("->")
+        .ok_or("expected `name(args) -> returns`: the `->` is missing")?;
+    let head = head.trim();
+    let open = head.find('(').ok_or("expected `(` after the op name")?;
+    let name = head[..open].trim();
+    if !is_ident(name) {
+        return Err(format!("op name `{name}` is not an identifier"));
+    }
+    let body = head[open + 1..]
+        .strip_suffix(')')
+        .ok_or("expected the argument list to end with `)` before `->`")?;
+
+    let mut args: Vec<Arg> = Vec::new();
+    if !body.trim().is_empty() {
+        for (i, piece) in split_top(body).into_iter().enumerate() {
+            let piece = piece.trim();
+            let (decl, default) = match piece.split_once('=') {
+                Some((d, v)) => (d.trim(), Some(v.trim().to_string())),
+                None => (piece, None),
+            };
+            let mut words = decl.split_whitespace();
+            let (Some(ty), Some(arg_name), None) = (words.next(), words.next(), words.next())
+            else {
+                return Err(format!(
+                    "argument {} `{piece}` must be `Type name` or `Type name=default`",
+                    i + 1
+                ));
+            };
+            let (ty, optional) = parse_type(ty)?;
+            if !is_ident(arg_name) {
+                return Err(format!("argument name `{arg_name}` is not an identifier"));
+            }
+            if args.iter().any(|a| a.name == arg_name) {
+                return Err(format!("argument `{arg_name}` is declared twice"));
+            }
+            let arg = Arg {
+                name: arg_name.to_string(),
+                ty,
+                optional,
+                default: None,
+            };
+            if let Some(v) = &default {
+                check_default(&arg, v)?;
+            }
+            args.push(Arg { default, ..arg });
+        }
+    }
+
+    let ret = ret.trim();
+    let ret_items: Vec<&str> = match ret.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        Some(inner) => split_top(inner).into_iter().map(str::trim).collect(),
+        None => vec![ret],
+    };
+    let mut returns = Vec::new();
+    for item in ret_items {
+        // A return may carry a name: `(Tensor values, Tensor indices)`.
+        let ty = item.split_whitespace().next().unwrap_or("");
+        match parse_type(ty) {
+            Ok((b @ (Base::Tensor | Base::TensorList), false)) => returns.push(b),
+            _ => {
+                return Err(format!(
+                    "return type `{item}` is not supported: an op returns `Tensor`, `Tensor[]`, \
+                     or a tuple of up to three `Tensor`s"
+                ))
+            }
+        }
+    }
+    if returns.len() > 1 && returns.contains(&Base::TensorList) {
+        return Err("`Tensor[]` can only be returned on its own".to_string());
+    }
+    if returns.len() > 3 {
+        return Err("at most three returns are supported".to_string());
+    }
+    Ok(Schema {
+        name: name.to_string(),
+        args,
+        returns,
+    })
+}
+
+impl Schema {
+    /// The normalized parameter type of `arg` for `role` (not counting batch dims).
+    fn param_type(arg: &Arg, role: SigRole) -> String {
+        let tensor = if role == SigRole::Meta {
+            "TensorMeta"
+        } else {
+            "Tensor"
+        };
+        let base = match arg.ty {
+            Base::Tensor => format!("&{tensor}"),
+            Base::TensorList => format!("&[{tensor}]"),
+            Base::Int => "i64".into(),
+            Base::IntList => "&[i64]".into(),
+            Base::Float => "f64".into(),
+            Base::Bool => "bool".into(),
+            Base::ScalarType => "DType".into(),
+        };
+        if arg.optional {
+            format!("Option<{base}>")
+        } else {
+            base
+        }
+    }
+
+    pub fn signature(&self, role: SigRole) -> Signature {
+        let mut params = Vec::new();
+        let mut param_names = Vec::new();
+        let mut shown = Vec::new();
+        for arg in &self.args {
+            let ty = Self::param_type(arg, role);
+            let ident = rust_ident(&arg.name);
+            shown.push(format!("{ident}: {ty}"));
+            params.push(ty);
+            param_names.push(arg.name.clone());
+            if role == SigRole::Rule && arg.ty.is_tensor() {
+                let bdim = if arg.ty == Base::TensorList {
+                    "&[Option<usize>]"
+                } else {
+                    "Option<usize>"
+                };
+                shown.push(format!("{}_bdim: {bdim}", arg.name));
+                params.push(bdim.to_string());
+                param_names.push(arg.name.clone());
+            }
+        }
+        let item = |b: Base| -> String {
+            match (role, b) {
+                (SigRole::Kernel, Base::Tensor) => "Tensor".into(),
+                (SigRole::Kernel, _) => "Vec<Tensor>".into(),
+                (SigRole::Meta, Base::Tensor) => "TensorMeta".into(),
+                (SigRole::Meta, _) => "Vec<TensorMeta>".into(),
+                (SigRole::Rule, Base::Tensor) => "(Tensor, Option<usize>)".into(),
+                (SigRole::Rule, _) => "(Vec<Tensor>, Vec<Option<usize>>)".into(),
+            }
+        };
+        let inner = if self.returns.len() == 1 {
+            item(self.returns[0])
+        } else {
+            let items: Vec<String> = self.returns.iter().map(|b| item(*b)).collect();
+            format!("({})", items.join(", "))
+        };
+        let ret = format!("Result<{inner}>");
+        let display = format!("fn({}) -> {ret}", shown.join(", "));
+        Signature {
+            params,
+            param_names,
+            ret,
+            display,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_defaults_optionals_and_tuples() {
+        let s = parse("max(Tensor self, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)")
+            .unwrap();
+        assert_eq!(s.name, "max");
+        assert_eq!(s.args.len(), 3);
+        assert!(s.args[1].optional);
+        assert_eq!(s.returns, vec![Base::Tensor, Base::Tensor]);
+        let rule = s.signature(SigRole::Rule);
+        assert_eq!(
+            rule.params,
+            vec!["&Tensor", "Option<usize>", "Option<i64>", "bool"]
+        );
+        assert_eq!(
+            rule.ret,
+            "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>"
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_schemas() {
+        for bad in [
+            "triu(Tensor self",
+            "triu(Tensor self) Tensor",
+            "triu(Tensr self) -> Tensor",
+            "triu(Tensor self, int diagonal=zero) -> Tensor",
+            "triu(Tensor self, Tensor self) -> Tensor",
+            "triu(Tensor) -> Tensor",
+            "triu(Tensor self) -> int",
+            "1triu(Tensor self) -> Tensor",
+        ] {
+            assert!(parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn int_list_defaults() {
+        assert!(parse("f(int[] dims=[0, 1]) -> Tensor").is_ok());
+        assert!(parse("f(int[] dims=[0, x]) -> Tensor").is_err());
+        assert!(parse("f(int[]? dims=None) -> Tensor").is_ok());
+    }
+}

@@ -1,0 +1,138 @@
+//! Helpers for writing batching rules, and rule generators for families of ops.
+//!
+//! A batching rule receives plain tensors (not batched at the current level),
+//! each with `Option<usize>`: where its batch dim is, or `None`. It returns its
+//! output with the output's batch dim. The helpers here cover the recurring
+//! steps (move the batch dim to the front, align ranks, map a logical dim to a
+//! physical one), and the generators turn a whole family of ops into rules with
+//! one line each:
+//!
+//! ```
+//! use batchrules::batching::unary_pointwise;
+//! use batchrules::{ops, Result, Tensor};
+//!
+//! // The rule of a pointwise op applies the op to the physical tensor as is.
+//! fn neg_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+//!     unary_pointwise(ops::neg, x, bdim)
+//! }
+//! # let x = Tensor::from(ndarray::array![1.0f32, -2.0].into_dyn());
+//! # let (y, b) = neg_rule(&x, Some(0))?;
+//! # assert_eq!(b, Some(0));
+//! # assert_eq!(y.to_array::<f32>()?, ndarray::array![-1.0f32, 2.0].into_dyn());
+//! # Ok::<(), batchrules::Error>(())
+//! ```
+
+use crate::{Error, Result, Tensor};
+
+/// The output of a batching rule: a tensor and where its batch dim is.
+pub type RuleOutput = Result<(Tensor, Option<usize>)>;
+
+/// The rank of `x` without its batch dim.
+pub fn logical_rank(x: &Tensor, bdim: Option<usize>) -> usize {
+    x.ndim() - usize::from(bdim.is_some())
+}
+
+/// `x` with its batch dim (if any) moved to dim 0.
+pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
+    match bdim {
+        Some(b) => x.moved_dim(b, 0),
+        None => Ok(x.clone()),
+    }
+}
+
+/// Resolves a possibly negative logical dim against `logical_rank`, returning
+/// it in `0..logical_rank`. The meta has already validated `dim`; this errors
+/// rather than panics if called with one it did not.
+pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
+    let r = logical_rank as i64;
+    let d = if dim < 0 { dim + r } else { dim };
+    if (0..r.max(1)).contains(&d) {
+        Ok(d as usize)
+    } else {
+        Err(Error::invalid(format!(
+            "dim {dim} is out of range for a tensor of rank {logical_rank}"
+        )))
+    }
+}
+
+/// The physical dim of logical `dim` once the batch dim is at the front.
+pub fn physical_dim(dim: i64, logical_rank: usize) -> Result<usize> {
+    Ok(wrap_dim(dim, logical_rank)? + 1)
+}
+
+/// `x` with its batch dim at the front and size-1 dims inserted after it until
+/// its logical rank is `rank`, so it broadcasts against other operands of
+/// logical rank `rank` with their batch dims at the front. An unbatched `x` is
+/// returned as is: NumPy broadcasting already aligns it to the trailing dims.
+pub fn align_to_front(x: &Tensor, bdim: Option<usize>, rank: usize) -> Result<Tensor> {
+    let Some(b) = bdim else {
+        return Ok(x.clone());
+    };
+    let mut t = x.moved_dim(b, 0)?;
+    for _ in logical_rank(x, bdim)..rank {
+        t = t.unsqueezed(1)?;
+    }
+    Ok(t)
+}
+
+/// The rule of a pointwise unary op: apply it to the physical tensor.
+pub fn unary_pointwise(
+    op: impl FnOnce(&Tensor) -> Result<Tensor>,
+    x: &Tensor,
+    bdim: Option<usize>,
+) -> RuleOutput {
+    Ok((op(x)?, bdim))
+}
+
+/// The rule of a broadcasting binary op: batch dims to the front, ranks aligned
+/// after them, then the op itself on the physical tensors.
+pub fn binary_broadcast(
+    op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    y: &Tensor,
+    y_bdim: Option<usize>,
+) -> RuleOutput {
+    if x_bdim.is_none() && y_bdim.is_none() {
+        return Ok((op(x, y)?, None));
+    }
+    let rank = logical_rank(x, x_bdim).max(logical_rank(y, y_bdim));
+    let x = align_to_front(x, x_bdim, rank)?;
+    let y = align_to_front(y, y_bdim, rank)?;
+    Ok((op(&x, &y)?, Some(0)))
+}
+
+/// The rule of a reduction over an optional dim (`None`: all dims), such as
+/// `sum(Tensor self, int? dim=None, bool keepdim=False)`: batch dim to the front,
+/// then reduce the physical dims that hold logical ones.
+pub fn reduce_dim(
+    op: impl Fn(&Tensor, Option<i64>, bool) -> Result<Tensor>,
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> RuleOutput {
+    let Some(b) = bdim else {
+        return Ok((op(x, dim, keepdim)?, None));
+    };
+    let rank = logical_rank(x, bdim);
+    let mut t = x.moved_dim(b, 0)?;
+    match dim {
+        Some(d) => t = op(&t, Some(physical_dim(d, rank)? as i64), keepdim)?,
+        None => {
+            for d in (1..=rank).rev() {
+                t = op(&t, Some(d as i64), keepdim)?;
+            }
+        }
+    }
+    Ok((t, Some(0)))
+}
+
+/// The rule of an op that acts on trailing dims only and treats leading dims as
+/// batch (`triu`, `tril`, ...): batch dim to the front, then the op as is.
+pub fn leading_batch(op: impl FnOnce(&Tensor) -> Result<Tensor>, x: &Tensor, bdim: Option<usize>) -> RuleOutput {
+    match bdim {
+        Some(b) => Ok((op(&x.moved_dim(b, 0)?)?, Some(0))),
+        None => Ok((op(x)?, None)),
+    }
+}

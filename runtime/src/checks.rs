@@ -1,0 +1,328 @@
+//! Compile-time checks of registrations against an op table.
+//!
+//! The attribute macros know nothing about which ops exist. For
+//! `#[batching_rule(op = "softmax")]` they emit `const` items that call the
+//! functions here with the table the op lives in; the compiler evaluates them,
+//! and a misuse stops the build with the message these functions compose,
+//! pointed at the user's tokens. A downstream table gets the same checks.
+//!
+//! Each check returns `None` when it passes (or when an earlier check already
+//! reports the problem, so one mistake yields one error).
+
+use crate::schema::{OpKind, OpSchema, Role};
+
+const CAP: usize = 1536;
+
+/// A message composed at compile time.
+#[derive(Clone, Copy)]
+pub struct Msg {
+    buf: [u8; CAP],
+    len: usize,
+}
+
+impl Msg {
+    const fn new() -> Self {
+        Msg {
+            buf: [0; CAP],
+            len: 0,
+        }
+    }
+
+    const fn push(mut self, s: &str) -> Self {
+        let bytes = s.as_bytes();
+        // Truncate on a char boundary if the message is too long.
+        if self.len + bytes.len() > CAP {
+            return self;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            self.buf[self.len] = bytes[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    const fn code(self, s: &str) -> Self {
+        self.push("`").push(s).push("`")
+    }
+
+    const fn num(self, mut n: usize) -> Self {
+        let mut digits = [0u8; 20];
+        let mut k = 0;
+        loop {
+            digits[k] = b'0' + (n % 10) as u8;
+            k += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut out = self;
+        while k > 0 {
+            k -= 1;
+            if out.len < CAP {
+                out.buf[out.len] = digits[k];
+                out.len += 1;
+            }
+        }
+        out
+    }
+
+    /// The message text.
+    pub const fn as_str(&self) -> &str {
+        match core::str::from_utf8(self.buf.split_at(self.len).0) {
+            Ok(s) => s,
+            Err(_) => "batchrules: malformed compile-time message",
+        }
+    }
+}
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn min3(a: usize, b: usize, c: usize) -> usize {
+    let m = if a < b { a } else { b };
+    if m < c {
+        m
+    } else {
+        c
+    }
+}
+
+/// Levenshtein distance of two names (names longer than 63 bytes compare as far apart).
+const fn distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() > 63 || b.len() > 63 {
+        return usize::MAX;
+    }
+    let mut prev = [0usize; 64];
+    let mut cur = [0usize; 64];
+    let mut j = 0;
+    while j <= b.len() {
+        prev[j] = j;
+        j += 1;
+    }
+    let mut i = 1;
+    while i <= a.len() {
+        cur[0] = i;
+        let mut j = 1;
+        while j <= b.len() {
+            let cost = if a[i - 1] == b[j - 1] { 0 } else { 1 };
+            cur[j] = min3(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost);
+            j += 1;
+        }
+        prev = cur;
+        i += 1;
+    }
+    prev[b.len()]
+}
+
+const fn find<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a OpSchema> {
+    let mut i = 0;
+    while i < ops.len() {
+        if eq(ops[i].name, name) {
+            return Some(&ops[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The closest declared name, if it is close enough to be a likely typo.
+const fn suggest<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a str> {
+    let mut best: Option<&str> = None;
+    let mut best_d = usize::MAX;
+    let mut i = 0;
+    while i < ops.len() {
+        let d = distance(ops[i].name, name);
+        if d < best_d {
+            best_d = d;
+            best = Some(ops[i].name);
+        }
+        i += 1;
+    }
+    let limit = if name.len() / 3 > 1 { name.len() / 3 } else { 1 };
+    if best_d <= limit {
+        best
+    } else {
+        None
+    }
+}
+
+/// The op `name` if it exists and `role` fits its kind: the condition every
+/// signature check needs before it has anything to compare.
+const fn usable<'a>(ops: &'a [OpSchema], name: &str, role: Role) -> Option<&'a OpSchema> {
+    match find(ops, name) {
+        Some(op) if kind_error(op, role).is_none() => Some(op),
+        _ => None,
+    }
+}
+
+const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
+    let m = Msg::new();
+    match (op.kind, role) {
+        (OpKind::Composite, Role::BatchingRule) => Some(
+            m.code(op.name)
+                .push(" is a composite op: it has no kernel and is decomposed into other ops before vmap sees it, so a batching rule registered for it would never run. Write `#[decompose(op = \"")
+                .push(op.name)
+                .push("\")]` to implement it in terms of other ops (vmap then batches each of them), or declare it `kind = \"primitive\"` in its op table if it needs a kernel and a batching rule of its own."),
+        ),
+        (OpKind::Composite, Role::Kernel) => Some(
+            m.code(op.name)
+                .push(" is a composite op: it has no kernel of its own and always runs its decomposition, so this kernel would never run. Write `#[decompose(op = \"")
+                .push(op.name)
+                .push("\")]` to implement it in terms of other ops, or declare it `kind = \"primitive\"` in its op table to give it a kernel."),
+        ),
+        (OpKind::Primitive, Role::Decomposition) => Some(
+            m.code(op.name)
+                .push(" is a primitive op: it runs its `#[kernel]`, so this decomposition would never run. Write `#[kernel(op = \"")
+                .push(op.name)
+                .push("\")]` (and a `#[batching_rule]` for vmap) instead, or declare it `kind = \"composite\"` in its op table if it is implemented by other ops."),
+        ),
+        _ => None,
+    }
+}
+
+/// Checks that `name` is declared in the table and that `role` fits its kind.
+pub const fn check_op(ops: &[OpSchema], table: &str, name: &str, role: Role) -> Option<Msg> {
+    match find(ops, name) {
+        Some(op) => kind_error(op, role),
+        None => {
+            let m = Msg::new()
+                .push("unknown op ")
+                .code(name)
+                .push(": the op table ")
+                .code(table)
+                .push(" declares no op of that name");
+            Some(match suggest(ops, name) {
+                Some(s) => m.push("; did you mean ").code(s).push("?"),
+                None => m.push("; declare it in the op table, or pass `table = path::to::module` to use another table."),
+            })
+        }
+    }
+}
+
+const fn expected(m: Msg, op: &OpSchema, role: Role) -> Msg {
+    m.push(" Expected `")
+        .push(op.signature(role).display)
+        .push("` (schema `")
+        .push(op.schema)
+        .push("`).")
+}
+
+/// Checks the number of parameters of a function registered as `role` for `name`.
+pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize) -> Option<Msg> {
+    let Some(op) = usable(ops, name, role) else {
+        return None;
+    };
+    let want = op.signature(role).params.len();
+    if want == found {
+        return None;
+    }
+    let m = Msg::new().push("the ").push(role.attribute()).push(" for ").code(op.name);
+    let m = if matches!(role, Role::BatchingRule) && found == op.kernel.params.len() {
+        m.push(" is missing its batch-dim parameters: a batching rule takes each tensor argument followed by its batch dim (`Option<usize>` after `&Tensor`, `&[Option<usize>]` after `&[Tensor]`).")
+    } else {
+        m.push(" takes ")
+            .num(want)
+            .push(if want == 1 { " parameter" } else { " parameters" })
+            .push(", found ")
+            .num(found)
+            .push(".")
+    };
+    Some(expected(m, op, role))
+}
+
+/// Checks the type of parameter `index` (0-based) as the macro normalized it.
+/// Skipped when the arity is wrong (that error says it all).
+pub const fn check_param(
+    ops: &[OpSchema],
+    name: &str,
+    role: Role,
+    count: usize,
+    index: usize,
+    found: &str,
+) -> Option<Msg> {
+    let Some(op) = usable(ops, name, role) else {
+        return None;
+    };
+    let sig = op.signature(role);
+    if sig.params.len() != count || index >= count || eq(sig.params[index], found) {
+        return None;
+    }
+    let is_bdim = eq(sig.params[index], "Option<usize>") || eq(sig.params[index], "&[Option<usize>]");
+    let m = Msg::new()
+        .push("parameter ")
+        .num(index + 1)
+        .push(" of the ")
+        .push(role.attribute())
+        .push(" for ")
+        .code(op.name)
+        .push(" has type ")
+        .code(found)
+        .push(", but ");
+    let m = if is_bdim {
+        m.push("it must be the batch dim of tensor argument ")
+            .code(sig.param_names[index])
+            .push(", of type ")
+            .code(sig.params[index])
+            .push(".")
+    } else {
+        m.push("schema argument ")
+            .code(sig.param_names[index])
+            .push(" is passed as ")
+            .code(sig.params[index])
+            .push(".")
+    };
+    Some(expected(m, op, role))
+}
+
+/// Checks the return type as the macro normalized it (`""` for none).
+pub const fn check_return(ops: &[OpSchema], name: &str, role: Role, found: &str) -> Option<Msg> {
+    let Some(op) = usable(ops, name, role) else {
+        return None;
+    };
+    let sig = op.signature(role);
+    if eq(sig.ret, found) {
+        return None;
+    }
+    let m = Msg::new().push("the ").push(role.attribute()).push(" for ").code(op.name);
+    let m = if found.is_empty() {
+        m.push(" returns nothing, but it must return ")
+    } else {
+        m.push(" returns ").code(found).push(", but it must return ")
+    };
+    Some(expected(m.code(sig.ret).push("."), op, role))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("softmax", "softmax"), 0);
+        assert_eq!(distance("sofmax", "softmax"), 1);
+        assert_eq!(distance("tiru", "triu"), 2);
+        assert_eq!(distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn numbers_render() {
+        assert_eq!(Msg::new().num(0).as_str(), "0");
+        assert_eq!(Msg::new().num(1207).as_str(), "1207");
+    }
+}

@@ -1,0 +1,75 @@
+//! The dispatcher: what happens when a typed op function is called.
+
+use crate::registry::{self, OpEntry};
+use crate::schema::{OpKind, OpTable};
+use crate::value::{Arg, TensorMeta};
+use crate::{Error, Result, Tensor};
+
+/// Entry point of every generated op function: dispatches op `local` of `table`.
+#[doc(hidden)]
+pub fn call(table: &'static OpTable, local: usize, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+    let entry = registry::entry(table, local)?;
+    call_entry(entry, args)
+}
+
+pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+    match top_level(args) {
+        None => call_dense(entry, args),
+        Some(level) => crate::vmap::call_batched(entry, args, level),
+    }
+}
+
+/// The highest vmap level among the tensors of `args`.
+fn top_level(args: &[Arg<Tensor>]) -> Option<usize> {
+    args.iter()
+        .flat_map(|a| a.tensors())
+        .filter_map(Tensor::vmap_level)
+        .max()
+}
+
+/// Runs the op's meta on the (logical) shapes of `args`. Errors name the op and
+/// the vmap level.
+pub(crate) fn run_meta(
+    entry: &OpEntry,
+    args: &[Arg<Tensor>],
+    level: Option<usize>,
+) -> Result<Option<Vec<TensorMeta>>> {
+    let Some(meta) = entry.meta else {
+        return Ok(None);
+    };
+    let metas = args
+        .iter()
+        .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
+        .collect::<Result<Vec<_>>>()?;
+    meta(&metas).map(Some).map_err(|e| name_error(e, entry.name(), level))
+}
+
+/// Fills the op name and vmap level into an error a meta or kernel returned.
+pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
+    match e {
+        Error::InvalidArgument { message, level, .. } => Error::InvalidArgument {
+            op: op.to_string(),
+            message,
+            level: level.or(at),
+        },
+        Error::DType { message, .. } => Error::DType {
+            op: op.to_string(),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// The dense path: meta once, then the kernel (or the composite's decomposition).
+fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+    run_meta(entry, args, None)?;
+    let f = match entry.schema.kind {
+        OpKind::Primitive => entry.kernel,
+        OpKind::Composite => entry.decomposition.map(|(f, _)| f),
+    };
+    let f = f.ok_or_else(|| Error::NotImplemented {
+        op: entry.name().to_string(),
+        message: "no kernel or decomposition is registered".to_string(),
+    })?;
+    f(args).map_err(|e| name_error(e, entry.name(), None))
+}

@@ -1,0 +1,98 @@
+//! The one error type of the crate.
+
+use std::fmt;
+
+/// Result alias used throughout batchrules.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when calling an op, running `vmap`, or building
+/// the registry. Every variant renders as a message that says what happened,
+/// where, and what to do about it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An op was called with arguments its meta function rejects.
+    #[error("{op}: {message}{}", level_suffix(*level))]
+    InvalidArgument {
+        /// The op whose meta rejected the call.
+        op: String,
+        /// What is wrong, in terms of logical shapes.
+        message: String,
+        /// The vmap level the check ran at (`None` outside vmap).
+        level: Option<usize>,
+    },
+    /// A dtype the op cannot handle.
+    #[error("{op}: {message}")]
+    DType {
+        /// The op.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The program's registrations are inconsistent (see [`crate::registry`]).
+    #[error("the batchrules registry is invalid:\n{}", list(problems))]
+    Registry {
+        /// Every problem found, one per line.
+        problems: Vec<String>,
+    },
+    /// An op has no implementation the dispatcher can run.
+    #[error("{op}: {message}")]
+    NotImplemented {
+        /// The op.
+        op: String,
+        /// What is missing and how to add it.
+        message: String,
+    },
+    /// A misuse of a tensor handle (reading the data of a batched tensor, a dtype
+    /// conversion that does not exist, ...).
+    #[error("{0}")]
+    Tensor(String),
+    /// A misuse of `vmap` itself (bad in_dims, inconsistent batch sizes, ...).
+    #[error("vmap: {0}")]
+    Vmap(String),
+    /// A batching rule returned something that disagrees with the op's meta.
+    #[error("bug in batching rule for {op}: {message}")]
+    RuleBug {
+        /// The op whose rule misbehaved.
+        op: String,
+        /// The disagreement.
+        message: String,
+    },
+    /// An error raised inside a vmapped function, with the vmap level added.
+    #[error("{source} (inside vmap level {level})")]
+    InVmap {
+        /// The vmap level the error passed through.
+        level: usize,
+        /// The original error.
+        source: Box<Error>,
+    },
+}
+
+fn level_suffix(level: Option<usize>) -> String {
+    match level {
+        Some(l) => format!(" (checked on logical shapes at vmap level {l})"),
+        None => String::new(),
+    }
+}
+
+fn list(problems: &[String]) -> String {
+    let mut out = String::new();
+    for p in problems {
+        out.push_str("  - ");
+        out.push_str(p);
+        out.push('\n');
+    }
+    out
+}
+
+impl Error {
+    /// Shorthand for an [`Error::InvalidArgument`] outside vmap (the dispatcher
+    /// fills in the op name and level when a meta function returns it).
+    pub fn invalid(message: impl fmt::Display) -> Self {
+        Error::InvalidArgument {
+            op: String::new(),
+            message: message.to_string(),
+            level: None,
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! # batchrules
+//!
+//! Batching rules and `vmap` over [`ndarray`] tensors, in the style of PyTorch's
+//! functorch and JAX's `vmap`, with two differences:
+//!
+//! * a batching rule registered for a *composite* op (one implemented by
+//!   decomposing into other ops) is a **compile error**, because it would never run;
+//! * every op's meta function (shape and dtype checks) runs on **logical** shapes
+//!   (batch dims removed) at every vmap level, before any batching rule, so an op
+//!   invalid per example is invalid under vmap too, and no rule repeats a check.
+//!
+//! Ops are declared once in an op table (see [`op_table!`]); kernels, metas,
+//! batching rules and decompositions are registered with the attributes
+//! [`kernel`], [`meta`], [`batching_rule`] and [`decompose`], each checked at
+//! compile time against the table.
+//!
+//! ```
+//! use batchrules::{ops, Tensor};
+//! use ndarray::array;
+//!
+//! let x = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+//! let upper = ops::triu(&x, 0)?;
+//! assert_eq!(upper.to_array::<f64>()?, array![[1.0, 2.0], [0.0, 4.0]].into_dyn());
+//!
+//! // The meta function rejects a 1-d input, naming the op:
+//! let v = Tensor::from(array![1.0f64, 2.0].into_dyn());
+//! let err = ops::triu(&v, 0).unwrap_err();
+//! assert!(err.to_string().starts_with("triu:"));
+//! # Ok::<(), batchrules::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+extern crate self as batchrules;
+
+pub mod batching;
+mod checks;
+pub mod coverage;
+mod dispatch;
+mod dtype;
+mod error;
+mod library;
+#[doc(hidden)]
+pub mod private;
+pub mod registry;
+pub mod schema;
+mod tensor;
+mod value;
+mod vmap;
+
+#[doc(hidden)]
+pub use private as __private;
+
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use tensor::{Data, Element, Tensor};
+pub use value::{Arg, BDim, TensorMeta};
+
+/// Declares an op table: reads a TOML file (path relative to the crate root) and
+/// generates, in the invoking module, one typed function per op, the schema
+/// constants the attribute macros check against, and the table's registration.
+///
+/// Each entry gives a schema string and a kind:
+///
+/// ```toml
+/// [[op]]
+/// schema = "triu(Tensor self, int diagonal=0) -> Tensor"
+/// kind = "primitive"   # or "composite"
+/// doc = "Upper triangle of the last two dims."
+/// ```
+///
+/// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
+/// `ScalarType`, each optionally followed by `?`; arguments may have defaults;
+/// an op returns `Tensor`, `Tensor[]` or a tuple `(Tensor, Tensor)`. A malformed
+/// entry fails the build with the table's line.
+///
+/// The built-in table is [`ops`]; a downstream crate declares its own the same
+/// way and points its attributes at it with `table = path::to::module`.
+pub use batchrules_macros::op_table;
+
+/// Registers the dense kernel of a **primitive** op.
+///
+/// The function takes the op's arguments (`Tensor` as `&Tensor`, `int` as
+/// `i64`, `int[]` as `&[i64]`, `float` as `f64`, `ScalarType` as [`DType`],
+/// `T?` as `Option<T>`) and returns `Result<Tensor>`. The op's meta has already
+/// checked the arguments, so the kernel does not repeat checks. Registering a
+/// kernel for a composite op, for an unknown op, or with a signature that does not
+/// fit the schema fails the build.
+///
+/// Keys: `op = "name"` (required), `table = path` (the module of the op table;
+/// default `batchrules::ops`).
+pub use batchrules_macros::kernel;
+
+/// Registers the meta function of an op: its argument checks and output
+/// shape/dtype, computed from [`TensorMeta`]s only.
+///
+/// Inside vmap the metas carry logical shapes, so the same checks hold per
+/// example at every vmap level. Return `Err(Error::invalid(...))` to reject a call.
+pub use batchrules_macros::meta;
+
+/// Registers the batching rule of a **primitive** op.
+///
+/// Each tensor parameter is followed by its batch dim (`Option<usize>`, or
+/// `&[Option<usize>]` after `&[Tensor]`); the rule returns each output with its
+/// batch dim, `Result<(Tensor, Option<usize>)>`. Rules never check shapes (the
+/// meta already did). A rule on a composite op fails the build: the composite
+/// is decomposed before vmap sees it, so the rule would never run.
+pub use batchrules_macros::batching_rule;
+
+/// Registers the decomposition of a **composite** op: its implementation in
+/// terms of other ops. Under vmap the decomposition runs on the batched tensors
+/// (each constituent op is batched on its own); `vmap = "fallback"` opts out and
+/// uses the per-example loop instead.
+pub use batchrules_macros::decompose;
+
+/// The built-in ops, generated from `ops.toml`.
+pub mod ops {
+    crate::op_table!("ops.toml");
+}

@@ -1,0 +1,9 @@
+//! The built-in op library, one file per op family. Every op is registered with
+//! the same attributes a downstream crate uses.
+
+mod binary;
+mod decompositions;
+mod linalg;
+mod reduce;
+pub(crate) mod support;
+mod unary;

@@ -1,0 +1,106 @@
+//! Shared pieces of kernels and metas.
+
+use ndarray::{ArcArray, ArrayD, IxDyn};
+
+use crate::{Data, DType, Element, Error, Result, Tensor, TensorMeta};
+
+/// NumPy broadcasting of two shapes.
+pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        *o = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Meta of a broadcasting binary op whose result has the promoted dtype.
+pub(crate) fn broadcast_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
+        Error::invalid(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape(),
+            b.shape()
+        ))
+    })?;
+    Ok(TensorMeta::new(shape, a.dtype().promote(b.dtype())))
+}
+
+/// Rejects a non-float dtype, saying which op needs a float.
+pub(crate) fn require_float(m: &TensorMeta) -> Result<()> {
+    if m.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "needs a floating-point tensor (f32 or f64), got {}; convert the input first",
+            m.dtype()
+        )))
+    }
+}
+
+/// Resolves a possibly negative dim against `rank`, or explains why it cannot.
+pub(crate) fn check_dim(dim: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    let lo = -(r.max(1));
+    let hi = r.max(1) - 1;
+    if dim < lo || dim > hi {
+        return Err(Error::invalid(format!(
+            "dim {dim} is out of range for a tensor of rank {rank} (valid: {lo}..={hi})"
+        )));
+    }
+    Ok(if dim < 0 { (dim + r.max(1)) as usize } else { dim as usize })
+}
+
+fn convert<T: Element, U: Element>(a: &ArcArray<T, IxDyn>, f: impl Fn(T) -> U) -> Data {
+    U::wrap(a.mapv(f).into_shared())
+}
+
+/// The dense data of `t` converted to `dtype`.
+pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Data> {
+    let data = t.data()?;
+    if data.dtype() == dtype {
+        return Ok(data.clone());
+    }
+    Ok(match (data, dtype) {
+        (Data::Bool(a), DType::I64) => convert(a, i64::from),
+        (Data::Bool(a), DType::F32) => convert(a, |v| f32::from(u8::from(v))),
+        (Data::Bool(a), DType::F64) => convert(a, |v| f64::from(u8::from(v))),
+        (Data::I64(a), DType::Bool) => convert(a, |v| v != 0),
+        (Data::I64(a), DType::F32) => convert(a, |v| v as f32),
+        (Data::I64(a), DType::F64) => convert(a, |v| v as f64),
+        (Data::F32(a), DType::Bool) => convert(a, |v| v != 0.0),
+        (Data::F32(a), DType::I64) => convert(a, |v| v as i64),
+        (Data::F32(a), DType::F64) => convert(a, f64::from),
+        (Data::F64(a), DType::Bool) => convert(a, |v| v != 0.0),
+        (Data::F64(a), DType::I64) => convert(a, |v| v as i64),
+        (Data::F64(a), DType::F32) => convert(a, |v| v as f32),
+        (d, _) => d.clone(),
+    })
+}
+
+/// Elementwise `f` of two same-typed arrays, broadcast to each other.
+pub(crate) fn zip_broadcast<T: Element, U: Element>(
+    a: &ArcArray<T, IxDyn>,
+    b: &ArcArray<T, IxDyn>,
+    f: impl Fn(T, T) -> U,
+) -> Result<Tensor> {
+    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
+        Error::invalid(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape(),
+            b.shape()
+        ))
+    })?;
+    let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
+        return Err(Error::invalid("operands do not broadcast"));
+    };
+    let out: ArrayD<U> = ndarray::Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y));
+    Ok(Tensor::from(out))
+}

@@ -1,0 +1,435 @@
+//! The registry: every op of every linked op table, with the functions the
+//! attribute macros registered for it, collected from `inventory` at first use
+//! and audited.
+//!
+//! The audit is the whole-program twin of the compile-time checks. A single
+//! attribute can be checked while its crate compiles; only the whole program can
+//! see that a primitive has no kernel, or that two crates registered a rule for
+//! the same op. Each [`Problem`] names the op and the source location of every
+//! registration involved.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+use crate::schema::{OpKind, OpSchema, OpTable, Role, TableRegistration};
+use crate::value::{Arg, BDim, BatchedOutput, TensorMeta};
+use crate::{Error, Result, Tensor};
+
+/// The erased form of a `#[kernel]` or `#[decompose]` function.
+pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Vec<Tensor>>;
+/// The erased form of a `#[meta]` function.
+pub type MetaFn = fn(&[Arg<TensorMeta>]) -> Result<Vec<TensorMeta>>;
+/// The erased form of a `#[batching_rule]` function.
+pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Vec<BatchedOutput>>;
+
+/// What a composite's decomposition does under vmap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecomposeVmap {
+    /// Run the decomposition on the batched tensors (the default).
+    Decompose,
+    /// Treat the composite as a black box and use the fallback loop
+    /// (`#[decompose(op = "...", vmap = "fallback")]`).
+    Fallback,
+}
+
+/// A registered function, with its role.
+#[derive(Clone, Copy, Debug)]
+pub enum RegisteredFn {
+    /// `#[kernel]`
+    Kernel(KernelFn),
+    /// `#[meta]`
+    Meta(MetaFn),
+    /// `#[batching_rule]`
+    BatchingRule(RuleFn),
+    /// `#[decompose]`
+    Decomposition(KernelFn, DecomposeVmap),
+}
+
+impl RegisteredFn {
+    /// The role this function plays.
+    pub fn role(&self) -> Role {
+        match self {
+            RegisteredFn::Kernel(_) => Role::Kernel,
+            RegisteredFn::Meta(_) => Role::Meta,
+            RegisteredFn::BatchingRule(_) => Role::BatchingRule,
+            RegisteredFn::Decomposition(..) => Role::Decomposition,
+        }
+    }
+}
+
+/// Where a registration was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// Source file.
+    pub file: &'static str,
+    /// Line of the attribute.
+    pub line: u32,
+    /// The registered function's name.
+    pub function: &'static str,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` at {}:{}", self.function, self.file, self.line)
+    }
+}
+
+/// One registration, as the attribute macros submit it.
+#[derive(Debug)]
+pub struct Registration {
+    /// The table the op is declared in.
+    pub table: &'static OpTable,
+    /// The op name.
+    pub op: &'static str,
+    /// The function and its role.
+    pub func: RegisteredFn,
+    /// Where it was written.
+    pub location: Location,
+}
+
+inventory::collect!(Registration);
+
+/// What is wrong with a set of registrations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// A primitive op has no `#[kernel]`.
+    MissingKernel,
+    /// A primitive op has no `#[meta]`.
+    MissingMeta,
+    /// A composite op has no `#[decompose]`.
+    MissingDecomposition,
+    /// Two or more registrations of the same role for one op.
+    Duplicate,
+    /// A registration names an op its table does not declare.
+    UnknownOp,
+    /// A registration's role does not fit the op's kind.
+    WrongKind,
+    /// Two op tables have the same module path.
+    DuplicateTable,
+}
+
+/// One problem the audit found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// What kind of problem.
+    pub kind: ProblemKind,
+    /// The op involved (or the table path, for [`ProblemKind::DuplicateTable`]).
+    pub op: String,
+    /// The locations of every registration involved.
+    pub locations: Vec<Location>,
+    /// The full message.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Everything registered for one op.
+#[derive(Debug)]
+pub struct OpEntry {
+    /// The op's table.
+    pub table: &'static OpTable,
+    /// The op's schema.
+    pub schema: &'static OpSchema,
+    /// Its kernel (primitives).
+    pub kernel: Option<KernelFn>,
+    /// Its meta.
+    pub meta: Option<MetaFn>,
+    /// Its batching rule (primitives).
+    pub rule: Option<RuleFn>,
+    /// Its decomposition (composites).
+    pub decomposition: Option<(KernelFn, DecomposeVmap)>,
+}
+
+impl OpEntry {
+    /// The op name.
+    pub fn name(&self) -> &'static str {
+        self.schema.name
+    }
+
+    /// What vmap runs for this op.
+    pub fn vmap_strategy(&self) -> VmapStrategy {
+        match (self.schema.kind, self.rule, self.decomposition) {
+            (OpKind::Primitive, Some(_), _) => VmapStrategy::BatchingRule,
+            (OpKind::Composite, _, Some((_, DecomposeVmap::Decompose))) => {
+                VmapStrategy::Decomposition
+            }
+            _ => VmapStrategy::Fallback,
+        }
+    }
+}
+
+/// What vmap will use for an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmapStrategy {
+    /// The op's batching rule.
+    BatchingRule,
+    /// The composite's decomposition, each constituent op batched on its own.
+    Decomposition,
+    /// The per-example loop.
+    Fallback,
+}
+
+impl fmt::Display for VmapStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VmapStrategy::BatchingRule => "rule",
+            VmapStrategy::Decomposition => "decomposition",
+            VmapStrategy::Fallback => "fallback",
+        })
+    }
+}
+
+/// All ops of the program, indexed by integer op id.
+#[derive(Debug)]
+pub struct Registry {
+    entries: Vec<OpEntry>,
+    /// (table path, op id of its first op)
+    bases: Vec<(&'static str, usize)>,
+}
+
+impl Registry {
+    /// Builds a registry from explicit tables and registrations and audits it.
+    ///
+    /// This is what [`registry`] does with everything `inventory` collected; tests
+    /// call it with hand-made sets. Op ids are not published to the tables
+    /// (only the global registry does that).
+    pub fn build(
+        tables: &[&'static OpTable],
+        registrations: &[&Registration],
+    ) -> std::result::Result<Registry, Vec<Problem>> {
+        let mut problems = Vec::new();
+        let mut tables: Vec<&'static OpTable> = tables.to_vec();
+        tables.sort_by_key(|t| t.path);
+        tables.dedup_by(|a, b| std::ptr::eq(*a, *b));
+        for pair in tables.windows(2) {
+            if pair[0].path == pair[1].path {
+                problems.push(Problem {
+                    kind: ProblemKind::DuplicateTable,
+                    op: pair[0].path.to_string(),
+                    locations: Vec::new(),
+                    message: format!(
+                        "two op tables are declared at module path `{}`; give each `op_table!` its own module",
+                        pair[0].path
+                    ),
+                });
+            }
+        }
+
+        let mut entries = Vec::new();
+        let mut bases = Vec::new();
+        for table in &tables {
+            bases.push((table.path, entries.len()));
+            entries.extend(table.ops.iter().map(|schema| OpEntry {
+                table,
+                schema,
+                kernel: None,
+                meta: None,
+                rule: None,
+                decomposition: None,
+            }));
+        }
+
+        // Group registrations by (op id, role), keeping source order stable.
+        let mut by_slot: BTreeMap<(usize, u8), Vec<&Registration>> = BTreeMap::new();
+        for reg in registrations {
+            let base = tables
+                .iter()
+                .position(|t| std::ptr::eq(*t, reg.table))
+                .map(|i| bases[i].1);
+            let local = reg.table.find(reg.op).map(|(i, _)| i);
+            let (Some(base), Some(local)) = (base, local) else {
+                problems.push(Problem {
+                    kind: ProblemKind::UnknownOp,
+                    op: reg.op.to_string(),
+                    locations: vec![reg.location],
+                    message: format!(
+                        "{} registers a {} for op `{}`, which op table `{}` does not declare",
+                        reg.location,
+                        reg.func.role().attribute(),
+                        reg.op,
+                        reg.table.path
+                    ),
+                });
+                continue;
+            };
+            by_slot
+                .entry((base + local, role_index(reg.func.role())))
+                .or_default()
+                .push(reg);
+        }
+
+        for ((id, _), regs) in by_slot {
+            let entry = &mut entries[id];
+            let role = regs[0].func.role();
+            if regs.len() > 1 {
+                let mut locations: Vec<Location> = regs.iter().map(|r| r.location).collect();
+                locations.sort_by_key(|l| (l.file, l.line));
+                problems.push(Problem {
+                    kind: ProblemKind::Duplicate,
+                    op: entry.name().to_string(),
+                    message: format!(
+                        "op `{}` has {} {} registrations, at most one is allowed: {}; delete all but one",
+                        entry.name(),
+                        regs.len(),
+                        role.attribute(),
+                        join(&locations)
+                    ),
+                    locations,
+                });
+                continue;
+            }
+            let reg = regs[0];
+            let fits = matches!(
+                (entry.schema.kind, role),
+                (OpKind::Primitive, Role::Kernel | Role::BatchingRule | Role::Meta)
+                    | (OpKind::Composite, Role::Decomposition | Role::Meta)
+            );
+            if !fits {
+                problems.push(Problem {
+                    kind: ProblemKind::WrongKind,
+                    op: entry.name().to_string(),
+                    locations: vec![reg.location],
+                    message: format!(
+                        "{} registers a {} for `{}`, which is a {} op; a {} op takes {}",
+                        reg.location,
+                        role.attribute(),
+                        entry.name(),
+                        entry.schema.kind.as_str(),
+                        entry.schema.kind.as_str(),
+                        match entry.schema.kind {
+                            OpKind::Primitive => "#[kernel], #[meta] and #[batching_rule]",
+                            OpKind::Composite => "#[decompose] and #[meta]",
+                        }
+                    ),
+                });
+                continue;
+            }
+            match reg.func {
+                RegisteredFn::Kernel(f) => entry.kernel = Some(f),
+                RegisteredFn::Meta(f) => entry.meta = Some(f),
+                RegisteredFn::BatchingRule(f) => entry.rule = Some(f),
+                RegisteredFn::Decomposition(f, v) => entry.decomposition = Some((f, v)),
+            }
+        }
+
+        for entry in &entries {
+            let missing = match entry.schema.kind {
+                OpKind::Primitive if entry.kernel.is_none() => {
+                    Some((ProblemKind::MissingKernel, "#[kernel]"))
+                }
+                OpKind::Primitive if entry.meta.is_none() => {
+                    Some((ProblemKind::MissingMeta, "#[meta]"))
+                }
+                OpKind::Composite if entry.decomposition.is_none() => {
+                    Some((ProblemKind::MissingDecomposition, "#[decompose]"))
+                }
+                _ => None,
+            };
+            if let Some((kind, attr)) = missing {
+                problems.push(Problem {
+                    kind,
+                    op: entry.name().to_string(),
+                    locations: Vec::new(),
+                    message: format!(
+                        "{} op `{}` (table `{}`) has no {attr} function; write one with `{}(op = \"{}\")]`",
+                        entry.schema.kind.as_str(),
+                        entry.name(),
+                        entry.table.path,
+                        attr.trim_end_matches(']'),
+                        entry.name()
+                    ),
+                });
+            }
+        }
+
+        if problems.is_empty() {
+            Ok(Registry { entries, bases })
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Every op, by op id.
+    pub fn ops(&self) -> &[OpEntry] {
+        &self.entries
+    }
+
+    /// The op with this id.
+    pub fn op(&self, id: usize) -> Option<&OpEntry> {
+        self.entries.get(id)
+    }
+
+    /// The op called `name` in the table at module path `table`.
+    pub fn find(&self, table: &str, name: &str) -> Option<&OpEntry> {
+        let (_, base) = self.bases.iter().find(|(p, _)| *p == table)?;
+        self.entries[*base..]
+            .iter()
+            .take_while(|e| e.table.path == table)
+            .find(|e| e.name() == name)
+    }
+}
+
+fn role_index(role: Role) -> u8 {
+    match role {
+        Role::Kernel => 0,
+        Role::Meta => 1,
+        Role::BatchingRule => 2,
+        Role::Decomposition => 3,
+    }
+}
+
+fn join(locations: &[Location]) -> String {
+    locations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+static GLOBAL: OnceLock<std::result::Result<Registry, Vec<Problem>>> = OnceLock::new();
+
+/// The program's registry, built and audited at first use.
+///
+/// Errors with [`Error::Registry`] listing every problem if the registrations
+/// linked into the program are inconsistent.
+pub fn registry() -> Result<&'static Registry> {
+    GLOBAL
+        .get_or_init(|| {
+            let tables: Vec<&'static OpTable> = inventory::iter::<TableRegistration>
+                .into_iter()
+                .map(|t| t.0)
+                .collect();
+            let regs: Vec<&Registration> = inventory::iter::<Registration>.into_iter().collect();
+            let built = Registry::build(&tables, &regs);
+            if let Ok(reg) = &built {
+                for (path, base) in &reg.bases {
+                    for t in &tables {
+                        if t.path == *path {
+                            t.set_base(*base);
+                        }
+                    }
+                }
+            }
+            built
+        })
+        .as_ref()
+        .map_err(|problems| Error::Registry {
+            problems: problems.iter().map(ToString::to_string).collect(),
+        })
+}
+
+/// The registry entry of op `local` of `table`, by integer id.
+pub(crate) fn entry(table: &'static OpTable, local: usize) -> Result<&'static OpEntry> {
+    let reg = registry()?;
+    reg.op(table.base().wrapping_add(local))
+        .filter(|e| std::ptr::eq(e.table, table))
+        .ok_or_else(|| Error::NotImplemented {
+            op: table.ops.get(local).map_or("?", |o| o.name).to_string(),
+            message: format!("op table `{}` is not registered", table.path),
+        })
+}

@@ -1,0 +1,176 @@
+//! Op schemas as generated from an op table by [`op_table!`](crate::op_table).
+//!
+//! Everything here is `const`-constructible: the generated table is a `const`
+//! slice that the attribute macros' compile-time checks read (see
+//! [`crate::checks`]), and a `static` [`OpTable`] that the registry indexes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Whether an op has a kernel of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// Has a dense kernel; may have a batching rule, else vmap uses the fallback.
+    Primitive,
+    /// Has no kernel: it is implemented by its decomposition into other ops.
+    Composite,
+}
+
+impl OpKind {
+    /// `"primitive"` or `"composite"`, as written in the table.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Primitive => "primitive",
+            OpKind::Composite => "composite",
+        }
+    }
+}
+
+/// The type of one schema argument, without optionality.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgType {
+    /// `Tensor`
+    Tensor,
+    /// `Tensor[]`
+    TensorList,
+    /// `int` (`i64`)
+    Int,
+    /// `int[]` (`&[i64]`)
+    IntList,
+    /// `float` (`f64`)
+    Float,
+    /// `bool`
+    Bool,
+    /// `ScalarType` ([`DType`](crate::DType))
+    ScalarType,
+}
+
+/// One argument of an op schema.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgSchema {
+    /// The name in the schema (`self`, `diagonal`, ...).
+    pub name: &'static str,
+    /// Its type.
+    pub ty: ArgType,
+    /// Written with `?`: may be `None`.
+    pub optional: bool,
+    /// The default as written in the schema, if any.
+    pub default: Option<&'static str>,
+}
+
+/// The role a registered function plays for an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `#[kernel]`
+    Kernel,
+    /// `#[meta]`
+    Meta,
+    /// `#[batching_rule]`
+    BatchingRule,
+    /// `#[decompose]`
+    Decomposition,
+}
+
+impl Role {
+    /// The attribute that registers this role, e.g. `#[kernel]`.
+    pub const fn attribute(self) -> &'static str {
+        match self {
+            Role::Kernel => "#[kernel]",
+            Role::Meta => "#[meta]",
+            Role::BatchingRule => "#[batching_rule]",
+            Role::Decomposition => "#[decompose]",
+        }
+    }
+}
+
+/// The Rust signature a function in one role must have, as generated from the
+/// schema. Types are in the normalized spelling the attribute macros compare
+/// against (`&Tensor`, `Option<usize>`, `Result<Tensor>`).
+#[derive(Clone, Copy, Debug)]
+pub struct RoleSignature {
+    /// The parameter types, in order.
+    pub params: &'static [&'static str],
+    /// For each parameter, the schema argument it comes from (batch-dim
+    /// parameters name their tensor's argument).
+    pub param_names: &'static [&'static str],
+    /// The return type.
+    pub ret: &'static str,
+    /// The whole signature, for messages: `fn(self_: &Tensor, diagonal: i64) -> Result<Tensor>`.
+    pub display: &'static str,
+}
+
+/// One op, as declared in an op table.
+#[derive(Clone, Copy, Debug)]
+pub struct OpSchema {
+    /// The op name.
+    pub name: &'static str,
+    /// Primitive or composite.
+    pub kind: OpKind,
+    /// The schema string as written in the table.
+    pub schema: &'static str,
+    /// The arguments.
+    pub args: &'static [ArgSchema],
+    /// The return types (each [`ArgType::Tensor`] or [`ArgType::TensorList`]).
+    pub returns: &'static [ArgType],
+    /// Documentation from the table.
+    pub doc: &'static str,
+    /// Signature of a `#[kernel]` (and of a `#[decompose]`, and of the typed op function).
+    pub kernel: RoleSignature,
+    /// Signature of a `#[meta]`.
+    pub meta: RoleSignature,
+    /// Signature of a `#[batching_rule]`.
+    pub rule: RoleSignature,
+}
+
+impl OpSchema {
+    /// The signature a function registered in `role` must have.
+    pub const fn signature(&self, role: Role) -> &RoleSignature {
+        match role {
+            Role::Kernel | Role::Decomposition => &self.kernel,
+            Role::Meta => &self.meta,
+            Role::BatchingRule => &self.rule,
+        }
+    }
+}
+
+/// An op table: the ops one `op_table!` invocation declares.
+#[derive(Debug)]
+pub struct OpTable {
+    /// The Rust path of the module holding the table, e.g. `batchrules::ops`.
+    pub path: &'static str,
+    /// The ops, in table order.
+    pub ops: &'static [OpSchema],
+    base: AtomicUsize,
+}
+
+impl OpTable {
+    /// A table whose op ids are not assigned yet (the registry assigns them).
+    #[doc(hidden)]
+    pub const fn new(path: &'static str, ops: &'static [OpSchema]) -> Self {
+        OpTable {
+            path,
+            ops,
+            base: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// The global id of this table's first op, once the registry is built.
+    pub(crate) fn base(&self) -> usize {
+        self.base.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_base(&self, base: usize) {
+        self.base.store(base, Ordering::Release);
+    }
+
+    /// The op called `name`, with its index in the table.
+    pub fn find(&self, name: &str) -> Option<(usize, &'static OpSchema)> {
+        self.ops.iter().enumerate().find(|(_, op)| op.name == name)
+    }
+}
+
+/// Submitted once per op table so the registry can find every table linked
+/// into the program.
+#[doc(hidden)]
+pub struct TableRegistration(pub &'static OpTable);
+
+inventory::collect!(TableRegistration);
