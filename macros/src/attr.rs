@@ -174,7 +174,9 @@ fn validate_fn(role: Role, item: &Item, errors: &mut Errors) -> Option<ItemFn> {
     if let Some(a) = &sig.asyncness {
         errors.push(
             a.span(),
-            format!("{what} cannot be `async`: the dispatcher calls it synchronously; remove `async`"),
+            format!(
+                "{what} cannot be `async`: the dispatcher calls it synchronously; remove `async`"
+            ),
         );
     }
     if let Some(u) = &sig.unsafety {
@@ -186,7 +188,10 @@ fn validate_fn(role: Role, item: &Item, errors: &mut Errors) -> Option<ItemFn> {
     if let Some(abi) = &sig.abi {
         errors.push(
             abi.span(),
-            format!("{what} must use the Rust ABI; remove `{}`", abi.to_token_stream()),
+            format!(
+                "{what} must use the Rust ABI; remove `{}`",
+                abi.to_token_stream()
+            ),
         );
     }
     if let Some(v) = &sig.variadic {
@@ -227,7 +232,9 @@ pub fn expand(role: Role, attr: TokenStream, item: TokenStream) -> TokenStream {
             None
         }
     };
-    let func = parsed.as_ref().and_then(|i| validate_fn(role, i, &mut errors));
+    let func = parsed
+        .as_ref()
+        .and_then(|i| validate_fn(role, i, &mut errors));
     match (errors.0, func, args.op) {
         (None, Some(func), Some(op)) => expand_ok(role, &func, &op, args.table, args.vmap_fallback),
         (Some(e), _, _) => {

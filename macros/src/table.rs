@@ -44,19 +44,52 @@ fn line_of(source: &str, offset: usize) -> usize {
     source[..offset.min(source.len())].matches('\n').count() + 1
 }
 
-/// Reads and validates the table, collecting every problem.
-fn load(path_lit: &LitStr) -> Result<(PathBuf, Vec<Op>), syn::Error> {
-    let rel = path_lit.value();
-    let dir = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| {
-        syn::Error::new(path_lit.span(), "CARGO_MANIFEST_DIR is not set; build with cargo")
-    })?;
-    let path = PathBuf::from(dir).join(&rel);
-    let source = std::fs::read_to_string(&path).map_err(|e| {
-        syn::Error::new(
-            path_lit.span(),
-            format!("cannot read op table `{}`: {e}", path.display()),
-        )
-    })?;
+/// Where the table comes from: a file, or TOML written inline.
+enum Source {
+    File(LitStr),
+    Inline(LitStr),
+}
+
+impl syn::parse::Parse for Source {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            return Ok(Source::File(input.parse()?));
+        }
+        let key: Ident = input.parse()?;
+        if key != "toml" {
+            return Err(syn::Error::new(
+                key.span(),
+                "expected a path or `toml = \"...\"`",
+            ));
+        }
+        input.parse::<syn::Token![=]>()?;
+        Ok(Source::Inline(input.parse()?))
+    }
+}
+
+/// Reads and validates the table, collecting every problem. Returns the file to
+/// track (for a file table) and the ops.
+fn load(src: &Source) -> Result<(Option<PathBuf>, Vec<Op>), syn::Error> {
+    let (path_lit, rel, path, source) = match src {
+        Source::File(lit) => {
+            let rel = lit.value();
+            let dir = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| {
+                syn::Error::new(
+                    lit.span(),
+                    "CARGO_MANIFEST_DIR is not set; build with cargo",
+                )
+            })?;
+            let path = PathBuf::from(dir).join(&rel);
+            let source = std::fs::read_to_string(&path).map_err(|e| {
+                syn::Error::new(
+                    lit.span(),
+                    format!("cannot read op table `{}`: {e}", path.display()),
+                )
+            })?;
+            (lit, rel, Some(path), source)
+        }
+        Source::Inline(lit) => (lit, "(inline)".to_string(), None, lit.value()),
+    };
     let file: TableFile = toml::from_str(&source).map_err(|e| {
         let line = e.span().map(|s| line_of(&source, s.start));
         let at = line.map_or(String::new(), |l| format!(":{l}"));
@@ -94,7 +127,9 @@ fn load(path_lit: &LitStr) -> Result<(PathBuf, Vec<Op>), syn::Error> {
         let parsed = match schema::parse(&text) {
             Ok(s) => Some(s),
             Err(msg) => {
-                push(format!("op table {rel}:{line}: malformed schema `{text}`: {msg}"));
+                push(format!(
+                    "op table {rel}:{line}: malformed schema `{text}`: {msg}"
+                ));
                 None
             }
         };
@@ -135,7 +170,8 @@ fn qualify_tokens(tokens: TokenStream) -> TokenStream {
     for tt in tokens {
         match tt {
             TokenTree::Ident(id)
-                if ["Tensor", "TensorMeta", "DType", "Result"].contains(&id.to_string().as_str()) =>
+                if ["Tensor", "TensorMeta", "DType", "Result"]
+                    .contains(&id.to_string().as_str()) =>
             {
                 out.extend(quote!(::batchrules::#id));
             }
@@ -263,28 +299,31 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
 }
 
 pub fn expand(input: TokenStream) -> TokenStream {
-    let path_lit: LitStr = match syn::parse2(input) {
+    let src: Source = match syn::parse2(input) {
         Ok(l) => l,
         Err(e) => {
             return syn::Error::new(
                 e.span(),
-                "expected the op table's path relative to the crate root, e.g. `op_table!(\"ops.toml\")`",
+                "expected the op table's path relative to the crate root, e.g. `op_table!(\"ops.toml\")`, or inline TOML, `op_table!(toml = r#\"...\"#)`",
             )
             .to_compile_error()
         }
     };
-    let (path, ops) = match load(&path_lit) {
+    let (path, ops) = match load(&src) {
         Ok(v) => v,
         Err(e) => return e.to_compile_error(),
     };
-    let path_str = path.display().to_string();
     let schemas = ops.iter().map(schema_const);
     let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
     let count = ops.len();
-    let tracked = Group::new(Delimiter::Parenthesis, quote!(#path_str));
+    // Rebuild when a table file changes.
+    let tracked = path.map(|p| {
+        let p = p.display().to_string();
+        let arg = Group::new(Delimiter::Parenthesis, quote!(#p));
+        quote!(const _: &str = ::core::include_str! #arg;)
+    });
     quote! {
-        // Rebuild when the table changes.
-        const _: &str = ::core::include_str! #tracked;
+        #tracked
 
         /// The module path of this op table.
         #[doc(hidden)]

@@ -87,7 +87,10 @@ mod tests {
     fn normalizes_paths_lifetimes_and_results() {
         assert_eq!(n("&'a batchrules::Tensor"), "&Tensor");
         assert_eq!(n("Option<&[i64]>"), "Option<&[i64]>");
-        assert_eq!(n("std::result::Result<Tensor, batchrules::Error>"), "Result<Tensor>");
+        assert_eq!(
+            n("std::result::Result<Tensor, batchrules::Error>"),
+            "Result<Tensor>"
+        );
         assert_eq!(
             n("Result<(Tensor, Option<usize>)>"),
             "Result<(Tensor, Option<usize>)>"

@@ -130,7 +130,11 @@ pub fn reduce_dim(
 
 /// The rule of an op that acts on trailing dims only and treats leading dims as
 /// batch (`triu`, `tril`, ...): batch dim to the front, then the op as is.
-pub fn leading_batch(op: impl FnOnce(&Tensor) -> Result<Tensor>, x: &Tensor, bdim: Option<usize>) -> RuleOutput {
+pub fn leading_batch(
+    op: impl FnOnce(&Tensor) -> Result<Tensor>,
+    x: &Tensor,
+    bdim: Option<usize>,
+) -> RuleOutput {
     match bdim {
         Some(b) => Ok((op(&x.moved_dim(b, 0)?)?, Some(0))),
         None => Ok((op(x)?, None)),

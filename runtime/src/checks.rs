@@ -154,7 +154,11 @@ const fn suggest<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a str> {
         }
         i += 1;
     }
-    let limit = if name.len() / 3 > 1 { name.len() / 3 } else { 1 };
+    let limit = if name.len() / 3 > 1 {
+        name.len() / 3
+    } else {
+        1
+    };
     if best_d <= limit {
         best
     } else {
@@ -232,13 +236,21 @@ pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize)
     if want == found {
         return None;
     }
-    let m = Msg::new().push("the ").push(role.attribute()).push(" for ").code(op.name);
+    let m = Msg::new()
+        .push("the ")
+        .push(role.attribute())
+        .push(" for ")
+        .code(op.name);
     let m = if matches!(role, Role::BatchingRule) && found == op.kernel.params.len() {
         m.push(" is missing its batch-dim parameters: a batching rule takes each tensor argument followed by its batch dim (`Option<usize>` after `&Tensor`, `&[Option<usize>]` after `&[Tensor]`).")
     } else {
         m.push(" takes ")
             .num(want)
-            .push(if want == 1 { " parameter" } else { " parameters" })
+            .push(if want == 1 {
+                " parameter"
+            } else {
+                " parameters"
+            })
             .push(", found ")
             .num(found)
             .push(".")
@@ -263,7 +275,8 @@ pub const fn check_param(
     if sig.params.len() != count || index >= count || eq(sig.params[index], found) {
         return None;
     }
-    let is_bdim = eq(sig.params[index], "Option<usize>") || eq(sig.params[index], "&[Option<usize>]");
+    let is_bdim =
+        eq(sig.params[index], "Option<usize>") || eq(sig.params[index], "&[Option<usize>]");
     let m = Msg::new()
         .push("parameter ")
         .num(index + 1)
@@ -299,11 +312,17 @@ pub const fn check_return(ops: &[OpSchema], name: &str, role: Role, found: &str)
     if eq(sig.ret, found) {
         return None;
     }
-    let m = Msg::new().push("the ").push(role.attribute()).push(" for ").code(op.name);
+    let m = Msg::new()
+        .push("the ")
+        .push(role.attribute())
+        .push(" for ")
+        .code(op.name);
     let m = if found.is_empty() {
         m.push(" returns nothing, but it must return ")
     } else {
-        m.push(" returns ").code(found).push(", but it must return ")
+        m.push(" returns ")
+            .code(found)
+            .push(", but it must return ")
     };
     Some(expected(m.code(sig.ret).push("."), op, role))
 }

@@ -41,7 +41,14 @@ pub fn report() -> Result<String> {
             ]
         })
         .collect();
-    let header = ["op", "kind", "kernel", "meta", "rule / decomposition", "vmap uses"];
+    let header = [
+        "op",
+        "kind",
+        "kernel",
+        "meta",
+        "rule / decomposition",
+        "vmap uses",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -58,7 +65,10 @@ pub fn report() -> Result<String> {
         out.push('\n');
     };
     line(&mut out, header);
-    line(&mut out, widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str));
+    line(
+        &mut out,
+        widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str),
+    );
     for row in &rows {
         line(&mut out, row.each_ref().map(String::as_str));
     }

@@ -41,7 +41,9 @@ pub(crate) fn run_meta(
         .iter()
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
         .collect::<Result<Vec<_>>>()?;
-    meta(&metas).map(Some).map_err(|e| name_error(e, entry.name(), level))
+    meta(&metas)
+        .map(Some)
+        .map_err(|e| name_error(e, entry.name(), level))
 }
 
 /// Fills the op name and vmap level into an error a meta or kernel returned.

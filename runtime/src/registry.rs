@@ -281,13 +281,16 @@ impl Registry {
                     ),
                     locations,
                 });
-                continue;
+                // Fall through with the first one, so the op is not also
+                // reported as missing that role.
             }
             let reg = regs[0];
             let fits = matches!(
                 (entry.schema.kind, role),
-                (OpKind::Primitive, Role::Kernel | Role::BatchingRule | Role::Meta)
-                    | (OpKind::Composite, Role::Decomposition | Role::Meta)
+                (
+                    OpKind::Primitive,
+                    Role::Kernel | Role::BatchingRule | Role::Meta
+                ) | (OpKind::Composite, Role::Decomposition | Role::Meta)
             );
             if !fits {
                 problems.push(Problem {

@@ -272,7 +272,11 @@ impl Tensor {
     pub fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
         let n = self.ndim();
         let mut seen = vec![false; n];
-        if perm.len() != n || perm.iter().any(|&p| p >= n || std::mem::replace(&mut seen[p], true)) {
+        if perm.len() != n
+            || perm
+                .iter()
+                .any(|&p| p >= n || std::mem::replace(&mut seen[p], true))
+        {
             return Err(Error::Tensor(format!(
                 "permutation {perm:?} is not a permutation of the {n} dims of shape {:?}",
                 self.shape()
@@ -287,7 +291,11 @@ impl Tensor {
                 let mut inner_perm = Vec::with_capacity(n + 1);
                 inner_perm.push(b.bdim);
                 inner_perm.extend(perm.iter().map(|&d| phys(d)));
-                Ok(Tensor::wrap_batched(b.inner.permuted(&inner_perm)?, 0, b.level))
+                Ok(Tensor::wrap_batched(
+                    b.inner.permuted(&inner_perm)?,
+                    0,
+                    b.level,
+                ))
             }
         }
     }

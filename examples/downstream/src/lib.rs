@@ -1,1 +1,101 @@
+//! A crate that extends batchrules with its own ops, as an outside user would:
+//! it declares an op table (`ops.toml`) and registers kernels, metas, a batching
+//! rule and a decomposition for it with the same attributes the built-in ops use.
+//!
+//! ```
+//! use downstream_ops::ops;
+//! use batchrules::Tensor;
+//!
+//! let x = Tensor::from(ndarray::array![1.0f64, 2.0, 3.0].into_dyn());
+//! let y = ops::scale(&x, 2.0)?;
+//! assert_eq!(y.to_array::<f64>()?, ndarray::array![2.0, 4.0, 6.0].into_dyn());
+//! # Ok::<(), batchrules::Error>(())
+//! ```
+//!
+//! A batching rule on this crate's composite op does not compile:
+//!
+//! ```compile_fail,E0080
+//! use batchrules::{batching_rule, Result, Tensor};
+//!
+//! #[batching_rule(op = "sum_of_squares", table = downstream_ops::ops)]
+//! fn rule(x: &Tensor, bdim: Option<usize>, dim: Option<i64>) -> Result<(Tensor, Option<usize>)> {
+//!     todo!()
+//! }
+//! ```
 
+use batchrules::batching::unary_pointwise;
+use batchrules::{batching_rule, decompose, kernel, meta, Data, Error, Result, Tensor, TensorMeta};
+use ndarray::Axis;
+
+/// The ops of this crate, generated from `ops.toml`.
+pub mod ops {
+    batchrules::op_table!("ops.toml");
+}
+
+#[meta(op = "scale", table = crate::ops)]
+fn scale_meta(x: &TensorMeta, _factor: f64) -> Result<TensorMeta> {
+    if !x.dtype().is_float() {
+        return Err(Error::invalid(format!(
+            "needs a floating-point tensor, got {}",
+            x.dtype()
+        )));
+    }
+    Ok(x.clone())
+}
+
+#[kernel(op = "scale", table = crate::ops)]
+fn scale_kernel(x: &Tensor, factor: f64) -> Result<Tensor> {
+    match x.data()? {
+        Data::F32(a) => Ok(Tensor::from(a.mapv(|v| v * factor as f32))),
+        Data::F64(a) => Ok(Tensor::from(a.mapv(|v| v * factor))),
+        other => Err(Error::invalid(format!(
+            "unsupported dtype {}",
+            other.dtype()
+        ))),
+    }
+}
+
+#[batching_rule(op = "scale", table = crate::ops)]
+fn scale_rule(x: &Tensor, bdim: Option<usize>, factor: f64) -> Result<(Tensor, Option<usize>)> {
+    unary_pointwise(|t| ops::scale(t, factor), x, bdim)
+}
+
+#[decompose(op = "sum_of_squares", table = crate::ops)]
+fn sum_of_squares(x: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    batchrules::ops::sum(&batchrules::ops::mul(x, x)?, dim, false)
+}
+
+#[meta(op = "cumsum", table = crate::ops)]
+fn cumsum_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
+    let rank = x.ndim() as i64;
+    if rank == 0 || dim < -rank || dim >= rank {
+        return Err(Error::invalid(format!(
+            "dim {dim} is out of range for shape {:?}",
+            x.shape()
+        )));
+    }
+    Ok(x.clone())
+}
+
+#[kernel(op = "cumsum", table = crate::ops)]
+fn cumsum_kernel(x: &Tensor, dim: i64) -> Result<Tensor> {
+    let d = if dim < 0 { dim + x.ndim() as i64 } else { dim } as usize;
+    match x.data()? {
+        Data::F32(a) => {
+            let mut out = a.to_owned();
+            out.accumulate_axis_inplace(Axis(d), |&p, c| *c += p);
+            Ok(Tensor::from(out))
+        }
+        Data::F64(a) => {
+            let mut out = a.to_owned();
+            out.accumulate_axis_inplace(Axis(d), |&p, c| *c += p);
+            Ok(Tensor::from(out))
+        }
+        Data::I64(a) => {
+            let mut out = a.to_owned();
+            out.accumulate_axis_inplace(Axis(d), |&p, c| *c += p);
+            Ok(Tensor::from(out))
+        }
+        Data::Bool(_) => Err(Error::invalid("cumsum of bool is not supported")),
+    }
+}

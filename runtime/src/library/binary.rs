@@ -39,10 +39,22 @@ fn add_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
 }
 #[kernel(op = "add")]
 fn add_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    arith(a, b, DType::I64, |x, y| x + y, |x, y| x + y, i64::wrapping_add)
+    arith(
+        a,
+        b,
+        DType::I64,
+        |x, y| x + y,
+        |x, y| x + y,
+        i64::wrapping_add,
+    )
 }
 #[batching_rule(op = "add")]
-fn add_rule(a: &Tensor, a_bdim: Option<usize>, b: &Tensor, b_bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+fn add_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
     binary_broadcast(ops::add, a, a_bdim, b, b_bdim)
 }
 
@@ -52,10 +64,22 @@ fn sub_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
 }
 #[kernel(op = "sub")]
 fn sub_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    arith(a, b, DType::I64, |x, y| x - y, |x, y| x - y, i64::wrapping_sub)
+    arith(
+        a,
+        b,
+        DType::I64,
+        |x, y| x - y,
+        |x, y| x - y,
+        i64::wrapping_sub,
+    )
 }
 #[batching_rule(op = "sub")]
-fn sub_rule(a: &Tensor, a_bdim: Option<usize>, b: &Tensor, b_bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+fn sub_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
     binary_broadcast(ops::sub, a, a_bdim, b, b_bdim)
 }
 
@@ -65,10 +89,22 @@ fn mul_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
 }
 #[kernel(op = "mul")]
 fn mul_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    arith(a, b, DType::I64, |x, y| x * y, |x, y| x * y, i64::wrapping_mul)
+    arith(
+        a,
+        b,
+        DType::I64,
+        |x, y| x * y,
+        |x, y| x * y,
+        i64::wrapping_mul,
+    )
 }
 #[batching_rule(op = "mul")]
-fn mul_rule(a: &Tensor, a_bdim: Option<usize>, b: &Tensor, b_bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+fn mul_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
     binary_broadcast(ops::mul, a, a_bdim, b, b_bdim)
 }
 
@@ -82,6 +118,11 @@ fn div_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     arith(a, b, DType::F32, |x, y| x / y, |x, y| x / y, |x, _| x)
 }
 #[batching_rule(op = "div")]
-fn div_rule(a: &Tensor, a_bdim: Option<usize>, b: &Tensor, b_bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+fn div_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
     binary_broadcast(ops::div, a, a_bdim, b, b_bdim)
 }

@@ -3,7 +3,9 @@
 use ndarray::{ArcArray, IxDyn};
 
 use crate::batching::leading_batch;
-use crate::{batching_rule, each_dtype, kernel, meta, ops, Element, Error, Result, Tensor, TensorMeta};
+use crate::{
+    batching_rule, each_dtype, kernel, meta, ops, Element, Error, Result, Tensor, TensorMeta,
+};
 
 /// Both triangle ops need a matrix per example: at least 2 (logical) dims.
 fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {

@@ -4,10 +4,17 @@ use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use crate::batching::reduce_dim;
 use crate::library::support::{cast, check_dim};
-use crate::{batching_rule, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor, TensorMeta};
+use crate::{
+    batching_rule, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor, TensorMeta,
+};
 
 /// Output meta of a reduction; `nonempty` rejects reducing zero elements.
-fn reduce_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool, nonempty: bool) -> Result<TensorMeta> {
+fn reduce_meta(
+    x: &TensorMeta,
+    dim: Option<i64>,
+    keepdim: bool,
+    nonempty: bool,
+) -> Result<TensorMeta> {
     let mut shape = x.shape().to_vec();
     match dim {
         Some(d) => {
@@ -33,7 +40,11 @@ fn reduce_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool, nonempty: bool) 
                     x.shape()
                 )));
             }
-            shape = if keepdim { vec![1; shape.len()] } else { Vec::new() };
+            shape = if keepdim {
+                vec![1; shape.len()]
+            } else {
+                Vec::new()
+            };
         }
     }
     Ok(TensorMeta::new(shape, x.dtype()))
@@ -51,7 +62,11 @@ fn fold<T: Element>(
         Some(d) if rank > 0 => {
             let d = check_dim(d, rank)?;
             let r = a.fold_axis(Axis(d), init, |acc, &x| f(*acc, x));
-            Ok(Tensor::from(if keepdim { r.insert_axis(Axis(d)) } else { r }))
+            Ok(Tensor::from(if keepdim {
+                r.insert_axis(Axis(d))
+            } else {
+                r
+            }))
         }
         _ => {
             let v = a.fold(init, |acc, &x| f(acc, x));
@@ -64,13 +79,21 @@ fn fold<T: Element>(
 #[meta(op = "sum")]
 fn sum_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMeta> {
     let m = reduce_meta(x, dim, keepdim, false)?;
-    let dtype = if x.dtype() == DType::Bool { DType::I64 } else { x.dtype() };
+    let dtype = if x.dtype() == DType::Bool {
+        DType::I64
+    } else {
+        x.dtype()
+    };
     Ok(m.with_dtype(dtype))
 }
 
 #[kernel(op = "sum")]
 fn sum_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-    let dtype = if x.dtype() == DType::Bool { DType::I64 } else { x.dtype() };
+    let dtype = if x.dtype() == DType::Bool {
+        DType::I64
+    } else {
+        x.dtype()
+    };
     match cast(x, dtype)? {
         Data::I64(a) => fold(&a, dim, keepdim, 0, i64::wrapping_add),
         Data::F32(a) => fold(&a, dim, keepdim, 0.0, |p, q| p + q),
@@ -80,7 +103,12 @@ fn sum_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
 }
 
 #[batching_rule(op = "sum")]
-fn sum_rule(x: &Tensor, bdim: Option<usize>, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Option<usize>)> {
+fn sum_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(Tensor, Option<usize>)> {
     reduce_dim(ops::sum, x, bdim, dim, keepdim)
 }
 
@@ -96,15 +124,28 @@ fn amax_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         Data::Bool(a) => fold(a, dim, keepdim, false, |p, q| p | q),
         Data::I64(a) => fold(a, dim, keepdim, i64::MIN, i64::max),
         Data::F32(a) => fold(a, dim, keepdim, f32::NEG_INFINITY, |p, q| {
-            if q.is_nan() || q > p { q } else { p }
+            if q.is_nan() || q > p {
+                q
+            } else {
+                p
+            }
         }),
         Data::F64(a) => fold(a, dim, keepdim, f64::NEG_INFINITY, |p, q| {
-            if q.is_nan() || q > p { q } else { p }
+            if q.is_nan() || q > p {
+                q
+            } else {
+                p
+            }
         }),
     }
 }
 
 #[batching_rule(op = "amax")]
-fn amax_rule(x: &Tensor, bdim: Option<usize>, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Option<usize>)> {
+fn amax_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(Tensor, Option<usize>)> {
     reduce_dim(ops::amax, x, bdim, dim, keepdim)
 }

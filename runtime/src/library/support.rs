@@ -2,15 +2,23 @@
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
-use crate::{Data, DType, Element, Error, Result, Tensor, TensorMeta};
+use crate::{DType, Data, Element, Error, Result, Tensor, TensorMeta};
 
 /// NumPy broadcasting of two shapes.
 pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for (i, o) in out.iter_mut().enumerate() {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         *o = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -55,7 +63,11 @@ pub(crate) fn check_dim(dim: i64, rank: usize) -> Result<usize> {
             "dim {dim} is out of range for a tensor of rank {rank} (valid: {lo}..={hi})"
         )));
     }
-    Ok(if dim < 0 { (dim + r.max(1)) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + r.max(1)) as usize
+    } else {
+        dim as usize
+    })
 }
 
 fn convert<T: Element, U: Element>(a: &ArcArray<T, IxDyn>, f: impl Fn(T) -> U) -> Data {
@@ -101,6 +113,8 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
     let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
         return Err(Error::invalid("operands do not broadcast"));
     };
-    let out: ArrayD<U> = ndarray::Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y));
+    let out: ArrayD<U> = ndarray::Zip::from(&av)
+        .and(&bv)
+        .map_collect(|&x, &y| f(x, y));
     Ok(Tensor::from(out))
 }

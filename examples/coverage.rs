@@ -1,0 +1,17 @@
+//! Prints the coverage report: per op, its kind, what is registered for it, and
+//! what vmap will use (batching rule, decomposition, or the fallback loop).
+//!
+//! Run with `cargo run --example coverage`. The report lists every op table
+//! linked into this program: the built-in one and the downstream example's.
+
+use downstream_ops as _;
+
+fn main() {
+    match batchrules::coverage::report() {
+        Ok(report) => print!("{report}"),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The op-table generator on a table that uses every schema type: the generated
+//! typed functions pass each argument through the dispatcher to the registered
+//! functions, and the schema constants describe the table.
+
+use batchrules::schema::{ArgType, OpKind};
+use batchrules::{
+    batching_rule, decompose, kernel, meta, DType, Error, Result, Tensor, TensorMeta,
+};
+use ndarray::array;
+
+mod typed {
+    batchrules::op_table!("tests/tables/all_types.toml");
+}
+
+fn vec1(values: &[f64]) -> Tensor {
+    Tensor::from_shape_vec(&[values.len()], values.to_vec()).unwrap()
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.to_array::<f64>().unwrap().iter().copied().collect()
+}
+
+// pick: returns [index..., flip as 0/1/-1, scale]
+#[meta(op = "pick", table = typed)]
+fn pick_meta(
+    _x: &TensorMeta,
+    index: &[i64],
+    _flip: Option<bool>,
+    _scale: f64,
+) -> Result<TensorMeta> {
+    Ok(TensorMeta::new(vec![index.len() + 2], DType::F64))
+}
+#[kernel(op = "pick", table = typed)]
+fn pick_kernel(_x: &Tensor, index: &[i64], flip: Option<bool>, scale: f64) -> Result<Tensor> {
+    let mut v: Vec<f64> = index.iter().map(|&i| i as f64).collect();
+    v.push(match flip {
+        None => -1.0,
+        Some(b) => f64::from(u8::from(b)),
+    });
+    v.push(scale);
+    Ok(vec1(&v))
+}
+#[batching_rule(op = "pick", table = typed)]
+fn pick_rule(
+    x: &Tensor,
+    _bdim: Option<usize>,
+    index: &[i64],
+    flip: Option<bool>,
+    scale: f64,
+) -> Result<(Tensor, Option<usize>)> {
+    Ok((typed::pick(x, index, flip, scale)?, None))
+}
+
+#[meta(op = "concat_first", table = typed)]
+fn concat_meta(tensors: &[TensorMeta], _dim: i64) -> Result<TensorMeta> {
+    let n = tensors
+        .iter()
+        .map(|t| t.shape().first().copied().unwrap_or(0))
+        .sum::<usize>();
+    Ok(TensorMeta::new(vec![n], DType::F64))
+}
+#[kernel(op = "concat_first", table = typed)]
+fn concat_kernel(tensors: &[Tensor], _dim: i64) -> Result<Tensor> {
+    let all: Vec<f64> = tensors.iter().flat_map(values).collect();
+    Ok(vec1(&all))
+}
+#[batching_rule(op = "concat_first", table = typed)]
+fn concat_rule(
+    tensors: &[Tensor],
+    _bdims: &[Option<usize>],
+    dim: i64,
+) -> Result<(Tensor, Option<usize>)> {
+    Ok((typed::concat_first(tensors, dim)?, None))
+}
+
+#[meta(op = "minmax", table = typed)]
+fn minmax_meta(x: &TensorMeta) -> Result<(TensorMeta, TensorMeta)> {
+    if x.shape().iter().product::<usize>() == 0 {
+        return Err(Error::invalid("minmax of an empty tensor"));
+    }
+    let m = TensorMeta::new(Vec::new(), x.dtype());
+    Ok((m.clone(), m))
+}
+#[kernel(op = "minmax", table = typed)]
+fn minmax_kernel(x: &Tensor) -> Result<(Tensor, Tensor)> {
+    let v = values(x);
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok((Tensor::scalar(min), Tensor::scalar(max)))
+}
+#[batching_rule(op = "minmax", table = typed)]
+fn minmax_rule(
+    x: &Tensor,
+    _bdim: Option<usize>,
+) -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
+    let (a, b) = typed::minmax(x)?;
+    Ok(((a, None), (b, None)))
+}
+
+#[meta(op = "split_all", table = typed)]
+fn split_meta(x: &TensorMeta) -> Result<Vec<TensorMeta>> {
+    let n = x.shape().first().copied().unwrap_or(0);
+    Ok(vec![TensorMeta::new(Vec::new(), x.dtype()); n])
+}
+#[kernel(op = "split_all", table = typed)]
+fn split_kernel(x: &Tensor) -> Result<Vec<Tensor>> {
+    Ok(values(x).into_iter().map(Tensor::scalar).collect())
+}
+#[batching_rule(op = "split_all", table = typed)]
+fn split_rule(x: &Tensor, _bdim: Option<usize>) -> Result<(Vec<Tensor>, Vec<Option<usize>>)> {
+    let parts = typed::split_all(x)?;
+    let bdims = vec![None; parts.len()];
+    Ok((parts, bdims))
+}
+
+#[meta(op = "cast_to", table = typed)]
+fn cast_meta(
+    x: &TensorMeta,
+    dtype: DType,
+    _bias: Option<&TensorMeta>,
+    _dim: Option<i64>,
+) -> Result<TensorMeta> {
+    Ok(x.with_dtype(dtype))
+}
+#[kernel(op = "cast_to", table = typed)]
+fn cast_kernel(
+    x: &Tensor,
+    dtype: DType,
+    bias: Option<&Tensor>,
+    dim: Option<i64>,
+) -> Result<Tensor> {
+    // Encodes what arrived: dtype as a code, bias presence, dim.
+    assert_eq!(dtype, DType::F64);
+    let b = bias.map_or(0.0, |b| values(b)[0]);
+    let mut v = values(x);
+    v.push(b);
+    v.push(dim.map_or(-100.0, |d| d as f64));
+    Ok(vec1(&v))
+}
+#[batching_rule(op = "cast_to", table = typed)]
+fn cast_rule(
+    x: &Tensor,
+    _x_bdim: Option<usize>,
+    dtype: DType,
+    bias: Option<&Tensor>,
+    _bias_bdim: Option<usize>,
+    dim: Option<i64>,
+) -> Result<(Tensor, Option<usize>)> {
+    Ok((typed::cast_to(x, dtype, bias, dim)?, None))
+}
+
+#[decompose(op = "twice", table = typed)]
+fn twice(x: &Tensor) -> Result<Tensor> {
+    batchrules::ops::add(x, x)
+}
+
+#[test]
+fn scalar_and_list_arguments_arrive() {
+    let x = vec1(&[0.0]);
+    assert_eq!(
+        values(&typed::pick(&x, &[3, -1], Some(true), 2.5).unwrap()),
+        vec![3.0, -1.0, 1.0, 2.5]
+    );
+    assert_eq!(
+        values(&typed::pick(&x, &[], None, 1.5).unwrap()),
+        vec![-1.0, 1.5]
+    );
+}
+
+#[test]
+fn tensor_lists_arrive_in_order() {
+    let out = typed::concat_first(&[vec1(&[1.0, 2.0]), vec1(&[3.0])], 0).unwrap();
+    assert_eq!(values(&out), vec![1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn tuple_and_list_returns() {
+    let x = vec1(&[4.0, -2.0, 7.0]);
+    let (lo, hi) = typed::minmax(&x).unwrap();
+    assert_eq!((values(&lo), values(&hi)), (vec![-2.0], vec![7.0]));
+    let parts = typed::split_all(&x).unwrap();
+    assert_eq!(parts.len(), 3);
+    assert_eq!(values(&parts[2]), vec![7.0]);
+}
+
+#[test]
+fn optional_tensor_and_scalar_type() {
+    let x = vec1(&[1.0]);
+    let bias = vec1(&[9.0]);
+    let out = typed::cast_to(&x, DType::F64, Some(&bias), Some(-2)).unwrap();
+    assert_eq!(values(&out), vec![1.0, 9.0, -2.0]);
+    let out = typed::cast_to(&x, DType::F64, None, None).unwrap();
+    assert_eq!(values(&out), vec![1.0, 0.0, -100.0]);
+}
+
+#[test]
+fn composite_runs_its_decomposition() {
+    let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+    assert_eq!(values(&typed::twice(&x).unwrap()), vec![2.0, 4.0]);
+}
+
+#[test]
+fn meta_errors_name_the_op() {
+    let empty = Tensor::from_shape_vec::<f64>(&[0], vec![]).unwrap();
+    let err = typed::minmax(&empty).unwrap_err();
+    assert_eq!(err.to_string(), "minmax: minmax of an empty tensor");
+}
+
+#[test]
+fn schema_constants_describe_the_table() {
+    let ops = typed::__SCHEMA;
+    assert_eq!(ops.len(), 6);
+    let pick = &ops[0];
+    assert_eq!(pick.name, "pick");
+    assert_eq!(pick.kind, OpKind::Primitive);
+    assert_eq!(pick.args.len(), 4);
+    assert_eq!(pick.args[1].ty, ArgType::IntList);
+    assert!(pick.args[2].optional);
+    assert_eq!(pick.args[2].default, Some("None"));
+    assert_eq!(pick.args[3].default, Some("1.5"));
+    assert_eq!(
+        pick.rule.display,
+        "fn(self_: &Tensor, self_bdim: Option<usize>, index: &[i64], flip: Option<bool>, scale: f64) -> Result<(Tensor, Option<usize>)>"
+    );
+    assert_eq!(ops[2].returns, &[ArgType::Tensor, ArgType::Tensor]);
+    assert_eq!(ops[3].returns, &[ArgType::TensorList]);
+    assert_eq!(ops[5].kind, OpKind::Composite);
+    assert_eq!(typed::__PATH, "op_table::typed");
+}

@@ -1,0 +1,251 @@
+//! The registry audit: the project's own registrations are valid, and every kind
+//! of problem is reported, naming the op and every source location involved.
+
+use batchrules::registry::{
+    DecomposeVmap, Location, ProblemKind, RegisteredFn, Registration, Registry, VmapStrategy,
+};
+use batchrules::schema::{OpKind, OpTable};
+use batchrules::{Arg, BDim, Result, Tensor, TensorMeta};
+
+// Link the downstream crate so its table and registrations are part of this program.
+use downstream_ops as _;
+
+#[test]
+fn project_registry_is_valid() {
+    let reg = batchrules::registry::registry().expect("the project's registry must be valid");
+    let triu = reg
+        .find("batchrules::ops", "triu")
+        .expect("triu is declared");
+    assert_eq!(triu.schema.kind, OpKind::Primitive);
+    assert!(triu.kernel.is_some() && triu.meta.is_some() && triu.rule.is_some());
+    let softmax = reg
+        .find("batchrules::ops", "softmax")
+        .expect("softmax is declared");
+    assert_eq!(softmax.vmap_strategy(), VmapStrategy::Decomposition);
+    let cumsum = reg
+        .find("downstream_ops::ops", "cumsum")
+        .expect("the downstream table is registered");
+    assert_eq!(cumsum.vmap_strategy(), VmapStrategy::Fallback);
+    // Op ids index the registry.
+    for (id, entry) in reg.ops().iter().enumerate() {
+        assert!(std::ptr::eq(reg.op(id).unwrap(), entry));
+    }
+}
+
+// A private copy of the built-in schemas that is not submitted to `inventory`,
+// so hand-made registration sets can be audited in isolation.
+static TABLE: OpTable = OpTable::new("audit::ops", batchrules::ops::__SCHEMA);
+static SAME_PATH: OpTable = OpTable::new("audit::ops", batchrules::ops::__SCHEMA);
+
+fn kernel(_: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+    Ok(Vec::new())
+}
+fn meta(_: &[Arg<TensorMeta>]) -> Result<Vec<TensorMeta>> {
+    Ok(Vec::new())
+}
+fn rule(_: &[Arg<Tensor>], _: &[BDim]) -> Result<Vec<(Tensor, Option<usize>)>> {
+    Ok(Vec::new())
+}
+
+fn at(function: &'static str, line: u32) -> Location {
+    Location {
+        file: "src/audit.rs",
+        line,
+        function,
+    }
+}
+
+fn reg(op: &'static str, func: RegisteredFn, location: Location) -> Registration {
+    Registration {
+        table: &TABLE,
+        op,
+        func,
+        location,
+    }
+}
+
+/// A complete, valid registration set for `TABLE`.
+fn complete() -> Vec<Registration> {
+    let mut regs = Vec::new();
+    for (i, op) in TABLE.ops.iter().enumerate() {
+        let line = 10 * i as u32;
+        regs.push(reg(op.name, RegisteredFn::Meta(meta), at("m", line)));
+        match op.kind {
+            OpKind::Primitive => {
+                regs.push(reg(
+                    op.name,
+                    RegisteredFn::Kernel(kernel),
+                    at("k", line + 1),
+                ));
+                regs.push(reg(
+                    op.name,
+                    RegisteredFn::BatchingRule(rule),
+                    at("r", line + 2),
+                ));
+            }
+            OpKind::Composite => regs.push(reg(
+                op.name,
+                RegisteredFn::Decomposition(kernel, DecomposeVmap::Decompose),
+                at("d", line + 1),
+            )),
+        }
+    }
+    regs
+}
+
+fn audit(regs: &[Registration]) -> Vec<batchrules::registry::Problem> {
+    let refs: Vec<&Registration> = regs.iter().collect();
+    match Registry::build(&[&TABLE], &refs) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    }
+}
+
+#[test]
+fn complete_set_is_valid() {
+    assert!(audit(&complete()).is_empty());
+}
+
+#[test]
+fn missing_kernel_is_reported() {
+    let regs: Vec<_> = complete()
+        .into_iter()
+        .filter(|r| !(r.op == "triu" && matches!(r.func, RegisteredFn::Kernel(_))))
+        .collect();
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::MissingKernel);
+    assert_eq!(problems[0].op, "triu");
+    assert!(problems[0].message.contains("#[kernel(op = \"triu\")]"));
+}
+
+#[test]
+fn missing_meta_is_reported() {
+    let regs: Vec<_> = complete()
+        .into_iter()
+        .filter(|r| !(r.op == "add" && matches!(r.func, RegisteredFn::Meta(_))))
+        .collect();
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::MissingMeta);
+    assert_eq!(problems[0].op, "add");
+}
+
+#[test]
+fn missing_decomposition_is_reported() {
+    let regs: Vec<_> = complete()
+        .into_iter()
+        .filter(|r| !(r.op == "softmax" && matches!(r.func, RegisteredFn::Decomposition(..))))
+        .collect();
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::MissingDecomposition);
+    assert_eq!(problems[0].op, "softmax");
+}
+
+#[test]
+fn duplicate_rule_names_both_locations() {
+    let mut regs = complete();
+    regs.push(reg(
+        "triu",
+        RegisteredFn::BatchingRule(rule),
+        at("second_rule", 999),
+    ));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::Duplicate);
+    assert_eq!(p.op, "triu");
+    assert_eq!(p.locations.len(), 2);
+    assert!(p.message.contains("`r` at src/audit.rs:"), "{}", p.message);
+    assert!(
+        p.message.contains("`second_rule` at src/audit.rs:999"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn duplicate_meta_and_kernel_are_each_reported() {
+    let mut regs = complete();
+    regs.push(reg("exp", RegisteredFn::Meta(meta), at("meta2", 500)));
+    regs.push(reg("exp", RegisteredFn::Kernel(kernel), at("kernel2", 501)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems
+        .iter()
+        .all(|p| p.kind == ProblemKind::Duplicate && p.op == "exp"));
+}
+
+#[test]
+fn unknown_op_is_reported_with_location() {
+    let mut regs = complete();
+    regs.push(reg(
+        "not_an_op",
+        RegisteredFn::Kernel(kernel),
+        at("stray", 42),
+    ));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::UnknownOp);
+    assert_eq!(problems[0].locations, vec![at("stray", 42)]);
+    assert!(problems[0].message.contains("`stray` at src/audit.rs:42"));
+}
+
+#[test]
+fn registration_in_an_unlisted_table_is_unknown() {
+    static OTHER: OpTable = OpTable::new("audit::other", batchrules::ops::__SCHEMA);
+    let mut regs = complete();
+    regs.push(Registration {
+        table: &OTHER,
+        op: "triu",
+        func: RegisteredFn::Kernel(kernel),
+        location: at("elsewhere", 7),
+    });
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::UnknownOp);
+}
+
+#[test]
+fn wrong_kind_is_reported() {
+    let mut regs = complete();
+    regs.push(reg(
+        "softmax",
+        RegisteredFn::BatchingRule(rule),
+        at("trap", 3),
+    ));
+    regs.push(reg(
+        "triu",
+        RegisteredFn::Decomposition(kernel, DecomposeVmap::Decompose),
+        at("decomp", 4),
+    ));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems.iter().all(|p| p.kind == ProblemKind::WrongKind));
+    let softmax = problems.iter().find(|p| p.op == "softmax").unwrap();
+    assert!(softmax.message.contains("composite"), "{}", softmax.message);
+}
+
+#[test]
+fn two_tables_at_one_path_are_reported() {
+    let regs: Vec<&Registration> = Vec::new();
+    let problems = Registry::build(&[&TABLE, &SAME_PATH], &regs).unwrap_err();
+    assert!(problems
+        .iter()
+        .any(|p| p.kind == ProblemKind::DuplicateTable && p.op == "audit::ops"));
+}
+
+#[test]
+fn every_problem_is_collected() {
+    let mut regs: Vec<_> = complete()
+        .into_iter()
+        .filter(|r| !(r.op == "neg" && matches!(r.func, RegisteredFn::Kernel(_))))
+        .collect();
+    regs.push(reg("nope", RegisteredFn::Meta(meta), at("x", 1)));
+    regs.push(reg("add", RegisteredFn::BatchingRule(rule), at("y", 2)));
+    let kinds: Vec<ProblemKind> = audit(&regs).iter().map(|p| p.kind).collect();
+    assert!(kinds.contains(&ProblemKind::MissingKernel));
+    assert!(kinds.contains(&ProblemKind::UnknownOp));
+    assert!(kinds.contains(&ProblemKind::Duplicate));
+}
