@@ -89,6 +89,7 @@ fn minmax_kernel(x: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((Tensor::scalar(min), Tensor::scalar(max)))
 }
 #[batching_rule(op = "minmax", table = typed)]
+#[allow(clippy::type_complexity)]
 fn minmax_rule(
     x: &Tensor,
     _bdim: Option<usize>,

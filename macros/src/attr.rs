@@ -72,6 +72,7 @@ struct Args {
 }
 
 fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
+    let mut op_seen = false;
     let mut args = Args {
         op: None,
         table: None,
@@ -105,8 +106,16 @@ fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
         };
         match key.as_str() {
             "op" => match string {
+                _ if std::mem::replace(&mut op_seen, true) && args.op.is_none() => {}
                 Some(s) if args.op.is_some() => {
-                    errors.push(s.span(), "`op` is given twice");
+                    errors.push(
+                        s.span(),
+                        format!(
+                            "`op` is given twice (`op = {:?}` and `op = {:?}`), but a function registers for exactly one op; keep one `op = ...`, and register the other op with a function of its own",
+                            args.op.as_ref().map(LitStr::value).unwrap_or_default(),
+                            s.value()
+                        ),
+                    );
                 }
                 Some(s) => args.op = Some(s),
                 None => errors.push(
@@ -121,7 +130,13 @@ fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
                 Expr::Path(p) => args.table = Some(p.path.clone()),
                 other => errors.push(
                     other.span(),
-                    "the value of `table` must be the path of the module that invokes `op_table!`, e.g. `table = crate::ops`",
+                    match &string {
+                        Some(s) => format!(
+                            "the value of `table` must be the path of the module that invokes `op_table!`, not a string; write it without quotes: `table = {}`",
+                            s.value()
+                        ),
+                        None => "the value of `table` must be the path of the module that invokes `op_table!`, e.g. `table = crate::ops`".to_string(),
+                    },
                 ),
             },
             "vmap" if role == Role::Decompose => match string.as_ref().map(LitStr::value) {
@@ -129,9 +144,24 @@ fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
                 Some(v) if v == "decompose" => args.vmap_fallback = false,
                 _ => errors.push(
                     nv.value.span(),
-                    "the value of `vmap` must be \"decompose\" (the default: run the decomposition under vmap) or \"fallback\" (run the per-example loop instead)",
+                    format!(
+                        "`vmap = {}` is not a vmap mode of `#[decompose]`: write `vmap = \"decompose\"` (the default: run the decomposition on the batched tensors) or `vmap = \"fallback\"` (run the per-example loop instead)",
+                        nv.value.to_token_stream()
+                    ),
                 ),
             },
+            "vmap" => errors.push(
+                nv.path.span(),
+                format!(
+                    "`vmap` only applies to `#[decompose]`, where it chooses how vmap runs a decomposition; `#[{}]` takes only {}, so remove `vmap = ...`",
+                    role.attr(),
+                    role.keys()
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            ),
             _ => errors.push(
                 nv.path.span(),
                 format!(
@@ -146,7 +176,7 @@ fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
             ),
         }
     }
-    if args.op.is_none() && errors.0.is_none() {
+    if !op_seen {
         errors.push(
             Span::call_site(),
             format!(
@@ -158,19 +188,28 @@ fn parse_args(role: Role, attr: TokenStream, errors: &mut Errors) -> Args {
     args
 }
 
-fn validate_fn(role: Role, item: &Item, errors: &mut Errors) -> Option<ItemFn> {
+fn validate_fn(
+    role: Role,
+    op: Option<&LitStr>,
+    item: &Item,
+    errors: &mut Errors,
+) -> Option<ItemFn> {
+    // The attribute as written, for messages: `#[kernel(op = "triu")]`.
+    let attr = match op {
+        Some(op) => format!("#[{}(op = {:?})]", role.attr(), op.value()),
+        None => format!("#[{}]", role.attr()),
+    };
     let Item::Fn(f) = item else {
         errors.push(
             item.span(),
             format!(
-                "`#[{}]` registers a function, but it is placed on something that is not a free function; put it on a `fn` item",
-                role.attr()
+                "`{attr}` registers a function, but it is placed on something that is not a free function; put it on a `fn` item with the op's signature"
             ),
         );
         return None;
     };
     let sig = &f.sig;
-    let what = format!("a `#[{}]` function", role.attr());
+    let what = format!("a `{attr}` function");
     if let Some(a) = &sig.asyncness {
         errors.push(
             a.span(),
@@ -206,14 +245,31 @@ fn validate_fn(role: Role, item: &Item, errors: &mut Errors) -> Option<ItemFn> {
         }
     }
     for input in &sig.inputs {
-        if let FnArg::Receiver(r) = input {
-            errors.push(
+        match input {
+            FnArg::Receiver(r) => errors.push(
                 r.span(),
                 format!("{what} must be a free function, not a method; remove `self`"),
-            );
+            ),
+            FnArg::Typed(t) if mentions_impl(&t.ty) => errors.push(
+                t.ty.span(),
+                format!("{what} cannot take `impl Trait` parameters (that makes it generic); write the concrete type the op schema gives"),
+            ),
+            FnArg::Typed(_) => {}
         }
     }
     Some(f.clone())
+}
+
+/// Whether a type contains `impl Trait` anywhere.
+fn mentions_impl(ty: &Type) -> bool {
+    fn scan(ts: TokenStream) -> bool {
+        ts.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == "impl",
+            proc_macro2::TokenTree::Group(g) => scan(g.stream()),
+            _ => false,
+        })
+    }
+    scan(ty.to_token_stream())
 }
 
 pub fn expand(role: Role, attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -234,7 +290,7 @@ pub fn expand(role: Role, attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let func = parsed
         .as_ref()
-        .and_then(|i| validate_fn(role, i, &mut errors));
+        .and_then(|i| validate_fn(role, args.op.as_ref(), i, &mut errors));
     match (errors.0, func, args.op) {
         (None, Some(func), Some(op)) => expand_ok(role, &func, &op, args.table, args.vmap_fallback),
         (Some(e), _, _) => {
@@ -245,11 +301,24 @@ pub fn expand(role: Role, attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-fn check(span: Span, call: TokenStream) -> TokenStream {
-    quote_spanned! {span=>
+/// The spans of the first and last token of `tokens`.
+fn span_range(tokens: &dyn ToTokens) -> (Span, Span) {
+    let mut spans = tokens.to_token_stream().into_iter().map(|t| t.span());
+    let first = spans.next().unwrap_or_else(Span::call_site);
+    (first, spans.last().unwrap_or(first))
+}
+
+/// A `const` item that fails the build with the message `call` returns, if any.
+/// The failing expression is made of tokens carrying the first and the last
+/// span of `tokens`, so rustc points at all of the user's tokens, not just the
+/// first one.
+fn check((first, last): (Span, Span), call: TokenStream) -> TokenStream {
+    let open = quote_spanned!(first=> ::core::panic!);
+    let args = quote_spanned!(last=> ("{}", msg.as_str()));
+    quote_spanned! {first=>
         const _: () = {
             if let ::core::option::Option::Some(msg) = #call {
-                ::core::panic!("{}", msg.as_str())
+                #open #args
             }
         };
     }
@@ -282,24 +351,26 @@ fn expand_ok(
     let count = normalized.len();
 
     let mut checks = vec![check(
-        op.span(),
+        (op.span(), op.span()),
         quote!(#private::check_op(#schema, #table::__PATH, #op, #role_path)),
     )];
-    let arity_span = sig.paren_token.span.join();
     checks.push(check(
-        arity_span,
+        (sig.paren_token.span.open(), sig.paren_token.span.close()),
         quote!(#private::check_arity(#schema, #op, #role_path, #count)),
     ));
     for (i, (ty, norm)) in param_types.iter().zip(&normalized).enumerate() {
         checks.push(check(
-            ty.span(),
+            span_range(ty),
             quote!(#private::check_param(#schema, #op, #role_path, #count, #i, #norm)),
         ));
     }
     let ret_norm = types::normalize_return(&sig.output);
     let ret_span = match &sig.output {
-        syn::ReturnType::Default => sig.paren_token.span.close(),
-        syn::ReturnType::Type(_, t) => t.span(),
+        syn::ReturnType::Default => {
+            let close = sig.paren_token.span.close();
+            (close, close)
+        }
+        syn::ReturnType::Type(_, t) => span_range(t),
     };
     checks.push(check(
         ret_span,

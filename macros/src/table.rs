@@ -118,8 +118,9 @@ fn load(src: &Source) -> Result<(Option<PathBuf>, Vec<Op>), syn::Error> {
             "composite" => Some(Kind::Composite),
             other => {
                 push(format!(
-                    "op table {rel}:{}: kind `{other}` is not `primitive` or `composite`",
-                    line_of(&source, entry.kind.span().start)
+                    "op table {rel}:{}: kind `{other}` of `{}` is not `primitive` or `composite`; write `kind = \"primitive\"` for an op with a kernel, `kind = \"composite\"` for one implemented by other ops",
+                    line_of(&source, entry.kind.span().start),
+                    entry.schema.get_ref().split('(').next().unwrap_or("").trim()
                 ));
                 None
             }
@@ -136,7 +137,7 @@ fn load(src: &Source) -> Result<(Option<PathBuf>, Vec<Op>), syn::Error> {
         if let (Some(schema), Some(kind)) = (parsed, kind) {
             if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
                 push(format!(
-                    "op table {rel}:{entry_line}: op `{}` is already declared at line {first}",
+                    "op table {rel}:{entry_line}: op `{}` is already declared at line {first}; each op is declared once: rename or remove one of the entries",
                     schema.name
                 ));
                 continue;

@@ -50,8 +50,29 @@ pub fn normalize(ty: &Type) -> String {
                 format!("{name}<{}>", args.join(", "))
             }
         }
-        other => quote::quote!(#other).to_string().replace(' ', ""),
+        other => tidy(&quote::quote!(#other).to_string()),
     }
+}
+
+/// Removes the spaces token printing puts around punctuation (`& dyn Any` is
+/// `&dyn Any`, `AsRef < Tensor >` is `AsRef<Tensor>`), keeping those between words.
+fn tidy(s: &str) -> String {
+    let mut out = String::new();
+    let mut prev: Option<char> = None;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            let next = chars.peek().copied();
+            let word = |ch: Option<char>| ch.is_some_and(|ch| ch.is_alphanumeric() || ch == '_');
+            if word(prev) && word(next) {
+                out.push(' ');
+            }
+            continue;
+        }
+        out.push(c);
+        prev = Some(c);
+    }
+    out
 }
 
 pub fn normalize_return(ret: &ReturnType) -> String {
@@ -96,5 +117,7 @@ mod tests {
             "Result<(Tensor, Option<usize>)>"
         );
         assert_eq!(n("&[Option<usize>]"), "&[Option<usize>]");
+        assert_eq!(n("impl AsRef<Tensor>"), "impl AsRef<Tensor>");
+        assert_eq!(n("&dyn std::any::Any"), "&dyn std::any::Any");
     }
 }

@@ -238,7 +238,7 @@ pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize)
     }
     let m = Msg::new()
         .push("the ")
-        .push(role.attribute())
+        .code(role.attribute())
         .push(" for ")
         .code(op.name);
     let m = if matches!(role, Role::BatchingRule) && found == op.kernel.params.len() {
@@ -281,7 +281,7 @@ pub const fn check_param(
         .push("parameter ")
         .num(index + 1)
         .push(" of the ")
-        .push(role.attribute())
+        .code(role.attribute())
         .push(" for ")
         .code(op.name)
         .push(" has type ")
@@ -314,7 +314,7 @@ pub const fn check_return(ops: &[OpSchema], name: &str, role: Role, found: &str)
     }
     let m = Msg::new()
         .push("the ")
-        .push(role.attribute())
+        .code(role.attribute())
         .push(" for ")
         .code(op.name);
     let m = if found.is_empty() {

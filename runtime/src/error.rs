@@ -50,6 +50,15 @@ pub enum Error {
     /// A misuse of `vmap` itself (bad in_dims, inconsistent batch sizes, ...).
     #[error("vmap: {0}")]
     Vmap(String),
+    /// An op without a batching rule was called under vmap with the fallback
+    /// policy set to [`FallbackPolicy::Error`](crate::FallbackPolicy::Error).
+    #[error("{op}: no batching rule, and the fallback loop is disabled (policy Error) at vmap level {level}; write `#[batching_rule(op = \"{op}\")]` for it, or allow the fallback with FallbackPolicy::Warn")]
+    Fallback {
+        /// The op.
+        op: String,
+        /// The vmap level.
+        level: usize,
+    },
     /// A batching rule returned something that disagrees with the op's meta.
     #[error("bug in batching rule for {op}: {message}")]
     RuleBug {

@@ -44,6 +44,7 @@ pub mod private;
 pub mod registry;
 pub mod schema;
 mod tensor;
+pub mod testing;
 mod value;
 mod vmap;
 
@@ -54,6 +55,10 @@ pub use dtype::DType;
 pub use error::{Error, Result};
 pub use tensor::{Data, Element, Tensor};
 pub use value::{Arg, BDim, TensorMeta};
+pub use vmap::{
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, OutDims, Vmap,
+    VmapInputs, VmapOutputs,
+};
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
 /// generates, in the invoking module, one typed function per op, the schema

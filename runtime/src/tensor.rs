@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
+use crate::vmap::LevelId;
 use crate::{DType, Error, Result};
 
 /// Dense storage of a tensor: one shared `ndarray` array per element type.
@@ -123,7 +124,7 @@ pub(crate) struct Batched {
     /// Where the batch dim is in `inner`'s (logical-at-the-lower-level) shape.
     pub(crate) bdim: usize,
     /// The vmap level this batch dim belongs to.
-    pub(crate) level: usize,
+    pub(crate) level: LevelId,
     /// `inner`'s shape without `bdim`.
     pub(crate) logical_shape: Vec<usize>,
 }
@@ -188,7 +189,7 @@ impl Tensor {
             Repr::Batched(b) => Err(Error::Tensor(format!(
                 "cannot read the data of a tensor batched at vmap level {} (logical shape {:?}): \
                  inside vmap, compute with ops and return the result from the vmapped function",
-                b.level, b.logical_shape
+                b.level.depth, b.logical_shape
             ))),
         }
     }
@@ -212,7 +213,7 @@ impl Tensor {
     pub fn vmap_level(&self) -> Option<usize> {
         match &self.repr {
             Repr::Dense(_) => None,
-            Repr::Batched(b) => Some(b.level),
+            Repr::Batched(b) => Some(b.level.depth),
         }
     }
 
@@ -225,7 +226,7 @@ impl Tensor {
 
     /// Wraps `inner` as batched at `level` with its batch dim at `bdim`.
     /// The caller guarantees `bdim < inner.ndim()`.
-    pub(crate) fn wrap_batched(inner: Tensor, bdim: usize, level: usize) -> Tensor {
+    pub(crate) fn wrap_batched(inner: Tensor, bdim: usize, level: LevelId) -> Tensor {
         let mut logical_shape = inner.shape().to_vec();
         logical_shape.remove(bdim);
         Tensor {
@@ -258,7 +259,7 @@ impl fmt::Debug for Tensor {
             Repr::Batched(b) => write!(
                 f,
                 "BatchedTensor(level {}, bdim {}, logical shape {:?}, inner {:?})",
-                b.level, b.bdim, b.logical_shape, b.inner
+                b.level.depth, b.bdim, b.logical_shape, b.inner
             ),
         }
     }
@@ -339,5 +340,138 @@ impl Tensor {
         let mut perm: Vec<usize> = (0..n).filter(|&d| d != from).collect();
         perm.insert(to, from);
         self.permuted(&perm)
+    }
+}
+
+impl Tensor {
+    /// The slice at `index` along `dim` (the dim is removed). No data is copied.
+    pub fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
+        let shape = self.shape();
+        if dim >= shape.len() || index >= shape[dim] {
+            return Err(Error::Tensor(format!(
+                "cannot select index {index} of dim {dim} in shape {shape:?}"
+            )));
+        }
+        match &self.repr {
+            Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(d, a => Element::wrap(
+                a.clone().index_axis_move(ndarray::Axis(dim), index)
+            )))),
+            Repr::Batched(b) => {
+                let (q, bdim) = if dim < b.bdim {
+                    (dim, b.bdim - 1)
+                } else {
+                    (dim + 1, b.bdim)
+                };
+                Ok(Tensor::wrap_batched(
+                    b.inner.select(q, index)?,
+                    bdim,
+                    b.level,
+                ))
+            }
+        }
+    }
+
+    /// A new dim of `size` inserted at `dim`, repeating the tensor along it.
+    pub fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
+        if dim > self.ndim() {
+            return Err(Error::Tensor(format!(
+                "cannot insert a dim at {dim} into shape {:?}",
+                self.shape()
+            )));
+        }
+        match &self.repr {
+            Repr::Dense(d) => {
+                let mut shape = d.shape().to_vec();
+                shape.insert(dim, size);
+                Ok(Tensor::from_data(each_dtype!(d, a => {
+                    let expanded = a.view().insert_axis(ndarray::Axis(dim));
+                    match expanded.broadcast(IxDyn(&shape)) {
+                        Some(v) => Element::wrap(v.to_owned().into_shared()),
+                        None => return Err(Error::Tensor(format!(
+                            "cannot broadcast shape {:?} to {shape:?}", a.shape()
+                        ))),
+                    }
+                })))
+            }
+            Repr::Batched(b) => {
+                let (q, bdim) = if dim <= b.bdim {
+                    (dim, b.bdim + 1)
+                } else {
+                    (dim + 1, b.bdim)
+                };
+                Ok(Tensor::wrap_batched(
+                    b.inner.broadcast_new_dim(q, size)?,
+                    bdim,
+                    b.level,
+                ))
+            }
+        }
+    }
+
+    /// Stacks tensors of equal logical shape and dtype along a new dim `dim`.
+    ///
+    /// Tensors may be batched at lower vmap levels (as the fallback's per-example
+    /// results are under nested vmap); `level_size` gives the batch size of such a
+    /// level, for the tensors that are not batched at it.
+    pub(crate) fn stack(
+        ts: &[Tensor],
+        dim: usize,
+        level_size: &dyn Fn(usize) -> Result<usize>,
+    ) -> Result<Tensor> {
+        let Some(first) = ts.first() else {
+            return Err(Error::Tensor("cannot stack zero tensors".to_string()));
+        };
+        if let Some(t) = ts
+            .iter()
+            .find(|t| t.shape() != first.shape() || t.dtype() != first.dtype())
+        {
+            return Err(Error::Tensor(format!(
+                "cannot stack a {} tensor of shape {:?} with a {} tensor of shape {:?}",
+                first.dtype(),
+                first.shape(),
+                t.dtype(),
+                t.shape()
+            )));
+        }
+        let top = ts
+            .iter()
+            .filter_map(|t| t.batched().map(|b| b.level))
+            .max_by_key(|l| l.depth);
+        match top {
+            None => {
+                let datas: Vec<&Data> = ts.iter().map(|t| t.data()).collect::<Result<_>>()?;
+                stack_dense(&datas, dim)
+            }
+            Some(level) => {
+                let size = level_size(level.depth)?;
+                let inners = ts
+                    .iter()
+                    .map(|t| match t.batched() {
+                        Some(b) if b.level == level => b.inner.moved_dim(b.bdim, 0),
+                        _ => t.broadcast_new_dim(0, size),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let stacked = Tensor::stack(&inners, dim + 1, level_size)?;
+                Ok(Tensor::wrap_batched(stacked, 0, level))
+            }
+        }
+    }
+}
+
+fn stack_dense(datas: &[&Data], dim: usize) -> Result<Tensor> {
+    fn go<T: Element>(datas: &[&Data], dim: usize) -> Result<Tensor> {
+        let views: Vec<_> = datas
+            .iter()
+            .filter_map(|d| T::unwrap(d).map(|a| a.view()))
+            .collect();
+        ndarray::stack(ndarray::Axis(dim), &views)
+            .map(Tensor::from)
+            .map_err(|e| Error::Tensor(format!("stack: {e}")))
+    }
+    match datas[0].dtype() {
+        DType::Bool => go::<bool>(datas, dim),
+        DType::I64 => go::<i64>(datas, dim),
+        DType::F32 => go::<f32>(datas, dim),
+        DType::F64 => go::<f64>(datas, dim),
     }
 }

@@ -333,6 +333,23 @@ impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput) {
     }
 }
 
+impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput, BatchedOutput) {
+    fn into_outputs(self) -> Vec<BatchedOutput> {
+        vec![self.0, self.1, self.2]
+    }
+    fn from_outputs(outs: Vec<BatchedOutput>) -> Result<Self> {
+        let n = outs.len();
+        let mut it = outs.into_iter();
+        match (it.next(), it.next(), it.next(), n) {
+            (Some(a), Some(b), Some(c), 3) => Ok((a, b, c)),
+            _ => Err(arity_error(3, n)),
+        }
+    }
+}
+
+/// A rule for an op returning `Tensor[]` returns the tensors and their batch
+/// dims as two lists of equal length. Only complete pairs are kept, so lists of
+/// different lengths show up as a wrong output count in the rule self-check.
 impl Outputs<BatchedOutput> for (Vec<Tensor>, Vec<Option<usize>>) {
     fn into_outputs(self) -> Vec<BatchedOutput> {
         self.0.into_iter().zip(self.1).collect()

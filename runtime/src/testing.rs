@@ -1,0 +1,353 @@
+//! Helpers for kernel authors: check that an op (or any per-example function)
+//! gives the same answer under `vmap` as in a loop over the examples, and fails
+//! under `vmap` wherever it fails per example.
+//!
+//! ```
+//! use batchrules::testing::{check_vmap, check_vmap_errors};
+//! use batchrules::{ops, Tensor};
+//!
+//! let m = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+//! // Every in_dims combination, batch sizes 1 and 3, and vmap nested two deep.
+//! let cases = check_vmap(|x| Ok(vec![ops::triu(&x[0], 0)?]), &[m])?;
+//! assert!(cases > 10);
+//!
+//! // A 1-d input is invalid per example, so it must be invalid under vmap too.
+//! let v = Tensor::from(ndarray::array![1.0f64, 2.0].into_dyn());
+//! check_vmap_errors(|x| Ok(vec![ops::triu(&x[0], 0)?]), &[v])?;
+//! # Ok::<(), batchrules::testing::Mismatch>(())
+//! ```
+
+use std::fmt;
+
+use crate::library::support::cast;
+use crate::{vmap, DType, Data, Error, Result, Tensor};
+
+/// A disagreement between vmap and the per-example loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// The case: in_dims, batch size, nesting.
+    pub case: String,
+    /// What differed.
+    pub detail: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.case, self.detail)
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
+/// The batch sizes every check runs with.
+pub const BATCH_SIZES: [usize; 2] = [1, 3];
+
+/// Example `k` of a batch built from `sample`: floats are scaled and shifted so
+/// examples differ; integers and bools are kept (they are often indices or
+/// masks whose validity must be preserved).
+pub fn example(sample: &Tensor, k: usize) -> Result<Tensor> {
+    let a = 1.0 + 0.25 * k as f64;
+    let b = 0.125 * k as f64;
+    Ok(match sample.data()? {
+        Data::F32(x) => Tensor::from(x.mapv(|v| v * a as f32 + b as f32)),
+        Data::F64(x) => Tensor::from(x.mapv(|v| v * a + b)),
+        _ => sample.clone(),
+    })
+}
+
+/// Stacks `size` examples of `sample` along a new dim `dim`.
+fn batch_of(sample: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
+    let examples = (0..size)
+        .map(|k| example(sample, k))
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::stack(&examples, dim, &|_| {
+        Err(Error::Tensor("nested levels are not used here".to_string()))
+    })
+}
+
+/// Every in_dims combination: each input unbatched or batched at each position
+/// its batch dim can take (`0..=rank`).
+pub fn in_dims_combinations(inputs: &[Tensor]) -> Vec<Vec<Option<usize>>> {
+    let mut combos: Vec<Vec<Option<usize>>> = vec![Vec::new()];
+    for t in inputs {
+        let choices: Vec<Option<usize>> = std::iter::once(None)
+            .chain((0..=t.ndim()).map(Some))
+            .collect();
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                choices.iter().map(move |ch| {
+                    let mut c = c.clone();
+                    c.push(*ch);
+                    c
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+fn compare(case: &str, got: &[Tensor], want: &[Tensor]) -> std::result::Result<(), Mismatch> {
+    let fail = |detail: String| Mismatch {
+        case: case.to_string(),
+        detail,
+    };
+    if got.len() != want.len() {
+        return Err(fail(format!(
+            "vmap returned {} outputs, the loop {}",
+            got.len(),
+            want.len()
+        )));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if g.shape() != w.shape() || g.dtype() != w.dtype() {
+            return Err(fail(format!(
+                "output {i}: vmap gave a {} tensor of shape {:?}, the loop a {} tensor of shape {:?}",
+                g.dtype(),
+                g.shape(),
+                w.dtype(),
+                w.shape()
+            )));
+        }
+        if let Some(detail) = values_differ(g, w).map_err(|e| fail(e.to_string()))? {
+            return Err(fail(format!("output {i}: {detail}")));
+        }
+    }
+    Ok(())
+}
+
+/// Compares values (as f64, with a tolerance for floats; NaN equals NaN).
+fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
+    let float = a.dtype().is_float();
+    let tol = if a.dtype() == DType::F32 { 1e-4 } else { 1e-9 };
+    let (Data::F64(x), Data::F64(y)) = (cast(a, DType::F64)?, cast(b, DType::F64)?) else {
+        return Ok(Some("values could not be compared".to_string()));
+    };
+    for ((idx, p), q) in x.indexed_iter().zip(y.iter()) {
+        let same = if float {
+            (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= tol * (1.0 + q.abs())
+        } else {
+            p == q
+        };
+        if !same {
+            return Ok(Some(format!(
+                "at index {:?} vmap gave {p}, the loop {q}",
+                ndarray::Dimension::slice(&idx)
+            )));
+        }
+    }
+    Ok(None)
+}
+
+fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
+    let n = per_example.first().map_or(0, Vec::len);
+    (0..n)
+        .map(|j| {
+            let col: Vec<Tensor> = per_example.iter().map(|o| o[j].clone()).collect();
+            Tensor::stack(&col, 0, &|_| Err(Error::Tensor("unexpected level".into())))
+        })
+        .collect()
+}
+
+/// Checks `vmap(f)` against a loop over examples, for every in_dims combination
+/// of `inputs` (see [`in_dims_combinations`]), each batch size in
+/// [`BATCH_SIZES`], and for `vmap(vmap(f))` with every input batched at both
+/// levels, at the outer level only, at the inner level only, or at neither.
+///
+/// `f` takes the inputs of one example and returns its outputs; capture any
+/// non-tensor arguments in the closure. Returns the number of cases checked.
+pub fn check_vmap<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let err = |case: &str, e: Error| Mismatch {
+        case: case.to_string(),
+        detail: e.to_string(),
+    };
+    f(inputs).map_err(|e| err("unbatched call", e))?;
+    let mut cases = 0;
+    for dims in in_dims_combinations(inputs) {
+        for &size in &BATCH_SIZES {
+            let case = format!("in_dims {dims:?}, batch size {size}");
+            let batched = inputs
+                .iter()
+                .zip(&dims)
+                .map(|(t, d)| match d {
+                    Some(d) => batch_of(t, size, *d),
+                    None => Ok(t.clone()),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| err(&case, e))?;
+            let want = (0..size)
+                .map(|k| {
+                    let ex = inputs
+                        .iter()
+                        .zip(&dims)
+                        .map(|(t, d)| match d {
+                            Some(_) => example(t, k),
+                            None => Ok(t.clone()),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    f(&ex)
+                })
+                .collect::<Result<Vec<_>>>()
+                .and_then(stack_outputs)
+                .map_err(|e| err(&format!("{case} (loop)"), e))?;
+            let got = vmap(|xs: Vec<Tensor>| f(&xs))
+                .in_dims(dims.clone())
+                .batch_size(size)
+                .call(batched)
+                .map_err(|e| err(&case, e))?;
+            compare(&case, &got, &want)?;
+            cases += 1;
+        }
+    }
+    cases += check_nested(&f, inputs)?;
+    Ok(cases)
+}
+
+/// Which levels an input is batched at in the nested check.
+const NESTINGS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
+
+fn check_nested<F>(f: &F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let (outer, inner) = (2usize, 3usize);
+    let mut combos: Vec<Vec<(bool, bool)>> = vec![Vec::new()];
+    for _ in inputs {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                NESTINGS.iter().map(move |n| {
+                    let mut c = c.clone();
+                    c.push(*n);
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut cases = 0;
+    for combo in combos {
+        let case = format!("nested vmap, (outer, inner) batched per input {combo:?}");
+        let err = |e: Error| Mismatch {
+            case: case.clone(),
+            detail: e.to_string(),
+        };
+        // Example (i, j) of input t: example(t, 3 * i + j) restricted to the
+        // levels it is batched at.
+        let pick = |t: &Tensor, (o, n): (bool, bool), i: usize, j: usize| {
+            example(t, usize::from(o) * inner * i + usize::from(n) * j)
+        };
+        let physical = inputs
+            .iter()
+            .zip(&combo)
+            .map(|(t, &(o, n))| {
+                let rows = (0..if o { outer } else { 1 })
+                    .map(|i| {
+                        let cols = (0..if n { inner } else { 1 })
+                            .map(|j| pick(t, (o, n), i, j))
+                            .collect::<Result<Vec<_>>>()?;
+                        if n {
+                            Tensor::stack(&cols, 0, &|_| Err(Error::Tensor("level".into())))
+                        } else {
+                            Ok(cols[0].clone())
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                if o {
+                    Tensor::stack(&rows, 0, &|_| Err(Error::Tensor("level".into())))
+                } else {
+                    Ok(rows[0].clone())
+                }
+            })
+            .collect::<Result<Vec<_>>>()
+            .map_err(err)?;
+        let want = (0..outer)
+            .map(|i| {
+                let per_j = (0..inner)
+                    .map(|j| {
+                        let ex = inputs
+                            .iter()
+                            .zip(&combo)
+                            .map(|(t, &n)| pick(t, n, i, j))
+                            .collect::<Result<Vec<_>>>()?;
+                        f(&ex)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                stack_outputs(per_j)
+            })
+            .collect::<Result<Vec<_>>>()
+            .and_then(stack_outputs)
+            .map_err(err)?;
+        let outer_dims: Vec<Option<usize>> = combo.iter().map(|&(o, _)| o.then_some(0)).collect();
+        let inner_dims: Vec<Option<usize>> = combo.iter().map(|&(_, n)| n.then_some(0)).collect();
+        let got = vmap(|xs: Vec<Tensor>| {
+            vmap(|ys: Vec<Tensor>| f(&ys))
+                .in_dims(inner_dims.clone())
+                .batch_size(inner)
+                .call(xs)
+        })
+        .in_dims(outer_dims)
+        .batch_size(outer)
+        .call(physical)
+        .map_err(err)?;
+        compare(&case, &got, &want)?;
+        cases += 1;
+    }
+    Ok(cases)
+}
+
+/// Checks that `f` fails on `inputs` unbatched, and that `vmap(f)` fails too for
+/// every in_dims combination with at least one input batched, at every batch
+/// size in [`BATCH_SIZES`]: no op may accept under vmap what is invalid per
+/// example. Returns the number of cases checked.
+pub fn check_vmap_errors<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    if let Ok(outs) = f(inputs) {
+        return Err(Mismatch {
+            case: "unbatched call".to_string(),
+            detail: format!(
+                "expected an error, got outputs of shapes {:?}",
+                outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
+            ),
+        });
+    }
+    let mut cases = 0;
+    for dims in in_dims_combinations(inputs) {
+        if dims.iter().all(Option::is_none) {
+            continue;
+        }
+        for &size in &BATCH_SIZES {
+            let case = format!("in_dims {dims:?}, batch size {size}");
+            let batched = inputs
+                .iter()
+                .zip(&dims)
+                .map(|(t, d)| match d {
+                    Some(d) => batch_of(t, size, *d),
+                    None => Ok(t.clone()),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| Mismatch {
+                    case: case.clone(),
+                    detail: e.to_string(),
+                })?;
+            let got = vmap(|xs: Vec<Tensor>| f(&xs))
+                .in_dims(dims.clone())
+                .call(batched);
+            if let Ok(outs) = got {
+                return Err(Mismatch {
+                    case,
+                    detail: format!(
+                        "vmap accepted an input that is invalid per example, returning shapes {:?}",
+                        outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
+                    ),
+                });
+            }
+            cases += 1;
+        }
+    }
+    Ok(cases)
+}

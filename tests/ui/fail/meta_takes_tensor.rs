@@ -1,0 +1,10 @@
+// A meta sees only shapes and dtypes: it takes `&TensorMeta`, not `&Tensor`.
+use batchrules::{meta, Result, Tensor, TensorMeta};
+
+#[meta(op = "exp")]
+fn exp_meta(x: &Tensor) -> Result<TensorMeta> {
+    let _ = x;
+    todo!()
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use batchrules::{meta, Result, TensorMeta};
+
+#[meta(table = downstream_ops::ops)]
+fn scale_meta(x: &TensorMeta, factor: f64) -> Result<TensorMeta> {
+    let _ = factor;
+    Ok(x.clone())
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use batchrules::kernel;
+
+#[kernel(op = "neg")]
+struct NegKernel;
+
+fn main() {}

@@ -1,0 +1,12 @@
+mod ops {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "scale(Tensor self, float factor) -> Tensor"
+kind = "primitive"
+batch = "pointwise"
+"#
+    );
+}
+
+fn main() {}
