@@ -60,10 +60,12 @@ pub enum Error {
         level: usize,
     },
     /// A batching rule returned something that disagrees with the op's meta.
-    #[error("bug in batching rule for {op}: {message}")]
+    #[error("bug in batching rule {rule} for {op}: {message}")]
     RuleBug {
         /// The op whose rule misbehaved.
         op: String,
+        /// The rule function and where it is.
+        rule: String,
         /// The disagreement.
         message: String,
     },

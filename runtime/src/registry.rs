@@ -141,6 +141,8 @@ pub struct OpEntry {
     pub meta: Option<MetaFn>,
     /// Its batching rule (primitives).
     pub rule: Option<RuleFn>,
+    /// Where the batching rule was written.
+    pub rule_location: Option<Location>,
     /// Its decomposition (composites).
     pub decomposition: Option<(KernelFn, DecomposeVmap)>,
 }
@@ -230,6 +232,7 @@ impl Registry {
                 kernel: None,
                 meta: None,
                 rule: None,
+                rule_location: None,
                 decomposition: None,
             }));
         }
@@ -315,7 +318,10 @@ impl Registry {
             match reg.func {
                 RegisteredFn::Kernel(f) => entry.kernel = Some(f),
                 RegisteredFn::Meta(f) => entry.meta = Some(f),
-                RegisteredFn::BatchingRule(f) => entry.rule = Some(f),
+                RegisteredFn::BatchingRule(f) => {
+                    entry.rule = Some(f);
+                    entry.rule_location = Some(reg.location);
+                }
                 RegisteredFn::Decomposition(f, v) => entry.decomposition = Some((f, v)),
             }
         }

@@ -1,8 +1,8 @@
 //! Op schemas as generated from an op table by [`op_table!`](crate::op_table).
 //!
 //! Everything here is `const`-constructible: the generated table is a `const`
-//! slice that the attribute macros' compile-time checks read (see
-//! [`crate::checks`]), and a `static` [`OpTable`] that the registry indexes.
+//! slice that the attribute macros' compile-time checks read (`const fn`s the
+//! compiler evaluates), and a `static` [`OpTable`] that the registry indexes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

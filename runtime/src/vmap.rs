@@ -250,6 +250,9 @@ fn check_rule_output(
 ) -> Result<()> {
     let bug = |message: String| Error::RuleBug {
         op: entry.name().to_string(),
+        rule: entry
+            .rule_location
+            .map_or_else(|| "?".to_string(), |l| l.to_string()),
         message,
     };
     if outs.len() != metas.len() {
@@ -639,7 +642,7 @@ impl<F> Vmap<F> {
 fn in_level(e: Error, depth: usize) -> Error {
     match e {
         e @ Error::InvalidArgument { level: Some(_), .. } => e,
-        e @ Error::Fallback { .. } => e,
+        e @ (Error::Fallback { .. } | Error::RuleBug { .. }) => e,
         e @ Error::InVmap { .. } => e,
         other => Error::InVmap {
             level: depth,

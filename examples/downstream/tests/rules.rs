@@ -1,0 +1,53 @@
+//! The downstream crate's ops checked with batchrules' public testing helpers,
+//! as a kernel author would check their own rules.
+
+use batchrules::testing::{check_vmap, check_vmap_errors};
+use batchrules::{vmap, FallbackPolicy, Tensor};
+use downstream_ops::ops;
+
+fn sample(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    Tensor::from_shape_vec(shape, (0..n).map(|i| i as f64 - 1.5).collect()).unwrap()
+}
+
+#[test]
+fn scale_rule_matches_the_loop() {
+    let cases = check_vmap(|x| Ok(vec![ops::scale(&x[0], -0.5)?]), &[sample(&[2, 3])]).unwrap();
+    assert!(cases > 10, "{cases}");
+}
+
+#[test]
+fn scale_has_a_rule_not_the_loop() {
+    let x = sample(&[4, 3]);
+    vmap(|x: Tensor| ops::scale(&x, 2.0))
+        .fallback(FallbackPolicy::Error)
+        .call(&x)
+        .unwrap();
+}
+
+#[test]
+fn scale_rejects_integers_under_vmap_too() {
+    let ints = Tensor::from_shape_vec(&[3], vec![1i64, 2, 3]).unwrap();
+    check_vmap_errors(|x| Ok(vec![ops::scale(&x[0], 2.0)?]), &[ints]).unwrap();
+}
+
+#[test]
+fn composite_decomposes_under_vmap() {
+    check_vmap(
+        |x| Ok(vec![ops::sum_of_squares(&x[0], Some(-1))?]),
+        &[sample(&[3, 2])],
+    )
+    .unwrap();
+    check_vmap(
+        |x| Ok(vec![ops::sum_of_squares(&x[0], None)?]),
+        &[sample(&[3])],
+    )
+    .unwrap();
+}
+
+#[test]
+fn op_without_rule_is_correct_through_the_fallback() {
+    batchrules::set_fallback_policy(FallbackPolicy::Silent);
+    check_vmap(|x| Ok(vec![ops::cumsum(&x[0], 0)?]), &[sample(&[4])]).unwrap();
+    check_vmap_errors(|x| Ok(vec![ops::cumsum(&x[0], 1)?]), &[sample(&[4])]).unwrap();
+}
