@@ -141,6 +141,12 @@ fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
 
 fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
     let n = per_example.first().map_or(0, Vec::len);
+    if per_example.iter().any(|o| o.len() != n) {
+        return Err(Error::Tensor(
+            "the function returned a different number of outputs for different examples"
+                .to_string(),
+        ));
+    }
     (0..n)
         .map(|j| {
             let col: Vec<Tensor> = per_example.iter().map(|o| o[j].clone()).collect();
