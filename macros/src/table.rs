@@ -44,16 +44,18 @@ fn line_of(source: &str, offset: usize) -> usize {
     source[..offset.min(source.len())].matches('\n').count() + 1
 }
 
-/// Where the table comes from: a file, or TOML written inline.
-enum Source {
-    File(LitStr),
+/// Where the table comes from: one or more files, or TOML written inline.
+enum Sources {
+    Files(Vec<LitStr>),
     Inline(LitStr),
 }
 
-impl syn::parse::Parse for Source {
+impl syn::parse::Parse for Sources {
     fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
         if input.peek(LitStr) {
-            return Ok(Source::File(input.parse()?));
+            let files =
+                syn::punctuated::Punctuated::<LitStr, syn::Token![,]>::parse_terminated(input)?;
+            return Ok(Sources::Files(files.into_iter().collect()));
         }
         let key: Ident = input.parse()?;
         if key != "toml" {
@@ -63,81 +65,123 @@ impl syn::parse::Parse for Source {
             ));
         }
         input.parse::<syn::Token![=]>()?;
-        Ok(Source::Inline(input.parse()?))
+        Ok(Sources::Inline(input.parse()?))
     }
 }
 
-/// Reads and validates the table, collecting every problem. Returns the file to
-/// track (for a file table) and the ops.
-fn load(src: &Source) -> Result<(Option<PathBuf>, Vec<Op>), syn::Error> {
-    let (path_lit, rel, path, source) = match src {
-        Source::File(lit) => {
-            let rel = lit.value();
+/// One table text to parse: what to call it in messages, and where to point.
+struct Text<'a> {
+    lit: &'a LitStr,
+    name: String,
+    source: String,
+}
+
+/// Collects every problem, to report them all at once.
+#[derive(Default)]
+struct Problems(Option<syn::Error>);
+
+impl Problems {
+    fn push(&mut self, lit: &LitStr, msg: String) {
+        let e = syn::Error::new(lit.span(), msg);
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+}
+
+/// Reads the table texts. Returns the files to track and the texts.
+fn read(src: &Sources) -> Result<(Vec<PathBuf>, Vec<Text<'_>>), syn::Error> {
+    match src {
+        Sources::Inline(lit) => Ok((
+            Vec::new(),
+            vec![Text {
+                lit,
+                name: "(inline)".to_string(),
+                source: lit.value(),
+            }],
+        )),
+        Sources::Files(lits) => {
             let dir = std::env::var("CARGO_MANIFEST_DIR").map_err(|_| {
                 syn::Error::new(
-                    lit.span(),
+                    Span::call_site(),
                     "CARGO_MANIFEST_DIR is not set; build with cargo",
                 )
             })?;
-            let path = PathBuf::from(dir).join(&rel);
-            let source = std::fs::read_to_string(&path).map_err(|e| {
-                syn::Error::new(
-                    lit.span(),
-                    format!("cannot read op table `{}`: {e}", path.display()),
-                )
-            })?;
-            (lit, rel, Some(path), source)
+            let mut paths = Vec::new();
+            let mut texts = Vec::new();
+            for lit in lits {
+                let path = PathBuf::from(&dir).join(lit.value());
+                let source = std::fs::read_to_string(&path).map_err(|e| {
+                    syn::Error::new(
+                        lit.span(),
+                        format!("cannot read op table `{}`: {e}", path.display()),
+                    )
+                })?;
+                paths.push(path);
+                texts.push(Text {
+                    lit,
+                    name: lit.value(),
+                    source,
+                });
+            }
+            Ok((paths, texts))
         }
-        Source::Inline(lit) => (lit, "(inline)".to_string(), None, lit.value()),
-    };
-    let file: TableFile = toml::from_str(&source).map_err(|e| {
-        let line = e.span().map(|s| line_of(&source, s.start));
-        let at = line.map_or(String::new(), |l| format!(":{l}"));
-        syn::Error::new(
-            path_lit.span(),
-            format!("op table {rel}{at}: {}", e.message()),
-        )
-    })?;
+    }
+}
 
-    let mut errors: Option<syn::Error> = None;
-    let mut push = |msg: String| {
-        let e = syn::Error::new(path_lit.span(), msg);
-        match &mut errors {
-            Some(all) => all.combine(e),
-            None => errors = Some(e),
-        }
-    };
-    let mut ops: Vec<(Op, usize)> = Vec::new();
-    for entry in file.op {
-        let entry_line = line_of(&source, entry.span().start);
-        let entry = entry.into_inner();
-        let line = line_of(&source, entry.schema.span().start);
-        let text = entry.schema.get_ref().clone();
-        let kind = match entry.kind.get_ref().as_str() {
-            "primitive" => Some(Kind::Primitive),
-            "composite" => Some(Kind::Composite),
-            other => {
-                push(format!(
-                    "op table {rel}:{}: kind `{other}` of `{}` is not `primitive` or `composite`; write `kind = \"primitive\"` for an op with a kernel, `kind = \"composite\"` for one implemented by other ops",
-                    line_of(&source, entry.kind.span().start),
-                    entry.schema.get_ref().split('(').next().unwrap_or("").trim()
-                ));
-                None
+/// Parses and validates the table texts, collecting every problem.
+fn load(texts: &[Text<'_>]) -> Result<Vec<Op>, syn::Error> {
+    let mut problems = Problems::default();
+    // (op, "file:line" where it is declared)
+    let mut ops: Vec<(Op, String)> = Vec::new();
+    for Text { lit, name, source } in texts {
+        let file: TableFile = match toml::from_str(source) {
+            Ok(f) => f,
+            Err(e) => {
+                let at = e
+                    .span()
+                    .map_or(String::new(), |s| format!(":{}", line_of(source, s.start)));
+                problems.push(lit, format!("op table {name}{at}: {}", e.message()));
+                continue;
             }
         };
-        let parsed = match schema::parse(&text) {
-            Ok(s) => Some(s),
-            Err(msg) => {
-                push(format!(
-                    "op table {rel}:{line}: malformed schema `{text}`: {msg}"
-                ));
-                None
-            }
-        };
-        if let (Some(schema), Some(kind)) = (parsed, kind) {
+        for entry in file.op {
+            let entry_line = line_of(source, entry.span().start);
+            let entry = entry.into_inner();
+            let line = line_of(source, entry.schema.span().start);
+            let text = entry.schema.get_ref().clone();
+            let kind = match entry.kind.get_ref().as_str() {
+                "primitive" => Some(Kind::Primitive),
+                "composite" => Some(Kind::Composite),
+                other => {
+                    problems.push(lit, format!(
+                        "op table {name}:{}: kind `{other}` of `{}` is not `primitive` or `composite`; write `kind = \"primitive\"` for an op with a kernel, `kind = \"composite\"` for one implemented by other ops",
+                        line_of(source, entry.kind.span().start),
+                        text.split('(').next().unwrap_or("").trim()
+                    ));
+                    None
+                }
+            };
+            let parsed = match schema::parse(&text) {
+                Ok(s) => Some(s),
+                Err(msg) => {
+                    problems.push(
+                        lit,
+                        format!("op table {name}:{line}: malformed schema `{text}`: {msg}"),
+                    );
+                    None
+                }
+            };
+            let (Some(schema), Some(kind)) = (parsed, kind) else {
+                continue;
+            };
             if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
-                push(format!(
-                    "op table {rel}:{entry_line}: op `{}` is already declared at line {first}; each op is declared once: rename or remove one of the entries",
+                let first = first
+                    .strip_prefix(&format!("{name}:"))
+                    .map_or_else(|| first.clone(), |l| format!("line {l}"));
+                problems.push(lit, format!(
+                    "op table {name}:{entry_line}: op `{}` is already declared at {first}; each op is declared once: rename or remove one of the entries",
                     schema.name
                 ));
                 continue;
@@ -149,13 +193,13 @@ fn load(src: &Source) -> Result<(Option<PathBuf>, Vec<Op>), syn::Error> {
                     kind,
                     doc: entry.doc,
                 },
-                entry_line,
+                format!("{name}:{entry_line}"),
             ));
         }
     }
-    match errors {
+    match problems.0 {
         Some(e) => Err(e),
-        None => Ok((path, ops.into_iter().map(|(o, _)| o).collect())),
+        None => Ok(ops.into_iter().map(|(o, _)| o).collect()),
     }
 }
 
@@ -300,7 +344,7 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
 }
 
 pub fn expand(input: TokenStream) -> TokenStream {
-    let src: Source = match syn::parse2(input) {
+    let src: Sources = match syn::parse2(input) {
         Ok(l) => l,
         Err(e) => {
             return syn::Error::new(
@@ -310,7 +354,11 @@ pub fn expand(input: TokenStream) -> TokenStream {
             .to_compile_error()
         }
     };
-    let (path, ops) = match load(&src) {
+    let (paths, texts) = match read(&src) {
+        Ok(v) => v,
+        Err(e) => return e.to_compile_error(),
+    };
+    let ops = match load(&texts) {
         Ok(v) => v,
         Err(e) => return e.to_compile_error(),
     };
@@ -318,13 +366,13 @@ pub fn expand(input: TokenStream) -> TokenStream {
     let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
     let count = ops.len();
     // Rebuild when a table file changes.
-    let tracked = path.map(|p| {
+    let tracked = paths.iter().map(|p| {
         let p = p.display().to_string();
         let arg = Group::new(Delimiter::Parenthesis, quote!(#p));
         quote!(const _: &str = ::core::include_str! #arg;)
     });
     quote! {
-        #tracked
+        #(#tracked)*
 
         /// The module path of this op table.
         #[doc(hidden)]

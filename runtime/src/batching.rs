@@ -118,6 +118,9 @@ pub fn reduce_dim(
     let rank = logical_rank(x, bdim);
     let mut t = x.moved_dim(b, 0)?;
     match dim {
+        // Reducing a 0-d example over "its" dim 0 leaves it as it is (up to the
+        // result dtype): reduce a dummy size-1 dim instead of the batch dim.
+        Some(_) if rank == 0 => t = op(&t.unsqueezed(1)?, Some(1), false)?,
         Some(d) => t = op(&t, Some(physical_dim(d, rank)? as i64), keepdim)?,
         None => {
             for d in (1..=rank).rev() {

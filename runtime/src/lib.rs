@@ -117,7 +117,16 @@ pub use batchrules_macros::batching_rule;
 /// uses the per-example loop instead.
 pub use batchrules_macros::decompose;
 
-/// The built-in ops, generated from `ops.toml`.
+/// The built-in ops, generated from the op table in `ops/*.toml` (one file per
+/// op family).
 pub mod ops {
-    crate::op_table!("ops.toml");
+    crate::op_table!(
+        "ops/unary.toml",
+        "ops/binary.toml",
+        "ops/reduce.toml",
+        "ops/views.toml",
+        "ops/linalg.toml",
+        "ops/composites.toml",
+        "ops/factories.toml",
+    );
 }

@@ -153,6 +153,13 @@ impl OpEntry {
         self.schema.name
     }
 
+    /// Calls the op with erased arguments, through the dispatcher (so under vmap
+    /// it is batched like any other call). Tests use this to call ops
+    /// generically; code normally calls the typed functions in the op's module.
+    pub fn call(&'static self, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+        crate::dispatch::call_entry(self, args)
+    }
+
     /// What vmap runs for this op.
     pub fn vmap_strategy(&self) -> VmapStrategy {
         match (self.schema.kind, self.rule, self.decomposition) {

@@ -20,7 +20,150 @@
 use std::fmt;
 
 use crate::library::support::cast;
-use crate::{vmap, DType, Data, Error, Result, Tensor};
+use crate::registry::OpEntry;
+use crate::schema::OpTable;
+use crate::{vmap, Arg, DType, Data, Error, Result, Tensor};
+
+/// The arguments of one call of an op, tensors and scalars alike; build them
+/// with [`args!`](crate::args).
+pub type Sample = Vec<Arg<Tensor>>;
+
+/// Sample and error inputs of one op, declared next to the op with
+/// [`op_samples!`](crate::op_samples) (the analogue of PyTorch's OpInfo).
+/// The op library's exhaustive tests run every op on its samples under every
+/// in_dims combination, and check that every error input also errors under vmap.
+pub struct OpInfo {
+    /// The op's table.
+    pub table: &'static OpTable,
+    /// The op name.
+    pub op: &'static str,
+    /// Valid inputs.
+    pub samples: fn() -> Vec<Sample>,
+    /// Inputs the op must reject (with or without vmap).
+    pub errors: fn() -> Vec<Sample>,
+}
+
+inventory::collect!(OpInfo);
+
+/// Every [`OpInfo`] linked into the program.
+pub fn op_infos() -> impl Iterator<Item = &'static OpInfo> {
+    inventory::iter::<OpInfo>.into_iter()
+}
+
+/// Builds a [`Sample`]: each argument converted the way the typed op functions
+/// take it (`&Tensor`, `i64`, `Option<i64>`, `&[i64]`, `f64`, `bool`, `DType`,
+/// `&[Tensor]`, `Option<&Tensor>`).
+///
+/// ```
+/// use batchrules::{args, Tensor};
+/// let x = Tensor::scalar(1.0f64);
+/// let sample = args![&x, 0i64, Some(-1i64)];
+/// assert_eq!(sample.len(), 3);
+/// ```
+#[macro_export]
+macro_rules! args {
+    ($($arg:expr),* $(,)?) => {
+        ::std::vec![$($crate::__private::IntoArg::into_arg($arg)),*]
+    };
+}
+
+/// Declares the sample inputs and error inputs of an op, next to the op:
+///
+/// ```ignore
+/// batchrules::op_samples!(op = "triu", samples = triu_samples, errors = triu_errors);
+/// ```
+///
+/// `samples` and `errors` are `fn() -> Vec<Sample>`. Add `table = path` for an
+/// op of another op table (the default is `batchrules::ops`).
+#[macro_export]
+macro_rules! op_samples {
+    (op = $op:literal, samples = $samples:path, errors = $errors:path $(,)?) => {
+        $crate::__private::inventory::submit! {
+            $crate::testing::OpInfo {
+                table: &::batchrules::ops::__TABLE,
+                op: $op,
+                samples: $samples,
+                errors: $errors,
+            }
+        }
+    };
+    (table = $($table:ident)::+, op = $op:literal, samples = $samples:path, errors = $errors:path $(,)?) => {
+        $crate::__private::inventory::submit! {
+            $crate::testing::OpInfo {
+                table: &$($table)::+::__TABLE,
+                op: $op,
+                samples: $samples,
+                errors: $errors,
+            }
+        }
+    };
+}
+
+/// The tensors of `args`, in order (tensor lists flattened).
+pub fn sample_tensors(args: &[Arg<Tensor>]) -> Vec<Tensor> {
+    args.iter().flat_map(|a| a.tensors().to_vec()).collect()
+}
+
+/// `args` with its tensors replaced, in order, by `tensors`.
+pub fn with_tensors(args: &[Arg<Tensor>], tensors: &[Tensor]) -> Result<Sample> {
+    let mut it = tensors.iter();
+    args.iter()
+        .map(|a| {
+            a.try_map(|_| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| Error::Tensor("too few tensors for the sample".to_string()))
+            })
+        })
+        .collect()
+}
+
+/// [`check_vmap`] for one op called with one sample.
+pub fn check_op(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+) -> std::result::Result<usize, Mismatch> {
+    let tensors = sample_tensors(sample);
+    check_vmap(|ts| entry.call(&with_tensors(sample, ts)?), &tensors).map_err(|m| Mismatch {
+        case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
+        detail: m.detail,
+    })
+}
+
+/// [`check_vmap_errors`] for one op called with one error sample.
+pub fn check_op_errors(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+) -> std::result::Result<usize, Mismatch> {
+    let tensors = sample_tensors(sample);
+    check_vmap_errors(|ts| entry.call(&with_tensors(sample, ts)?), &tensors).map_err(|m| Mismatch {
+        case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
+        detail: m.detail,
+    })
+}
+
+/// A short description of a sample: tensor shapes and dtypes, scalar values.
+pub fn describe(sample: &[Arg<Tensor>]) -> String {
+    let parts: Vec<String> = sample
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => format!("{}{:?}", t.dtype(), t.shape()),
+            Arg::OptTensor(Some(t)) => format!("Some({}{:?})", t.dtype(), t.shape()),
+            Arg::TensorList(ts) => format!(
+                "[{}]",
+                ts.iter()
+                    .map(|t| format!("{}{:?}", t.dtype(), t.shape()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("{other:?}").split_once('(').map_or_else(
+                || format!("{other:?}"),
+                |(_, v)| v.trim_end_matches(')').to_string(),
+            ),
+        })
+        .collect();
+    format!("({})", parts.join(", "))
+}
 
 /// A disagreement between vmap and the per-example loop.
 #[derive(Clone, Debug, PartialEq)]

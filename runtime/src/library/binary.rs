@@ -126,3 +126,32 @@ fn div_rule(
 ) -> Result<(Tensor, Option<usize>)> {
     binary_broadcast(ops::div, a, a_bdim, b, b_bdim)
 }
+
+/// Broadcasting in both directions, 0-d operands, size-1 and size-0 dims, and
+/// mixed dtypes (promotion).
+fn binary_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3])],
+        crate::args![&f64s(&[2, 1]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 1])],
+        crate::args![&f64s(&[]), &f64s(&[2, 2])],
+        crate::args![&f32s(&[4]), &f64s(&[])],
+        crate::args![&i64s(&[3], 5), &f64s(&[3])],
+        crate::args![&bools(&[2]), &i64s(&[2], 4)],
+        crate::args![&f64s(&[0, 2]), &f64s(&[2])],
+    ]
+}
+
+fn binary_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3, 2])],
+    ]
+}
+
+crate::op_samples!(op = "add", samples = binary_samples, errors = binary_errors);
+crate::op_samples!(op = "sub", samples = binary_samples, errors = binary_errors);
+crate::op_samples!(op = "mul", samples = binary_samples, errors = binary_errors);
+crate::op_samples!(op = "div", samples = binary_samples, errors = binary_errors);

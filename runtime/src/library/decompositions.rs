@@ -16,3 +16,27 @@ fn softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
     let e = ops::exp(&shifted)?;
     ops::div(&e, &ops::sum(&e, Some(dim), true)?)
 }
+
+fn softmax_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), -1i64],
+        crate::args![&f64s(&[2, 3]), 0i64],
+        crate::args![&f32s(&[4]), 0i64],
+        crate::args![&f64s(&[]), 0i64],
+    ]
+}
+
+fn softmax_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), 2i64],
+        crate::args![&i64s(&[3], 4), 0i64],
+    ]
+}
+
+crate::op_samples!(
+    op = "softmax",
+    samples = softmax_samples,
+    errors = softmax_errors
+);

@@ -60,3 +60,34 @@ fn tril_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {
 fn tril_rule(x: &Tensor, bdim: Option<usize>, diagonal: i64) -> Result<(Tensor, Option<usize>)> {
     leading_batch(|t| ops::tril(t, diagonal), x, bdim)
 }
+
+fn triangle_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3, 3]), 0i64],
+        crate::args![&f64s(&[2, 4]), 1i64],
+        crate::args![&f64s(&[4, 2]), -1i64],
+        crate::args![&i64s(&[2, 2, 3], 9), 0i64],
+        crate::args![&bools(&[3, 3]), 2i64],
+        crate::args![&f64s(&[0, 2]), 0i64],
+    ]
+}
+
+fn triangle_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2]), 0i64],
+        crate::args![&f64s(&[]), 0i64],
+    ]
+}
+
+crate::op_samples!(
+    op = "triu",
+    samples = triangle_samples,
+    errors = triangle_errors
+);
+crate::op_samples!(
+    op = "tril",
+    samples = triangle_samples,
+    errors = triangle_errors
+);

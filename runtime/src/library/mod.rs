@@ -5,5 +5,6 @@ mod binary;
 mod decompositions;
 mod linalg;
 mod reduce;
+pub(crate) mod samples;
 pub(crate) mod support;
 mod unary;

@@ -149,3 +149,48 @@ fn amax_rule(
 ) -> Result<(Tensor, Option<usize>)> {
     reduce_dim(ops::amax, x, bdim, dim, keepdim)
 }
+
+/// Every dim (negative too), keepdim both ways, all dims, 0-d, size-0 dims.
+fn reduce_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[2, 3]);
+    let mut s = Vec::new();
+    for dim in [None, Some(0i64), Some(1), Some(-1)] {
+        for keepdim in [false, true] {
+            s.push(crate::args![&x, dim, keepdim]);
+        }
+    }
+    s.push(crate::args![&f64s(&[]), None::<i64>, false]);
+    s.push(crate::args![&f64s(&[]), Some(0i64), true]);
+    s.push(crate::args![&i64s(&[4], 7), Some(0i64), false]);
+    s.push(crate::args![&f32s(&[2, 1, 3]), Some(1i64), false]);
+    s
+}
+
+fn reduce_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), Some(2i64), false],
+        crate::args![&f64s(&[2, 3]), Some(-3i64), true],
+    ]
+}
+
+fn sum_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = reduce_samples();
+    s.push(crate::args![&bools(&[3, 2]), Some(1i64), false]);
+    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
+    s.push(crate::args![&f64s(&[0]), None::<i64>, false]);
+    s
+}
+
+fn amax_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = reduce_errors();
+    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
+    s.push(crate::args![&f64s(&[0]), None::<i64>, false]);
+    s
+}
+
+crate::op_samples!(op = "sum", samples = sum_samples, errors = reduce_errors);
+crate::op_samples!(op = "amax", samples = reduce_samples, errors = amax_errors);

@@ -56,3 +56,38 @@ fn exp_kernel(x: &Tensor) -> Result<Tensor> {
 fn exp_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
     unary_pointwise(ops::exp, x, bdim)
 }
+
+fn unary_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3, 4])],
+        crate::args![&f32s(&[5])],
+        crate::args![&f64s(&[])],
+        crate::args![&f64s(&[2, 0])],
+        crate::args![&f64s(&[1, 3, 1])],
+    ]
+}
+
+fn float_only_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![crate::args![&i64s(&[3], 5)], crate::args![&bools(&[2, 2])]]
+}
+
+fn neg_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = unary_samples();
+    s.push(crate::args![&i64s(&[4], 9)]);
+    s
+}
+
+fn neg_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![crate::args![&bools(&[3])]]
+}
+
+crate::op_samples!(op = "neg", samples = neg_samples, errors = neg_errors);
+crate::op_samples!(
+    op = "exp",
+    samples = unary_samples,
+    errors = float_only_errors
+);

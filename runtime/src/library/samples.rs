@@ -1,0 +1,36 @@
+//! Building blocks for the sample inputs declared next to each op (see
+//! [`crate::testing::OpInfo`]).
+
+use crate::{Element, Tensor};
+
+/// Deterministic, distinct, non-integer values: no ties for argmax/amax, no
+/// exact zeros for division.
+fn value(i: usize) -> f64 {
+    let x = i as f64;
+    (x * 0.7373 + 0.2).sin() * 2.0 + 0.01 * x
+}
+
+fn build<T: Element>(shape: &[usize], f: impl Fn(usize) -> T) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::from_shape_vec(shape, (0..n).map(f).collect()).expect("shape and values agree")
+}
+
+/// An f64 tensor.
+pub(crate) fn f64s(shape: &[usize]) -> Tensor {
+    build(shape, value)
+}
+
+/// An f32 tensor.
+pub(crate) fn f32s(shape: &[usize]) -> Tensor {
+    build(shape, |i| value(i) as f32)
+}
+
+/// An i64 tensor with values in `0..modulo`.
+pub(crate) fn i64s(shape: &[usize], modulo: i64) -> Tensor {
+    build(shape, |i| (i as i64 * 7 + 3) % modulo.max(1))
+}
+
+/// A bool tensor.
+pub(crate) fn bools(shape: &[usize]) -> Tensor {
+    build(shape, |i| (i * 5 + 1) % 3 == 0)
+}
