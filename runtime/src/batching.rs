@@ -84,8 +84,30 @@ pub fn unary_pointwise(
     Ok((op(x)?, bdim))
 }
 
-/// The rule of a broadcasting binary op: batch dims to the front, ranks aligned
-/// after them, then the op itself on the physical tensors.
+/// Prepares the operands of a broadcasting op: if any is batched, each batched
+/// one gets its batch dim at the front and size-1 dims after it up to the
+/// largest logical rank, so NumPy broadcasting lines up the batch dims and the
+/// logical dims alike. Returns the operands and the output's batch dim.
+pub fn broadcast_operands(
+    operands: &[(&Tensor, Option<usize>)],
+) -> Result<(Vec<Tensor>, Option<usize>)> {
+    if operands.iter().all(|(_, b)| b.is_none()) {
+        return Ok((operands.iter().map(|(t, _)| (*t).clone()).collect(), None));
+    }
+    let rank = operands
+        .iter()
+        .map(|(t, b)| logical_rank(t, *b))
+        .max()
+        .unwrap_or(0);
+    let aligned = operands
+        .iter()
+        .map(|(t, b)| align_to_front(t, *b, rank))
+        .collect::<Result<_>>()?;
+    Ok((aligned, Some(0)))
+}
+
+/// The rule of a broadcasting binary op: [`broadcast_operands`], then the op
+/// itself on the physical tensors.
 pub fn binary_broadcast(
     op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
     x: &Tensor,
@@ -93,13 +115,8 @@ pub fn binary_broadcast(
     y: &Tensor,
     y_bdim: Option<usize>,
 ) -> RuleOutput {
-    if x_bdim.is_none() && y_bdim.is_none() {
-        return Ok((op(x, y)?, None));
-    }
-    let rank = logical_rank(x, x_bdim).max(logical_rank(y, y_bdim));
-    let x = align_to_front(x, x_bdim, rank)?;
-    let y = align_to_front(y, y_bdim, rank)?;
-    Ok((op(&x, &y)?, Some(0)))
+    let (t, bdim) = broadcast_operands(&[(x, x_bdim), (y, y_bdim)])?;
+    Ok((op(&t[0], &t[1])?, bdim))
 }
 
 /// The rule of a reduction over an optional dim (`None`: all dims), such as

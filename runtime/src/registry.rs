@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 
-use crate::schema::{OpKind, OpSchema, OpTable, Role, TableRegistration};
+use crate::schema::{ArgType, OpKind, OpSchema, OpTable, Role, TableRegistration};
 use crate::value::{Arg, BDim, BatchedOutput, TensorMeta};
 use crate::{Error, Result, Tensor};
 
@@ -162,6 +162,14 @@ impl OpEntry {
 
     /// What vmap runs for this op.
     pub fn vmap_strategy(&self) -> VmapStrategy {
+        let takes_tensors = self
+            .schema
+            .args
+            .iter()
+            .any(|a| matches!(a.ty, ArgType::Tensor | ArgType::TensorList));
+        if !takes_tensors {
+            return VmapStrategy::NeverBatched;
+        }
         match (self.schema.kind, self.rule, self.decomposition) {
             (OpKind::Primitive, Some(_), _) => VmapStrategy::BatchingRule,
             (OpKind::Composite, _, Some((_, DecomposeVmap::Decompose))) => {
@@ -181,6 +189,8 @@ pub enum VmapStrategy {
     Decomposition,
     /// The per-example loop.
     Fallback,
+    /// The op takes no tensors (a factory), so vmap never batches it.
+    NeverBatched,
 }
 
 impl fmt::Display for VmapStrategy {
@@ -189,6 +199,7 @@ impl fmt::Display for VmapStrategy {
             VmapStrategy::BatchingRule => "rule",
             VmapStrategy::Decomposition => "decomposition",
             VmapStrategy::Fallback => "fallback",
+            VmapStrategy::NeverBatched => "never batched (no tensor args)",
         })
     }
 }

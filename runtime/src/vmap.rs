@@ -172,7 +172,8 @@ pub(crate) fn call_batched(
                 message: "no decomposition is registered".to_string(),
             }),
         },
-        VmapStrategy::Fallback => {
+        // An op without tensor arguments never has batched ones.
+        VmapStrategy::Fallback | VmapStrategy::NeverBatched => {
             match policy.unwrap_or_else(fallback_policy) {
                 FallbackPolicy::Error => {
                     return Err(Error::Fallback {

@@ -117,27 +117,40 @@ fn amax_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMe
     reduce_meta(x, dim, keepdim, true)
 }
 
+/// Maximum (`greater = true`) or minimum; NaN wins, as in PyTorch.
+fn extreme(x: &Tensor, dim: Option<i64>, keepdim: bool, greater: bool) -> Result<Tensor> {
+    fn pick<T: PartialOrd + Copy>(greater: bool) -> impl Fn(T, T) -> T {
+        move |p: T, q: T| {
+            let q_nan = q.partial_cmp(&q).is_none();
+            let better = if greater { q > p } else { q < p };
+            if q_nan || better {
+                q
+            } else {
+                p
+            }
+        }
+    }
+    let (bool_init, int_init) = if greater {
+        (false, i64::MIN)
+    } else {
+        (true, i64::MAX)
+    };
+    let (f32_init, f64_init) = if greater {
+        (f32::NEG_INFINITY, f64::NEG_INFINITY)
+    } else {
+        (f32::INFINITY, f64::INFINITY)
+    };
+    match x.data()? {
+        Data::Bool(a) => fold(a, dim, keepdim, bool_init, pick(greater)),
+        Data::I64(a) => fold(a, dim, keepdim, int_init, pick(greater)),
+        Data::F32(a) => fold(a, dim, keepdim, f32_init, pick(greater)),
+        Data::F64(a) => fold(a, dim, keepdim, f64_init, pick(greater)),
+    }
+}
+
 #[kernel(op = "amax")]
 fn amax_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-    // NaN wins, as in PyTorch.
-    match x.data()? {
-        Data::Bool(a) => fold(a, dim, keepdim, false, |p, q| p | q),
-        Data::I64(a) => fold(a, dim, keepdim, i64::MIN, i64::max),
-        Data::F32(a) => fold(a, dim, keepdim, f32::NEG_INFINITY, |p, q| {
-            if q.is_nan() || q > p {
-                q
-            } else {
-                p
-            }
-        }),
-        Data::F64(a) => fold(a, dim, keepdim, f64::NEG_INFINITY, |p, q| {
-            if q.is_nan() || q > p {
-                q
-            } else {
-                p
-            }
-        }),
-    }
+    extreme(x, dim, keepdim, true)
 }
 
 #[batching_rule(op = "amax")]
@@ -192,5 +205,80 @@ fn amax_errors() -> Vec<crate::testing::Sample> {
     s
 }
 
+#[meta(op = "amin")]
+fn amin_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMeta> {
+    reduce_meta(x, dim, keepdim, true)
+}
+
+#[kernel(op = "amin")]
+fn amin_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    extreme(x, dim, keepdim, false)
+}
+
+#[batching_rule(op = "amin")]
+fn amin_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(Tensor, Option<usize>)> {
+    reduce_dim(ops::amin, x, bdim, dim, keepdim)
+}
+
+#[meta(op = "mean")]
+fn mean_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMeta> {
+    crate::library::support::require_float(x)?;
+    reduce_meta(x, dim, keepdim, false)
+}
+
+#[kernel(op = "mean")]
+fn mean_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let count = match dim {
+        Some(d) if x.ndim() > 0 => x.shape()[check_dim(d, x.ndim())?],
+        _ => x.shape().iter().product(),
+    } as f64;
+    match x.data()? {
+        Data::F32(a) => fold(a, dim, keepdim, 0.0, |p, q| p + q)?
+            .to_array::<f32>()
+            .map(|s| Tensor::from(s.mapv(|v| v / count as f32))),
+        Data::F64(a) => fold(a, dim, keepdim, 0.0, |p, q| p + q)?
+            .to_array::<f64>()
+            .map(|s| Tensor::from(s.mapv(|v| v / count))),
+        other => Err(Error::invalid(format!(
+            "needs a floating-point tensor, got {}",
+            other.dtype()
+        ))),
+    }
+}
+
+#[batching_rule(op = "mean")]
+fn mean_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(Tensor, Option<usize>)> {
+    reduce_dim(ops::mean, x, bdim, dim, keepdim)
+}
+
+fn mean_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s: Vec<_> = reduce_samples()
+        .into_iter()
+        .filter(|a| a[0].tensors().iter().all(|t| t.dtype().is_float()))
+        .collect();
+    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
+    s
+}
+
+fn mean_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = reduce_errors();
+    s.push(crate::args![&i64s(&[3], 4), None::<i64>, false]);
+    s
+}
+
+crate::op_samples!(op = "amin", samples = reduce_samples, errors = amax_errors);
+crate::op_samples!(op = "mean", samples = mean_samples, errors = mean_errors);
 crate::op_samples!(op = "sum", samples = sum_samples, errors = reduce_errors);
 crate::op_samples!(op = "amax", samples = reduce_samples, errors = amax_errors);

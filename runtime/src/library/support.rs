@@ -118,3 +118,14 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
         .map_collect(|&x, &y| f(x, y));
     Ok(Tensor::from(out))
 }
+
+/// A 0-d tensor holding `value` in the dtype of `like` (so it does not promote
+/// `like` when combined with it).
+pub(crate) fn scalar_like(like: &TensorMeta, value: f64) -> Tensor {
+    match like.dtype() {
+        DType::F32 => Tensor::scalar(value as f32),
+        DType::F64 => Tensor::scalar(value),
+        DType::I64 => Tensor::scalar(value as i64),
+        DType::Bool => Tensor::scalar(value != 0.0),
+    }
+}
