@@ -20,7 +20,12 @@ fn promotion_follows_bool_i64_f32_f64() {
     assert_eq!(ops::div(&i, &i).unwrap().dtype(), DType::F32);
     assert_eq!(ops::eq(&i, &f).unwrap().dtype(), DType::Bool);
     assert_eq!(
-        ops::add(&b, &i).unwrap().to_array::<i64>().unwrap().as_slice().unwrap(),
+        ops::add(&b, &i)
+            .unwrap()
+            .to_array::<i64>()
+            .unwrap()
+            .as_slice()
+            .unwrap(),
         &[4, 4]
     );
 }
@@ -33,9 +38,20 @@ fn nan_wins_in_maximum_minimum_and_amax() {
         let r = r.to_array::<f64>().unwrap();
         assert!(r[0].is_nan() && r[1].is_nan());
     }
-    assert_eq!(ops::maximum(&a, &b).unwrap().to_array::<f64>().unwrap()[2], 3.0);
-    assert!(ops::amax(&a, None, false).unwrap().to_array::<f64>().unwrap()[[]].is_nan());
-    assert!(ops::amin(&b, None, false).unwrap().to_array::<f64>().unwrap()[[]].is_nan());
+    assert_eq!(
+        ops::maximum(&a, &b).unwrap().to_array::<f64>().unwrap()[2],
+        3.0
+    );
+    assert!(ops::amax(&a, None, false)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]]
+    .is_nan());
+    assert!(ops::amin(&b, None, false)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]]
+    .is_nan());
 }
 
 #[test]
@@ -46,7 +62,10 @@ fn float_only_ops_say_they_need_floats() {
         ops::mean(&i, None, false).unwrap_err(),
         ops::softmax(&i, 0).unwrap_err(),
     ] {
-        assert!(err.to_string().contains("needs a floating-point tensor"), "{err}");
+        assert!(
+            err.to_string().contains("needs a floating-point tensor"),
+            "{err}"
+        );
     }
 }
 
@@ -54,23 +73,46 @@ fn float_only_ops_say_they_need_floats() {
 fn where_and_clamp() {
     let c = Tensor::from_shape_vec(&[3], vec![true, false, true]).unwrap();
     let r = ops::where_(&c, &f64s(&[1.0, 2.0, 3.0]), &Tensor::scalar(0i64)).unwrap();
-    assert_eq!(r.to_array::<f64>().unwrap().as_slice().unwrap(), &[1.0, 0.0, 3.0]);
+    assert_eq!(
+        r.to_array::<f64>().unwrap().as_slice().unwrap(),
+        &[1.0, 0.0, 3.0]
+    );
     let x = Tensor::from_shape_vec(&[4], vec![-3i64, 0, 2, 9]).unwrap();
     let r = ops::clamp(&x, Some(-1.5), Some(2.5)).unwrap();
-    assert_eq!(r.to_array::<i64>().unwrap().as_slice().unwrap(), &[-1, 0, 2, 2]);
+    assert_eq!(
+        r.to_array::<i64>().unwrap().as_slice().unwrap(),
+        &[-1, 0, 2, 2]
+    );
     assert!(ops::clamp(&x, None, None).is_err());
 }
 
 #[test]
 fn composites_agree_with_direct_formulas() {
     let x = f64s(&[0.5, -1.0, 2.0, 0.0]);
-    let lse = ops::logsumexp(&x, 0, false).unwrap().to_array::<f64>().unwrap()[[]];
-    let direct = [0.5f64, -1.0, 2.0, 0.0].iter().map(|v| v.exp()).sum::<f64>().ln();
+    let lse = ops::logsumexp(&x, 0, false)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]];
+    let direct = [0.5f64, -1.0, 2.0, 0.0]
+        .iter()
+        .map(|v| v.exp())
+        .sum::<f64>()
+        .ln();
     assert!((lse - direct).abs() < 1e-12);
-    let var = ops::var(&x, None, 1, false).unwrap().to_array::<f64>().unwrap()[[]];
+    let var = ops::var(&x, None, 1, false)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]];
     let mean = 1.5 / 4.0;
-    let direct = [0.5f64, -1.0, 2.0, 0.0].iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 3.0;
+    let direct = [0.5f64, -1.0, 2.0, 0.0]
+        .iter()
+        .map(|v| (v - mean).powi(2))
+        .sum::<f64>()
+        / 3.0;
     assert!((var - direct).abs() < 1e-12);
-    let mse = ops::mse_loss(&x, &f64s(&[0.0; 4]), 2).unwrap().to_array::<f64>().unwrap()[[]];
+    let mse = ops::mse_loss(&x, &f64s(&[0.0; 4]), 2)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]];
     assert!((mse - (0.25 + 1.0 + 4.0)).abs() < 1e-12);
 }
