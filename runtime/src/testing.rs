@@ -208,26 +208,47 @@ fn batch_of(sample: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
     })
 }
 
-/// Every in_dims combination: each input unbatched or batched at each position
-/// its batch dim can take (`0..=rank`).
-pub fn in_dims_combinations(inputs: &[Tensor]) -> Vec<Vec<Option<usize>>> {
-    let mut combos: Vec<Vec<Option<usize>>> = vec![Vec::new()];
-    for t in inputs {
-        let choices: Vec<Option<usize>> = std::iter::once(None)
-            .chain((0..=t.ndim()).map(Some))
-            .collect();
-        combos = combos
+/// Every way of picking one choice per input.
+fn cartesian<T: Clone>(choices: &[Vec<T>]) -> Vec<Vec<T>> {
+    choices.iter().fold(vec![Vec::new()], |combos, options| {
+        combos
             .into_iter()
             .flat_map(|c| {
-                choices.iter().map(move |ch| {
+                options.iter().map(move |o| {
                     let mut c = c.clone();
-                    c.push(*ch);
+                    c.push(o.clone());
                     c
                 })
             })
-            .collect();
-    }
-    combos
+            .collect()
+    })
+}
+
+/// Every in_dims combination: each input unbatched or batched at each position
+/// its batch dim can take (`0..=rank`).
+pub fn in_dims_combinations(inputs: &[Tensor]) -> Vec<Vec<Option<usize>>> {
+    let choices: Vec<Vec<Option<usize>>> = inputs
+        .iter()
+        .map(|t| {
+            std::iter::once(None)
+                .chain((0..=t.ndim()).map(Some))
+                .collect()
+        })
+        .collect();
+    cartesian(&choices)
+}
+
+/// The physical inputs of one case: each batched input replaced by `size`
+/// examples stacked at its in_dim.
+fn batched_inputs(inputs: &[Tensor], dims: &[Option<usize>], size: usize) -> Result<Vec<Tensor>> {
+    inputs
+        .iter()
+        .zip(dims)
+        .map(|(t, d)| match d {
+            Some(d) => batch_of(t, size, *d),
+            None => Ok(t.clone()),
+        })
+        .collect()
 }
 
 fn compare(case: &str, got: &[Tensor], want: &[Tensor]) -> std::result::Result<(), Mismatch> {
@@ -318,15 +339,7 @@ where
     for dims in in_dims_combinations(inputs) {
         for &size in &BATCH_SIZES {
             let case = format!("in_dims {dims:?}, batch size {size}");
-            let batched = inputs
-                .iter()
-                .zip(&dims)
-                .map(|(t, d)| match d {
-                    Some(d) => batch_of(t, size, *d),
-                    None => Ok(t.clone()),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map_err(|e| err(&case, e))?;
+            let batched = batched_inputs(inputs, &dims, size).map_err(|e| err(&case, e))?;
             let want = (0..size)
                 .map(|k| {
                     let ex = inputs
@@ -363,19 +376,7 @@ where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
     let (outer, inner) = (2usize, 3usize);
-    let mut combos: Vec<Vec<(bool, bool)>> = vec![Vec::new()];
-    for _ in inputs {
-        combos = combos
-            .into_iter()
-            .flat_map(|c| {
-                NESTINGS.iter().map(move |n| {
-                    let mut c = c.clone();
-                    c.push(*n);
-                    c
-                })
-            })
-            .collect();
-    }
+    let combos = cartesian(&vec![NESTINGS.to_vec(); inputs.len()]);
     let mut cases = 0;
     for combo in combos {
         let case = format!("nested vmap, (outer, inner) batched per input {combo:?}");
@@ -471,18 +472,10 @@ where
         }
         for &size in &BATCH_SIZES {
             let case = format!("in_dims {dims:?}, batch size {size}");
-            let batched = inputs
-                .iter()
-                .zip(&dims)
-                .map(|(t, d)| match d {
-                    Some(d) => batch_of(t, size, *d),
-                    None => Ok(t.clone()),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map_err(|e| Mismatch {
-                    case: case.clone(),
-                    detail: e.to_string(),
-                })?;
+            let batched = batched_inputs(inputs, &dims, size).map_err(|e| Mismatch {
+                case: case.clone(),
+                detail: e.to_string(),
+            })?;
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
                 .call(batched);

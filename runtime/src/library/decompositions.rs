@@ -3,7 +3,7 @@
 //! metas check the arguments once, on logical shapes, before the decomposition
 //! runs.
 
-use crate::library::support::{broadcast_meta, check_dim, require_float, scalar_like};
+use crate::library::support::{broadcast_meta, check_dim, reduce_meta, require_float, scalar_like};
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
 
 /// Meta of an op that maps a float tensor to one of the same shape along `dim`.
@@ -28,22 +28,7 @@ fn softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
 #[meta(op = "logsumexp")]
 fn logsumexp_meta(x: &TensorMeta, dim: i64, keepdim: bool) -> Result<TensorMeta> {
     along_dim_meta(x, dim)?;
-    let mut shape = x.shape().to_vec();
-    if !shape.is_empty() {
-        let d = check_dim(dim, x.ndim())?;
-        if shape[d] == 0 {
-            return Err(Error::invalid(format!(
-                "cannot reduce over dim {d} of size 0 (shape {:?})",
-                x.shape()
-            )));
-        }
-        if keepdim {
-            shape[d] = 1;
-        } else {
-            shape.remove(d);
-        }
-    }
-    Ok(TensorMeta::new(shape, x.dtype()))
+    reduce_meta(x, Some(dim), keepdim, true)
 }
 
 #[decompose(op = "logsumexp")]
@@ -71,27 +56,7 @@ fn var_meta(
     keepdim: bool,
 ) -> Result<TensorMeta> {
     require_float(x)?;
-    let mut shape = x.shape().to_vec();
-    match dim {
-        Some(d) => {
-            let d = check_dim(d, x.ndim())?;
-            if !shape.is_empty() {
-                if keepdim {
-                    shape[d] = 1;
-                } else {
-                    shape.remove(d);
-                }
-            }
-        }
-        None => {
-            shape = if keepdim {
-                vec![1; shape.len()]
-            } else {
-                Vec::new()
-            }
-        }
-    }
-    Ok(TensorMeta::new(shape, x.dtype()))
+    reduce_meta(x, dim, keepdim, false)
 }
 
 #[decompose(op = "var")]

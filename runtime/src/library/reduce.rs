@@ -3,52 +3,10 @@
 use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use crate::batching::reduce_dim;
-use crate::library::support::{cast, check_dim};
+use crate::library::support::{cast, check_dim, reduce_meta};
 use crate::{
     batching_rule, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor, TensorMeta,
 };
-
-/// Output meta of a reduction; `nonempty` rejects reducing zero elements.
-fn reduce_meta(
-    x: &TensorMeta,
-    dim: Option<i64>,
-    keepdim: bool,
-    nonempty: bool,
-) -> Result<TensorMeta> {
-    let mut shape = x.shape().to_vec();
-    match dim {
-        Some(d) => {
-            let d = check_dim(d, x.ndim())?;
-            if x.ndim() > 0 {
-                if nonempty && shape[d] == 0 {
-                    return Err(Error::invalid(format!(
-                        "cannot reduce over dim {d} of size 0 (shape {:?}): the result is undefined",
-                        x.shape()
-                    )));
-                }
-                if keepdim {
-                    shape[d] = 1;
-                } else {
-                    shape.remove(d);
-                }
-            }
-        }
-        None => {
-            if nonempty && shape.contains(&0) {
-                return Err(Error::invalid(format!(
-                    "cannot reduce an empty tensor (shape {:?}): the result is undefined",
-                    x.shape()
-                )));
-            }
-            shape = if keepdim {
-                vec![1; shape.len()]
-            } else {
-                Vec::new()
-            };
-        }
-    }
-    Ok(TensorMeta::new(shape, x.dtype()))
-}
 
 fn fold<T: Element>(
     a: &ArcArray<T, IxDyn>,

@@ -29,15 +29,15 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     Some(out)
 }
 
+/// [`broadcast_shapes`], or an error that shows both shapes.
+pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    broadcast_shapes(a, b)
+        .ok_or_else(|| Error::invalid(format!("shapes {a:?} and {b:?} do not broadcast")))
+}
+
 /// Meta of a broadcasting binary op whose result has the promoted dtype.
 pub(crate) fn broadcast_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
-    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
-        Error::invalid(format!(
-            "shapes {:?} and {:?} do not broadcast",
-            a.shape(),
-            b.shape()
-        ))
-    })?;
+    let shape = broadcast_or_err(a.shape(), b.shape())?;
     Ok(TensorMeta::new(shape, a.dtype().promote(b.dtype())))
 }
 
@@ -103,13 +103,7 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
     b: &ArcArray<T, IxDyn>,
     f: impl Fn(T, T) -> U,
 ) -> Result<Tensor> {
-    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| {
-        Error::invalid(format!(
-            "shapes {:?} and {:?} do not broadcast",
-            a.shape(),
-            b.shape()
-        ))
-    })?;
+    let shape = broadcast_or_err(a.shape(), b.shape())?;
     let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
         return Err(Error::invalid("operands do not broadcast"));
     };
@@ -128,4 +122,46 @@ pub(crate) fn scalar_like(like: &TensorMeta, value: f64) -> Tensor {
         DType::I64 => Tensor::scalar(value as i64),
         DType::Bool => Tensor::scalar(value != 0.0),
     }
+}
+
+/// Output meta of a reduction; `nonempty` rejects reducing zero elements.
+pub(crate) fn reduce_meta(
+    x: &TensorMeta,
+    dim: Option<i64>,
+    keepdim: bool,
+    nonempty: bool,
+) -> Result<TensorMeta> {
+    let mut shape = x.shape().to_vec();
+    match dim {
+        Some(d) => {
+            let d = check_dim(d, x.ndim())?;
+            if x.ndim() > 0 {
+                if nonempty && shape[d] == 0 {
+                    return Err(Error::invalid(format!(
+                        "cannot reduce over dim {d} of size 0 (shape {:?}): the result is undefined",
+                        x.shape()
+                    )));
+                }
+                if keepdim {
+                    shape[d] = 1;
+                } else {
+                    shape.remove(d);
+                }
+            }
+        }
+        None => {
+            if nonempty && shape.contains(&0) {
+                return Err(Error::invalid(format!(
+                    "cannot reduce an empty tensor (shape {:?}): the result is undefined",
+                    x.shape()
+                )));
+            }
+            shape = if keepdim {
+                vec![1; shape.len()]
+            } else {
+                Vec::new()
+            };
+        }
+    }
+    Ok(TensorMeta::new(shape, x.dtype()))
 }
