@@ -74,7 +74,9 @@ fn every_op_matches_the_loop_and_rejects_its_error_inputs() {
                 Err(m) => failures.push(m.to_string()),
             }
         }
-        if entry.schema.kind == OpKind::Primitive {
+        if entry.schema.kind == OpKind::Primitive
+            && entry.vmap_strategy() != VmapStrategy::NeverBatched
+        {
             assert!(
                 entry.rule.is_some(),
                 "{} has no batching rule",

@@ -160,3 +160,20 @@ pub fn leading_batch(
         None => Ok((op(x)?, None)),
     }
 }
+
+/// `x` with a size-1 dim inserted at logical position `dim` (`0..=` its logical
+/// rank) and its batch dim, if any, moved to the front; returns the tensor and
+/// its new batch dim (`Some(0)` or `None`). A batched vector of logical shape
+/// `[n]` (physical `[B, n]`) becomes a row `[B, 1, n]` for `dim = 0` and a
+/// column `[B, n, 1]` for `dim = 1`, so an op that treats leading dims as batch
+/// cannot mistake it for a matrix of `B` rows.
+pub fn unsqueeze_logical(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: usize,
+) -> Result<(Tensor, Option<usize>)> {
+    match bdim {
+        Some(b) => Ok((x.moved_dim(b, 0)?.unsqueezed(dim + 1)?, Some(0))),
+        None => Ok((x.unsqueezed(dim)?, None)),
+    }
+}

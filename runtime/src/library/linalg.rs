@@ -1,10 +1,22 @@
-//! Linear algebra: triangular masks.
+//! Linear algebra: triangular masks and matrix products.
+//!
+//! The matrix products (`matmul`, `dot`, `mm`, `mv`, `outer`, `bmm`) share one
+//! dense implementation with NumPy `matmul` semantics and one batching rule
+//! that calls `ops::matmul` on the physical tensors. Operands are promoted to a
+//! common dtype (`bool < i64 < f32 < f64`); a product of two bool tensors is an
+//! error, as in PyTorch (convert an operand to i64 first). i64 products wrap on
+//! overflow, as `add` and `mul` do.
 
-use ndarray::{ArcArray, IxDyn};
+use std::num::Wrapping;
 
-use crate::batching::leading_batch;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArcArray, Array3, ArrayD, ArrayViewD, Axis, CowArray, Ix3, IxDyn, LinalgScalar};
+
+use crate::batching::{align_to_front, leading_batch, logical_rank, unsqueeze_logical, RuleOutput};
+use crate::library::support::{broadcast_shapes, cast, checked_numel};
 use crate::{
-    batching_rule, each_dtype, kernel, meta, ops, Element, Error, Result, Tensor, TensorMeta,
+    batching_rule, each_dtype, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
+    TensorMeta,
 };
 
 /// Both triangle ops need a matrix per example: at least 2 (logical) dims.
@@ -91,3 +103,556 @@ crate::op_samples!(
     samples = triangle_samples,
     errors = triangle_errors
 );
+
+// ---------------------------------------------------------------------------
+// Matrix products
+// ---------------------------------------------------------------------------
+
+/// The dtype of a matrix product: the operands' promoted dtype, which must not
+/// be bool.
+fn product_dtype(a: &TensorMeta, b: &TensorMeta) -> Result<DType> {
+    let dtype = a.dtype().promote(b.dtype());
+    if dtype == DType::Bool {
+        return Err(Error::invalid(format!(
+            "matrix products of bool tensors are not defined, got bool {:?} @ bool {:?}; \
+             convert an operand to i64 or a float first",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    Ok(dtype)
+}
+
+/// Meta of `matmul` (NumPy semantics), shared by the whole family: a 1-D left
+/// operand is a row `[1, k]` and a 1-D right operand a column `[k, 1]`, whose
+/// added dim is removed from the result; leading (batch) dims broadcast.
+fn matmul_shape(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa.is_empty() || sb.is_empty() {
+        return Err(Error::invalid(format!(
+            "both operands need at least 1 dim, got {sa:?} @ {sb:?}"
+        )));
+    }
+    let dtype = product_dtype(a, b)?;
+    let (ra, rb) = (sa.len(), sb.len());
+    let inner_b = if rb == 1 { sb[0] } else { sb[rb - 2] };
+    if sa[ra - 1] != inner_b {
+        return Err(Error::invalid(format!(
+            "inner dims differ: {sa:?} @ {sb:?}"
+        )));
+    }
+    let (batch_a, batch_b) = (&sa[..ra.saturating_sub(2)], &sb[..rb.saturating_sub(2)]);
+    let mut shape = broadcast_shapes(batch_a, batch_b).ok_or_else(|| {
+        Error::invalid(format!(
+            "batch dims {batch_a:?} and {batch_b:?} do not broadcast: {sa:?} @ {sb:?}"
+        ))
+    })?;
+    if ra >= 2 {
+        shape.push(sa[ra - 2]);
+    }
+    if rb >= 2 {
+        shape.push(sb[rb - 1]);
+    }
+    checked_numel(&shape)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+/// Rejects operands whose ranks are not exactly `(ra, rb)`; `what` names them.
+fn require_ranks(what: &str, a: &TensorMeta, ra: usize, b: &TensorMeta, rb: usize) -> Result<()> {
+    if a.ndim() == ra && b.ndim() == rb {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "expected {what}, got shapes {:?} and {:?}",
+        a.shape(),
+        b.shape()
+    )))
+}
+
+/// The flat index, in a row-major batch of shape `shape`, of the element that
+/// broadcasts to multi-index `index` (`shape` is aligned to the trailing dims
+/// of `index`; its size-1 dims broadcast).
+fn broadcast_flat_index(index: &[usize], shape: &[usize]) -> usize {
+    let offset = index.len() - shape.len();
+    shape
+        .iter()
+        .zip(&index[offset..])
+        .fold(0, |flat, (&size, &i)| {
+            flat * size + if size == 1 { 0 } else { i }
+        })
+}
+
+/// `x` (at least 2-D) as a stack of matrices `[batch, rows, cols]`, its leading
+/// dims merged into one: a view when their strides allow it (always for one
+/// leading dim or none), else one copy.
+fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a, T, Ix3>> {
+    let r = x.ndim();
+    let (rows, cols) = (x.shape()[r - 2], x.shape()[r - 1]);
+    let batch = x.shape()[..r - 2].iter().product();
+    x.to_shape((batch, rows, cols)).map_err(|e| {
+        Error::Tensor(format!(
+            "matmul: cannot view {:?} as matrices: {e}",
+            x.shape()
+        ))
+    })
+}
+
+/// The matrix product of `a` and `b` with NumPy `matmul` semantics.
+///
+/// The output is allocated once, as `[batch, n, m]`; each product of the
+/// (broadcast) batch is computed by `general_mat_mul` from 2-D views of the
+/// operands straight into its 2-D block of the output, so nothing is allocated
+/// per product. Operands are not broadcast in memory: each output batch index
+/// is mapped to the operand's own batch index.
+fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<ArrayD<T>> {
+    let shape_error = || {
+        Error::invalid(format!(
+            "operands of shapes {:?} and {:?} do not multiply",
+            a.shape(),
+            b.shape()
+        ))
+    };
+    if a.ndim() == 0 || b.ndim() == 0 {
+        return Err(shape_error());
+    }
+    // A 1-D left operand is a row, a 1-D right operand a column.
+    let a_mat = if a.ndim() == 1 {
+        a.clone().insert_axis(Axis(0))
+    } else {
+        a.clone()
+    };
+    let b_mat = if b.ndim() == 1 {
+        b.clone().insert_axis(Axis(1))
+    } else {
+        b.clone()
+    };
+    let (ra, rb) = (a_mat.ndim(), b_mat.ndim());
+    let (batch_a, batch_b) = (&a_mat.shape()[..ra - 2], &b_mat.shape()[..rb - 2]);
+    let (n, k, m) = (
+        a_mat.shape()[ra - 2],
+        a_mat.shape()[ra - 1],
+        b_mat.shape()[rb - 1],
+    );
+    if b_mat.shape()[rb - 2] != k {
+        return Err(shape_error());
+    }
+    let batch = broadcast_shapes(batch_a, batch_b).ok_or_else(shape_error)?;
+    let count = checked_numel(&batch)?;
+    checked_numel(&[count, n, m])?;
+
+    let (a3, b3) = (as_matrix_stack(&a_mat)?, as_matrix_stack(&b_mat)?);
+    let mut out = Array3::<T>::zeros((count, n, m));
+    let mut index = vec![0usize; batch.len()];
+    for t in 0..count {
+        let (ia, ib) = (
+            broadcast_flat_index(&index, batch_a),
+            broadcast_flat_index(&index, batch_b),
+        );
+        general_mat_mul(
+            T::one(),
+            &a3.index_axis(Axis(0), ia),
+            &b3.index_axis(Axis(0), ib),
+            T::zero(),
+            &mut out.index_axis_mut(Axis(0), t),
+        );
+        // The next batch index, row-major.
+        for (i, &size) in index.iter_mut().zip(&batch).rev() {
+            *i += 1;
+            if *i < size {
+                break;
+            }
+            *i = 0;
+        }
+    }
+
+    let mut shape = batch;
+    if a.ndim() >= 2 {
+        shape.push(n);
+    }
+    if b.ndim() >= 2 {
+        shape.push(m);
+    }
+    out.into_shape_with_order(IxDyn(&shape))
+        .map_err(|e| Error::Tensor(format!("matmul: cannot shape the result as {shape:?}: {e}")))
+}
+
+/// The dense matrix product of two tensors (dtype promotion; see [`matmul_arrays`]).
+fn matmul_dense(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dtype = a.dtype().promote(b.dtype());
+    match (cast(a, dtype)?, cast(b, dtype)?) {
+        (Data::F32(x), Data::F32(y)) => Ok(Tensor::from(matmul_arrays(x.view(), y.view())?)),
+        (Data::F64(x), Data::F64(y)) => Ok(Tensor::from(matmul_arrays(x.view(), y.view())?)),
+        (Data::I64(x), Data::I64(y)) => {
+            // In Wrapping<i64>: overflow wraps (as in add and mul) instead of
+            // panicking in debug builds.
+            let (x, y) = (x.mapv(Wrapping), y.mapv(Wrapping));
+            let out = matmul_arrays(x.view(), y.view())?;
+            let shape = out.shape().to_vec();
+            let (values, _) = out.into_raw_vec_and_offset();
+            Tensor::from_shape_vec(&shape, values.into_iter().map(|w| w.0).collect())
+        }
+        _ => Err(Error::invalid(format!(
+            "matrix products of {dtype} tensors are not defined"
+        ))),
+    }
+}
+
+/// The batching rule of the matrix products, in terms of `ops::matmul` on the
+/// physical tensors: batch dims to the front; a batched 1-D operand (physical
+/// `[B, k]`) made a row `[B, 1, k]` (left) or a column `[B, k, 1]` (right), so
+/// matmul cannot read it as a matrix of `B` rows; the batched operands padded
+/// with size-1 dims to a common logical rank, so their batch dims line up and
+/// matmul's own broadcasting handles the rest (an unbatched operand broadcasts
+/// against the trailing dims as is, and an unbatched 1-D operand keeps its
+/// vector meaning); finally the dims added for vectors are removed.
+fn matmul_batched(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> RuleOutput {
+    if a_bdim.is_none() && b_bdim.is_none() {
+        return Ok((ops::matmul(a, b)?, None));
+    }
+    let (ra, rb) = (logical_rank(a, a_bdim), logical_rank(b, b_bdim));
+    let a_row = ra == 1 && a_bdim.is_some();
+    let b_col = rb == 1 && b_bdim.is_some();
+    let (a, a_bdim) = if a_row {
+        unsqueeze_logical(a, a_bdim, 0)?
+    } else {
+        (a.clone(), a_bdim)
+    };
+    let (b, b_bdim) = if b_col {
+        unsqueeze_logical(b, b_bdim, 1)?
+    } else {
+        (b.clone(), b_bdim)
+    };
+    let rank = ra.max(rb).max(2);
+    let a = align_to_front(&a, a_bdim, rank)?;
+    let b = align_to_front(&b, b_bdim, rank)?;
+    let mut out = ops::matmul(&a, &b)?;
+    if b_col {
+        out = out.select(out.ndim() - 1, 0)?;
+    }
+    if a_row {
+        // The row dim is last once the right operand's column dim is gone.
+        let row = out.ndim() - if rb == 1 { 1 } else { 2 };
+        out = out.select(row, 0)?;
+    }
+    Ok((out, Some(0)))
+}
+
+#[meta(op = "matmul")]
+fn matmul_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    matmul_shape(a, b)
+}
+
+#[kernel(op = "matmul")]
+fn matmul_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    matmul_dense(a, b)
+}
+
+#[batching_rule(op = "matmul")]
+fn matmul_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    matmul_batched(a, a_bdim, b, b_bdim)
+}
+
+#[meta(op = "dot")]
+fn dot_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    require_ranks("two 1-D tensors", a, 1, b, 1)?;
+    matmul_shape(a, b)
+}
+
+#[kernel(op = "dot")]
+fn dot_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    matmul_dense(a, b)
+}
+
+#[batching_rule(op = "dot")]
+fn dot_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    matmul_batched(a, a_bdim, b, b_bdim)
+}
+
+#[meta(op = "mm")]
+fn mm_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    require_ranks("two 2-D matrices", a, 2, b, 2)?;
+    matmul_shape(a, b)
+}
+
+#[kernel(op = "mm")]
+fn mm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    matmul_dense(a, b)
+}
+
+#[batching_rule(op = "mm")]
+fn mm_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    matmul_batched(a, a_bdim, b, b_bdim)
+}
+
+#[meta(op = "mv")]
+fn mv_meta(a: &TensorMeta, v: &TensorMeta) -> Result<TensorMeta> {
+    require_ranks("a 2-D matrix and a 1-D vector", a, 2, v, 1)?;
+    matmul_shape(a, v)
+}
+
+#[kernel(op = "mv")]
+fn mv_kernel(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    matmul_dense(a, v)
+}
+
+#[batching_rule(op = "mv")]
+fn mv_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    v: &Tensor,
+    v_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    matmul_batched(a, a_bdim, v, v_bdim)
+}
+
+#[meta(op = "outer")]
+fn outer_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    require_ranks("two 1-D tensors", a, 1, b, 1)?;
+    let dtype = product_dtype(a, b)?;
+    let shape = [a.shape()[0], b.shape()[0]];
+    checked_numel(&shape)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+#[kernel(op = "outer")]
+fn outer_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    // A column [n, 1] times a row [1, m].
+    matmul_dense(&a.unsqueezed(1)?, &b.unsqueezed(0)?)
+}
+
+#[batching_rule(op = "outer")]
+fn outer_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    let (col, col_bdim) = unsqueeze_logical(a, a_bdim, 1)?;
+    let (row, row_bdim) = unsqueeze_logical(b, b_bdim, 0)?;
+    matmul_batched(&col, col_bdim, &row, row_bdim)
+}
+
+#[meta(op = "bmm")]
+fn bmm_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    require_ranks("two 3-D tensors", a, 3, b, 3)?;
+    if a.shape()[0] != b.shape()[0] {
+        return Err(Error::invalid(format!(
+            "batch sizes differ (bmm does not broadcast): {:?} @ {:?}",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    matmul_shape(a, b)
+}
+
+#[kernel(op = "bmm")]
+fn bmm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    matmul_dense(a, b)
+}
+
+#[batching_rule(op = "bmm")]
+fn bmm_rule(
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    matmul_batched(a, a_bdim, b, b_bdim)
+}
+
+/// Every rank combination, batch dims broadcasting in both directions and
+/// across ranks, size-1 and size-0 dims (inner dim 0 gives zeros), and mixed
+/// dtypes.
+fn matmul_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3, 4])],
+        crate::args![&f64s(&[3]), &f64s(&[3, 4])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 3, 4])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 3, 4])],
+        crate::args![&f64s(&[1, 2, 3]), &f64s(&[4, 3, 2])],
+        crate::args![&f64s(&[4, 2, 3]), &f64s(&[1, 3, 2])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3, 2])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3, 2])],
+        crate::args![&f64s(&[2, 1, 2, 3]), &f64s(&[3, 3, 2])],
+        crate::args![&f64s(&[1, 1]), &f64s(&[1, 1])],
+        crate::args![&f64s(&[1]), &f64s(&[1])],
+        crate::args![&f64s(&[3, 1]), &f64s(&[1, 2])],
+        crate::args![&f64s(&[0, 3]), &f64s(&[3, 2])],
+        crate::args![&f64s(&[2, 0]), &f64s(&[0, 3])],
+        crate::args![&f64s(&[0]), &f64s(&[0])],
+        crate::args![&f64s(&[0, 2, 3]), &f64s(&[3, 2])],
+        crate::args![&i64s(&[2, 3], 5), &i64s(&[3, 2], 7)],
+        crate::args![&i64s(&[3], 5), &i64s(&[2, 3, 2], 4)],
+        crate::args![&f32s(&[2, 3]), &f32s(&[3])],
+        crate::args![&f32s(&[2, 3]), &f64s(&[3, 2])],
+        crate::args![&i64s(&[2, 2], 5), &f64s(&[2])],
+        crate::args![&bools(&[2, 3]), &f32s(&[3, 2])],
+        crate::args![&bools(&[3]), &i64s(&[3, 2], 4)],
+    ]
+}
+
+fn matmul_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[4, 5])],
+        crate::args![&f64s(&[3]), &f64s(&[4])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2])],
+        crate::args![&f64s(&[4]), &f64s(&[3, 2])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3, 3, 2])],
+        crate::args![&bools(&[2, 3]), &bools(&[3, 2])],
+    ]
+}
+
+fn dot_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[3])],
+        crate::args![&f64s(&[1]), &f64s(&[1])],
+        crate::args![&f64s(&[0]), &f64s(&[0])],
+        crate::args![&i64s(&[4], 9), &i64s(&[4], 5)],
+        crate::args![&f32s(&[3]), &f64s(&[3])],
+        crate::args![&bools(&[3]), &i64s(&[3], 4)],
+    ]
+}
+
+fn dot_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[2])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[3, 1])],
+        crate::args![&f64s(&[]), &f64s(&[])],
+        crate::args![&bools(&[3]), &bools(&[3])],
+    ]
+}
+
+fn mm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[3, 4])],
+        crate::args![&f64s(&[1, 1]), &f64s(&[1, 1])],
+        crate::args![&f64s(&[0, 3]), &f64s(&[3, 2])],
+        crate::args![&f64s(&[2, 0]), &f64s(&[0, 3])],
+        crate::args![&f64s(&[3, 2]), &f64s(&[2, 0])],
+        crate::args![&i64s(&[2, 2], 9), &i64s(&[2, 3], 5)],
+        crate::args![&f32s(&[2, 3]), &f64s(&[3, 1])],
+        crate::args![&bools(&[2, 2]), &f32s(&[2, 2])],
+    ]
+}
+
+fn mm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[4, 5])],
+        crate::args![&f64s(&[3]), &f64s(&[3, 4])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3, 4])],
+        crate::args![&bools(&[2, 2]), &bools(&[2, 2])],
+    ]
+}
+
+fn mv_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[1, 1]), &f64s(&[1])],
+        crate::args![&f64s(&[0, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 0]), &f64s(&[0])],
+        crate::args![&i64s(&[3, 2], 9), &i64s(&[2], 5)],
+        crate::args![&f32s(&[2, 3]), &i64s(&[3], 4)],
+    ]
+}
+
+fn mv_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[2])],
+        crate::args![&f64s(&[3]), &f64s(&[3])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3, 1])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3])],
+        crate::args![&bools(&[2, 3]), &bools(&[3])],
+    ]
+}
+
+fn outer_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[4])],
+        crate::args![&f64s(&[1]), &f64s(&[1])],
+        crate::args![&f64s(&[0]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[0])],
+        crate::args![&i64s(&[3], 9), &i64s(&[2], 5)],
+        crate::args![&f32s(&[2]), &f32s(&[3])],
+        crate::args![&bools(&[3]), &f64s(&[2])],
+    ]
+}
+
+fn outer_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 3]), &f64s(&[3])],
+        crate::args![&f64s(&[3]), &f64s(&[])],
+        crate::args![&bools(&[2]), &bools(&[2])],
+    ]
+}
+
+fn bmm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 3, 4])],
+        crate::args![&f64s(&[1, 1, 1]), &f64s(&[1, 1, 1])],
+        crate::args![&f64s(&[0, 2, 3]), &f64s(&[0, 3, 4])],
+        crate::args![&f64s(&[2, 0, 3]), &f64s(&[2, 3, 1])],
+        crate::args![&f64s(&[2, 2, 0]), &f64s(&[2, 0, 3])],
+        crate::args![&i64s(&[2, 2, 2], 9), &i64s(&[2, 2, 3], 5)],
+        crate::args![&f32s(&[3, 1, 2]), &f64s(&[3, 2, 2])],
+    ]
+}
+
+fn bmm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[3, 3, 4])],
+        crate::args![&f64s(&[1, 2, 3]), &f64s(&[2, 3, 4])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 4, 4])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3, 4])],
+        crate::args![&bools(&[2, 2, 2]), &bools(&[2, 2, 2])],
+    ]
+}
+
+crate::op_samples!(
+    op = "matmul",
+    samples = matmul_samples,
+    errors = matmul_errors
+);
+crate::op_samples!(op = "dot", samples = dot_samples, errors = dot_errors);
+crate::op_samples!(op = "mm", samples = mm_samples, errors = mm_errors);
+crate::op_samples!(op = "mv", samples = mv_samples, errors = mv_errors);
+crate::op_samples!(op = "outer", samples = outer_samples, errors = outer_errors);
+crate::op_samples!(op = "bmm", samples = bmm_samples, errors = bmm_errors);

@@ -3,6 +3,7 @@
 
 mod binary;
 mod decompositions;
+mod factories;
 mod linalg;
 mod reduce;
 pub(crate) mod samples;

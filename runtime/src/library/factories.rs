@@ -1,0 +1,248 @@
+//! Factories: tensors built from a shape and scalars.
+//!
+//! Factories take no tensor arguments, so vmap never batches them: called inside
+//! vmap they return a plain tensor, which broadcasts against batched ones. They
+//! have a meta and a kernel, and no batching rule.
+
+use ndarray::{ArrayD, IxDyn};
+
+use crate::library::support::checked_numel;
+use crate::{kernel, meta, DType, Element, Error, Result, Tensor, TensorMeta};
+
+/// An element type a factory can produce from an `f64` (already checked to be
+/// representable by the meta).
+trait FromF64: Element {
+    fn from_f64(v: f64) -> Self;
+}
+
+impl FromF64 for bool {
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+}
+impl FromF64 for i64 {
+    fn from_f64(v: f64) -> Self {
+        v as i64
+    }
+}
+impl FromF64 for f32 {
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+impl FromF64 for f64 {
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+/// A tensor of `dtype` and `shape` whose element at row-major index `i` is
+/// `value(i)` converted to `dtype`.
+fn generate(dtype: DType, shape: &[usize], value: impl Fn(usize) -> f64) -> Result<Tensor> {
+    fn go<T: FromF64>(shape: &[usize], value: impl Fn(usize) -> f64) -> Result<Tensor> {
+        let n = checked_numel(shape)?;
+        let values = (0..n).map(|i| T::from_f64(value(i))).collect();
+        ArrayD::from_shape_vec(IxDyn(shape), values)
+            .map(Tensor::from)
+            .map_err(|e| Error::Tensor(format!("cannot build a tensor of shape {shape:?}: {e}")))
+    }
+    match dtype {
+        DType::Bool => go::<bool>(shape, value),
+        DType::I64 => go::<i64>(shape, value),
+        DType::F32 => go::<f32>(shape, value),
+        DType::F64 => go::<f64>(shape, value),
+    }
+}
+
+/// `size` as a shape, or why it is not one (a negative size, or too many elements).
+fn shape_of(size: &[i64]) -> Result<Vec<usize>> {
+    let shape = size
+        .iter()
+        .map(|&s| {
+            usize::try_from(s)
+                .map_err(|_| Error::invalid(format!("negative size {s} in size {size:?}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    checked_numel(&shape)?;
+    Ok(shape)
+}
+
+/// Rejects a value that `dtype` cannot hold: NaN, infinities and values out of
+/// range for i64 (others are truncated toward zero), finite values beyond the
+/// f32 range for f32. `what` names the argument.
+fn check_representable(what: &str, value: f64, dtype: DType) -> Result<()> {
+    // 2^63: the first f64 above i64::MAX; -2^63 is i64::MIN exactly.
+    const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+    let ok = match dtype {
+        DType::Bool | DType::F64 => true,
+        DType::F32 => !value.is_finite() || value.abs() <= f64::from(f32::MAX),
+        DType::I64 => value.is_finite() && (-I64_BOUND..I64_BOUND).contains(&value),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} {value} cannot be converted to {dtype}"
+        )))
+    }
+}
+
+#[meta(op = "zeros")]
+fn zeros_meta(size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    Ok(TensorMeta::new(shape_of(size)?, dtype))
+}
+
+#[kernel(op = "zeros")]
+fn zeros_kernel(size: &[i64], dtype: DType) -> Result<Tensor> {
+    generate(dtype, &shape_of(size)?, |_| 0.0)
+}
+
+#[meta(op = "ones")]
+fn ones_meta(size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    Ok(TensorMeta::new(shape_of(size)?, dtype))
+}
+
+#[kernel(op = "ones")]
+fn ones_kernel(size: &[i64], dtype: DType) -> Result<Tensor> {
+    generate(dtype, &shape_of(size)?, |_| 1.0)
+}
+
+#[meta(op = "full")]
+fn full_meta(size: &[i64], fill_value: f64, dtype: DType) -> Result<TensorMeta> {
+    let shape = shape_of(size)?;
+    check_representable("fill value", fill_value, dtype)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+#[kernel(op = "full")]
+fn full_kernel(size: &[i64], fill_value: f64, dtype: DType) -> Result<Tensor> {
+    generate(dtype, &shape_of(size)?, |_| fill_value)
+}
+
+/// The length of `arange(start, end, step)`, or why there is none.
+fn arange_len(start: f64, end: f64, step: f64) -> Result<usize> {
+    let args = format!("start {start}, end {end}, step {step}");
+    if !(start.is_finite() && end.is_finite() && step.is_finite()) {
+        return Err(Error::invalid(format!(
+            "start, end and step must be finite, got {args}"
+        )));
+    }
+    if step == 0.0 {
+        return Err(Error::invalid(format!("step must be nonzero, got {args}")));
+    }
+    let len = ((end - start) / step).ceil();
+    if len < 0.0 {
+        return Err(Error::invalid(format!(
+            "the step goes away from end (its sign must be that of end - start), got {args}"
+        )));
+    }
+    // Also rejects an infinite quotient (a tiny step over a long range); it
+    // cannot be NaN, as the arguments are finite and the step is nonzero.
+    if len > (isize::MAX as usize / 8) as f64 {
+        return Err(Error::invalid(format!(
+            "the result would have {len} elements, too many to allocate ({args})"
+        )));
+    }
+    Ok(len as usize)
+}
+
+#[meta(op = "arange")]
+fn arange_meta(start: f64, end: f64, step: f64, dtype: DType) -> Result<TensorMeta> {
+    if dtype == DType::Bool {
+        return Err(Error::invalid(
+            "arange of bool is not defined; use i64 and compare",
+        ));
+    }
+    let len = arange_len(start, end, step)?;
+    check_representable("start", start, dtype)?;
+    check_representable("end", end, dtype)?;
+    Ok(TensorMeta::new(vec![len], dtype))
+}
+
+#[kernel(op = "arange")]
+fn arange_kernel(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+    let len = arange_len(start, end, step)?;
+    generate(dtype, &[len], |i| start + i as f64 * step)
+}
+
+fn shape_samples() -> Vec<crate::testing::Sample> {
+    let mut s = Vec::new();
+    for (size, dtype) in [
+        (&[2i64, 3][..], DType::F32),
+        (&[], DType::F64),
+        (&[0, 2], DType::F32),
+        (&[1], DType::I64),
+        (&[2, 1, 2], DType::Bool),
+        (&[3], DType::F64),
+    ] {
+        s.push(crate::args![size, dtype]);
+    }
+    s
+}
+
+fn shape_errors() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![&[-1i64][..], DType::F32],
+        crate::args![&[2i64, -3][..], DType::I64],
+        crate::args![&[0i64, -1][..], DType::F64],
+        crate::args![&[i64::MAX, 4][..], DType::F32],
+    ]
+}
+
+fn full_samples() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![&[2i64, 2][..], 1.5, DType::F64],
+        crate::args![&[3i64][..], -2.0, DType::I64],
+        crate::args![&[3i64][..], 2.7, DType::I64],
+        crate::args![&[2i64][..], 0.0, DType::Bool],
+        crate::args![&[2i64][..], -0.5, DType::Bool],
+        crate::args![&[0i64; 0][..], f64::NAN, DType::F32],
+        crate::args![&[0i64, 3][..], f64::INFINITY, DType::F64],
+        crate::args![&[1i64, 2][..], 1e300, DType::F64],
+    ]
+}
+
+fn full_errors() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![&[-2i64][..], 1.0, DType::F32],
+        crate::args![&[2i64][..], f64::NAN, DType::I64],
+        crate::args![&[2i64][..], f64::NEG_INFINITY, DType::I64],
+        crate::args![&[2i64][..], 1e19, DType::I64],
+        crate::args![&[2i64][..], 1e300, DType::F32],
+    ]
+}
+
+fn arange_samples() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![0.0, 5.0, 1.0, DType::I64],
+        crate::args![0.0, 1.0, 0.25, DType::F64],
+        crate::args![5.0, 0.0, -1.0, DType::I64],
+        crate::args![0.0, 0.0, 1.0, DType::I64],
+        crate::args![0.0, 2.5, 1.0, DType::F32],
+        crate::args![-2.5, 0.0, 1.0, DType::I64],
+        crate::args![1.0, 2.0, 5.0, DType::F64],
+    ]
+}
+
+fn arange_errors() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![0.0, 5.0, 0.0, DType::I64],
+        crate::args![0.0, 5.0, -1.0, DType::I64],
+        crate::args![5.0, 0.0, 1.0, DType::F64],
+        crate::args![f64::NAN, 5.0, 1.0, DType::F64],
+        crate::args![0.0, f64::INFINITY, 1.0, DType::F64],
+        crate::args![0.0, 1e300, 1e-300, DType::F64],
+        crate::args![0.0, 3.0, 1.0, DType::Bool],
+        crate::args![0.0, 1e300, 1e290, DType::F32],
+        crate::args![-1e19, 0.0, 1e18, DType::I64],
+    ]
+}
+
+crate::op_samples!(op = "zeros", samples = shape_samples, errors = shape_errors);
+crate::op_samples!(op = "ones", samples = shape_samples, errors = shape_errors);
+crate::op_samples!(op = "full", samples = full_samples, errors = full_errors);
+crate::op_samples!(
+    op = "arange",
+    samples = arange_samples,
+    errors = arange_errors
+);

@@ -1,0 +1,280 @@
+//! Matrix products and factories against known values: a naive reference for
+//! matmul (broadcasting, vectors, non-contiguous operands, dtypes), i64
+//! overflow, error messages, and the factories' values and errors. (The
+//! vmap-versus-loop checks of these ops are in `op_library.rs`.)
+
+use batchrules::{ops, vmap, DType, Tensor};
+use ndarray::{ArrayD, IxDyn};
+
+fn t(shape: &[usize]) -> Tensor {
+    let n = shape.iter().product::<usize>();
+    let values = (0..n).map(|i| ((i * 7 + 3) % 11) as f64 - 4.5).collect();
+    Tensor::from_shape_vec(shape, values).unwrap()
+}
+
+fn arr(x: &Tensor) -> ArrayD<f64> {
+    x.to_array::<f64>().unwrap()
+}
+
+/// NumPy matmul by definition, for operands of rank >= 1.
+fn reference(a: &ArrayD<f64>, b: &ArrayD<f64>) -> ArrayD<f64> {
+    let a_mat = if a.ndim() == 1 {
+        a.clone().insert_axis(ndarray::Axis(0))
+    } else {
+        a.clone()
+    };
+    let b_mat = if b.ndim() == 1 {
+        b.clone().insert_axis(ndarray::Axis(1))
+    } else {
+        b.clone()
+    };
+    let (ra, rb) = (a_mat.ndim(), b_mat.ndim());
+    let (n, k, m) = (
+        a_mat.shape()[ra - 2],
+        a_mat.shape()[ra - 1],
+        b_mat.shape()[rb - 1],
+    );
+    let rank = ra.max(rb);
+    let pad = |s: &[usize], r: usize| {
+        let mut v = vec![1; rank - r];
+        v.extend_from_slice(&s[..r - 2]);
+        v
+    };
+    let (ba, bb) = (pad(a_mat.shape(), ra), pad(b_mat.shape(), rb));
+    let batch: Vec<usize> = ba
+        .iter()
+        .zip(&bb)
+        .map(|(&x, &y)| if x == 1 { y } else { x })
+        .collect();
+    let mut full_a = batch.clone();
+    full_a.extend([n, k]);
+    let mut full_b = batch.clone();
+    full_b.extend([k, m]);
+    let mut out_shape = batch.clone();
+    out_shape.extend([n, m]);
+    let av = a_mat.broadcast(IxDyn(&full_a)).unwrap();
+    let bv = b_mat.broadcast(IxDyn(&full_b)).unwrap();
+    let mut out = ArrayD::<f64>::zeros(IxDyn(&out_shape));
+    for (idx, o) in out.indexed_iter_mut() {
+        let idx = ndarray::Dimension::slice(&idx).to_vec();
+        let (bi, (i, j)) = (
+            &idx[..batch.len()],
+            (idx[batch.len()], idx[batch.len() + 1]),
+        );
+        for p in 0..k {
+            let mut ia = bi.to_vec();
+            ia.extend([i, p]);
+            let mut ib = bi.to_vec();
+            ib.extend([p, j]);
+            *o += av[IxDyn(&ia)] * bv[IxDyn(&ib)];
+        }
+    }
+    let mut shape = batch;
+    if a.ndim() >= 2 {
+        shape.push(n);
+    }
+    if b.ndim() >= 2 {
+        shape.push(m);
+    }
+    out.into_shape_with_order(IxDyn(&shape)).unwrap()
+}
+
+#[test]
+fn matmul_matches_the_definition() {
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[3], &[3]),
+        (&[2, 3], &[3, 4]),
+        (&[3], &[3, 4]),
+        (&[2, 3], &[3]),
+        (&[2, 2, 3], &[3]),
+        (&[3], &[2, 3, 4]),
+        (&[1, 2, 3], &[4, 3, 2]),
+        (&[4, 2, 3], &[1, 3, 2]),
+        (&[2, 1, 2, 3], &[3, 3, 2]),
+        (&[2, 3], &[2, 3, 2]),
+        (&[2, 0], &[0, 3]),
+        (&[0, 2, 3], &[3, 2]),
+        (&[2, 3, 1, 2, 2], &[3, 2, 2, 2]),
+    ];
+    for &(sa, sb) in cases {
+        let (a, b) = (t(sa), t(sb));
+        let got = ops::matmul(&a, &b).unwrap();
+        assert_eq!(arr(&got), reference(&arr(&a), &arr(&b)), "{sa:?} @ {sb:?}");
+    }
+}
+
+#[test]
+fn matmul_of_non_contiguous_operands() {
+    // Batch dims whose strides do not merge (a copy), and transposed matrices.
+    let a = t(&[3, 2, 4, 5]).permuted(&[1, 0, 2, 3]).unwrap(); // [2, 3, 4, 5]
+    let b = t(&[2, 3, 4, 5]).permuted(&[0, 1, 3, 2]).unwrap(); // [2, 3, 5, 4]
+    let got = ops::matmul(&a, &b).unwrap();
+    assert_eq!(got.shape(), &[2, 3, 4, 4]);
+    assert_eq!(arr(&got), reference(&arr(&a), &arr(&b)));
+}
+
+#[test]
+fn products_promote_and_i64_wraps() {
+    let a = Tensor::from_shape_vec(&[2, 2], vec![1i64, 2, 3, 4]).unwrap();
+    let b = Tensor::from_shape_vec(&[2], vec![true, false]).unwrap();
+    let y = ops::mv(&a, &b).unwrap();
+    assert_eq!(y.dtype(), DType::I64);
+    assert_eq!(
+        y.to_array::<i64>().unwrap().into_raw_vec_and_offset().0,
+        [1, 3]
+    );
+
+    let f = Tensor::from_shape_vec(&[2], vec![0.5f32, 2.0]).unwrap();
+    let y = ops::matmul(&a, &f).unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    assert_eq!(
+        y.to_array::<f32>().unwrap().into_raw_vec_and_offset().0,
+        [4.5, 9.5]
+    );
+
+    let big = Tensor::from_shape_vec(&[2], vec![i64::MAX, 2]).unwrap();
+    let two = Tensor::from_shape_vec(&[2], vec![2i64, 1]).unwrap();
+    let y = ops::dot(&big, &two).unwrap();
+    assert_eq!(
+        y.to_array::<i64>().unwrap()[[]],
+        i64::MAX.wrapping_mul(2) + 2
+    );
+}
+
+#[test]
+fn the_family_agrees_with_matmul() {
+    let (v3, v4) = (t(&[3]), t(&[4]));
+    assert_eq!(
+        arr(&ops::dot(&v3, &v3).unwrap()),
+        arr(&ops::matmul(&v3, &v3).unwrap())
+    );
+    let (m, n) = (t(&[4, 3]), t(&[3, 2]));
+    assert_eq!(
+        arr(&ops::mm(&m, &n).unwrap()),
+        reference(&arr(&m), &arr(&n))
+    );
+    assert_eq!(
+        arr(&ops::mv(&m, &v3).unwrap()),
+        reference(&arr(&m), &arr(&v3))
+    );
+    let outer = arr(&ops::outer(&v4, &v3).unwrap());
+    assert_eq!(outer.shape(), &[4, 3]);
+    let (x, y) = (arr(&v4), arr(&v3));
+    assert!(outer
+        .indexed_iter()
+        .all(|(i, &o)| o == x[[i[0]]] * y[[i[1]]]));
+    let (p, q) = (t(&[2, 4, 3]), t(&[2, 3, 5]));
+    assert_eq!(
+        arr(&ops::bmm(&p, &q).unwrap()),
+        reference(&arr(&p), &arr(&q))
+    );
+}
+
+#[test]
+fn product_errors_show_the_shapes() {
+    let msg = |r: batchrules::Result<Tensor>| r.unwrap_err().to_string();
+    assert_eq!(
+        msg(ops::mm(&t(&[2, 3]), &t(&[4, 5]))),
+        "mm: inner dims differ: [2, 3] @ [4, 5]"
+    );
+    assert_eq!(
+        msg(ops::mm(&t(&[3]), &t(&[3, 4]))),
+        "mm: expected two 2-D matrices, got shapes [3] and [3, 4]"
+    );
+    assert_eq!(
+        msg(ops::matmul(&t(&[2, 2, 3]), &t(&[3, 3, 2]))),
+        "matmul: batch dims [2] and [3] do not broadcast: [2, 2, 3] @ [3, 3, 2]"
+    );
+    assert_eq!(
+        msg(ops::matmul(&t(&[]), &t(&[3]))),
+        "matmul: both operands need at least 1 dim, got [] @ [3]"
+    );
+    assert_eq!(
+        msg(ops::bmm(&t(&[1, 2, 3]), &t(&[2, 3, 4]))),
+        "bmm: batch sizes differ (bmm does not broadcast): [1, 2, 3] @ [2, 3, 4]"
+    );
+    let b = Tensor::from_shape_vec(&[2], vec![true, false]).unwrap();
+    assert!(msg(ops::dot(&b, &b)).starts_with("dot: matrix products of bool tensors"));
+    // Each example of a [4, 3] batch is a vector, so mm rejects it under vmap.
+    let err = vmap(|x: Tensor| ops::mm(&x, &t(&[3, 2])))
+        .call(t(&[4, 3]))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "mm: expected two 2-D matrices, got shapes [3] and [3, 2] (checked on logical shapes at vmap level 1)"
+    );
+}
+
+#[test]
+fn a_batched_vector_is_not_read_as_a_matrix() {
+    // Per example x is [3]: x @ w is [2], not the [4, 2] a matrix would give.
+    let (xs, w) = (t(&[4, 3]), t(&[3, 2]));
+    let y = vmap(|x: Tensor| ops::matmul(&x, &w)).call(&xs).unwrap();
+    assert_eq!(y.shape(), &[4, 2]);
+    assert_eq!(arr(&y), reference(&arr(&xs), &arr(&w)));
+    let d = vmap(|x: Tensor| ops::dot(&x, &x)).call(&xs).unwrap();
+    assert_eq!(d.shape(), &[4]);
+}
+
+#[test]
+fn factories_build_the_documented_values() {
+    let z = ops::zeros(&[2, 3], DType::F32).unwrap();
+    assert_eq!(z.to_array::<f32>().unwrap(), ArrayD::zeros(IxDyn(&[2, 3])));
+    let o = ops::ones(&[2], DType::Bool).unwrap();
+    assert_eq!(
+        o.to_array::<bool>().unwrap().into_raw_vec_and_offset().0,
+        [true, true]
+    );
+    let f = ops::full(&[3], -2.7, DType::I64).unwrap();
+    assert_eq!(
+        f.to_array::<i64>().unwrap().into_raw_vec_and_offset().0,
+        [-2, -2, -2]
+    );
+    let s = ops::full(&[], 1.5, DType::F64).unwrap();
+    assert_eq!(s.shape(), &[] as &[usize]);
+
+    let values = |x: Tensor| x.to_array::<i64>().unwrap().into_raw_vec_and_offset().0;
+    assert_eq!(
+        values(ops::arange(0.0, 5.0, 1.0, DType::I64).unwrap()),
+        [0, 1, 2, 3, 4]
+    );
+    assert_eq!(
+        values(ops::arange(5.0, 0.0, -2.0, DType::I64).unwrap()),
+        [5, 3, 1]
+    );
+    assert_eq!(
+        values(ops::arange(1.0, 1.0, 1.0, DType::I64).unwrap()),
+        [0i64; 0]
+    );
+    let r = ops::arange(0.0, 1.0, 0.3, DType::F64).unwrap();
+    assert_eq!(r.shape(), &[4]);
+    assert!((r.to_array::<f64>().unwrap()[[3]] - 0.9).abs() < 1e-12);
+}
+
+#[test]
+fn factory_errors_are_errors_not_panics() {
+    let msg = |r: batchrules::Result<Tensor>| r.unwrap_err().to_string();
+    assert_eq!(
+        msg(ops::zeros(&[2, -3], DType::F32)),
+        "zeros: negative size -3 in size [2, -3]"
+    );
+    assert!(msg(ops::ones(&[i64::MAX, 4], DType::F64)).contains("too large"));
+    assert!(msg(ops::full(&[2], f64::NAN, DType::I64)).contains("cannot be converted to i64"));
+    assert_eq!(
+        msg(ops::arange(0.0, 5.0, 0.0, DType::I64)),
+        "arange: step must be nonzero, got start 0, end 5, step 0"
+    );
+    assert!(msg(ops::arange(0.0, 5.0, -1.0, DType::I64)).contains("step goes away from end"));
+    assert!(msg(ops::arange(0.0, 1e300, 1e-300, DType::F64)).contains("too many"));
+    assert!(msg(ops::arange(0.0, 2.0, 1.0, DType::Bool)).contains("bool"));
+}
+
+#[test]
+fn a_factory_inside_vmap_broadcasts() {
+    // zeros is never batched: added to a batched x it broadcasts per example.
+    let xs = t(&[4, 3]);
+    let y = vmap(|x: Tensor| ops::add(&x, &ops::ones(&[3], DType::F64)?))
+        .call(&xs)
+        .unwrap();
+    assert_eq!(arr(&y), arr(&xs) + 1.0);
+}
