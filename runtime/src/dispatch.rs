@@ -37,6 +37,10 @@ pub(crate) fn run_meta(
     let Some(meta) = entry.meta else {
         return Ok(None);
     };
+    #[cfg(feature = "bench-internals")]
+    if !bench::META_CHECKS.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(None);
+    }
     let metas = args
         .iter()
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
@@ -74,4 +78,26 @@ fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Vec<Tenso
         message: "no kernel or decomposition is registered".to_string(),
     })?;
     f(args).map_err(|e| name_error(e, entry.name(), None))
+}
+
+/// Switches that exist only to measure what the checks cost (cargo feature
+/// `bench-internals`; never enable it in production: it turns off correctness
+/// checks).
+#[cfg(feature = "bench-internals")]
+pub mod bench {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    pub(crate) static META_CHECKS: AtomicBool = AtomicBool::new(true);
+    pub(crate) static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
+
+    /// Turns meta functions off (`false`) or on: without them nothing is
+    /// checked, and the rule self-check has nothing to compare with.
+    pub fn set_meta_checks(on: bool) {
+        META_CHECKS.store(on, Ordering::Relaxed);
+    }
+
+    /// Makes vmap use the fallback loop even for ops with a batching rule.
+    pub fn set_force_fallback(on: bool) {
+        FORCE_FALLBACK.store(on, Ordering::Relaxed);
+    }
 }

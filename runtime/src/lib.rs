@@ -36,6 +36,9 @@ pub mod batching;
 mod checks;
 pub mod coverage;
 mod dispatch;
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub use dispatch::bench as __bench;
 mod dtype;
 mod error;
 mod library;

@@ -163,7 +163,14 @@ pub(crate) fn call_batched(
         return Err(escaped());
     }
     let metas = run_meta(entry, args, Some(depth))?;
-    let result = match entry.vmap_strategy() {
+    let strategy = entry.vmap_strategy();
+    #[cfg(feature = "bench-internals")]
+    let strategy = if crate::dispatch::bench::FORCE_FALLBACK.load(Ordering::Relaxed) {
+        VmapStrategy::Fallback
+    } else {
+        strategy
+    };
+    let result = match strategy {
         VmapStrategy::BatchingRule => run_rule(entry, args, level, size, metas.as_deref()),
         VmapStrategy::Decomposition => match entry.decomposition {
             Some((f, _)) => f(args),

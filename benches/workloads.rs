@@ -1,0 +1,287 @@
+//! The batchrules workloads W1-W7 (see README "Benchmarks"). Each workload
+//! measures batchrules and its baseline in the same run; after criterion has
+//! run, a table of medians and ratios is printed (and written to
+//! `target/criterion/summary.md`).
+//!
+//! Run with `cargo bench --bench workloads`; filter with e.g. `-- W2`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use batchrules::{ops, vmap, FallbackPolicy, Tensor};
+use criterion::{BenchmarkId, Criterion};
+use ndarray::{Array, Array2, ArrayD, Axis, IxDyn, Zip};
+
+fn tensor(shape: &[usize]) -> Tensor {
+    Tensor::from(array(shape))
+}
+
+fn array(shape: &[usize]) -> ArrayD<f32> {
+    let n: usize = shape.iter().product();
+    Array::from_shape_vec(
+        IxDyn(shape),
+        (0..n).map(|i| ((i as f32) * 0.37).sin()).collect(),
+    )
+    .expect("shape")
+}
+
+/// W1: per-example MLP 64 -> 128 -> relu -> 10 -> log_softmax, batch 256.
+fn w1_mlp(c: &mut Criterion) {
+    let (b, d_in, d_h, d_out) = (256, 64, 128, 10);
+    let (xs, w1, b1, w2, b2) = (
+        array(&[b, d_in]),
+        array(&[d_in, d_h]),
+        array(&[d_h]),
+        array(&[d_h, d_out]),
+        array(&[d_out]),
+    );
+    let (txs, tw1, tb1, tw2, tb2) = (
+        Tensor::from(xs.clone()),
+        Tensor::from(w1.clone()),
+        Tensor::from(b1.clone()),
+        Tensor::from(w2.clone()),
+        Tensor::from(b2.clone()),
+    );
+    let mut g = c.benchmark_group("W1_mlp_b256");
+    g.bench_function("ndarray_handbatched", |bch| {
+        let w1 = w1.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let w2 = w2.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let xs = xs.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let b1 = b1.clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        let b2 = b2.clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        bch.iter(|| {
+            let mut h: Array2<f32> = xs.dot(&w1) + &b1;
+            h.mapv_inplace(|v| v.max(0.0));
+            let mut o: Array2<f32> = h.dot(&w2) + &b2;
+            for mut row in o.axis_iter_mut(Axis(0)) {
+                let m = row.fold(f32::NEG_INFINITY, |a, &v| a.max(v));
+                let lse = row.fold(0.0, |a, &v| a + (v - m).exp()).ln() + m;
+                row.mapv_inplace(|v| v - lse);
+            }
+            black_box(o)
+        })
+    });
+    g.bench_function("batchrules_vmap", |bch| {
+        let f = vmap(|x: Tensor| {
+            let h = ops::relu(&ops::add(&ops::matmul(&x, &tw1)?, &tb1)?)?;
+            ops::log_softmax(&ops::add(&ops::matmul(&h, &tw2)?, &tb2)?, -1)
+        });
+        bch.iter(|| black_box(f.call(&txs).unwrap()))
+    });
+    g.finish();
+}
+
+/// W2: vmap of add on [8, 4] against one ndarray add.
+fn w2_add(c: &mut Criterion) {
+    let (a, b) = (array(&[8, 4]), array(&[8, 4]));
+    let (ta, tb) = (Tensor::from(a.clone()), Tensor::from(b.clone()));
+    let mut g = c.benchmark_group("W2_add_8x4");
+    g.bench_function("ndarray", |bch| bch.iter(|| black_box(&a + &b)));
+    let f = vmap(|(x, y): (Tensor, Tensor)| ops::add(&x, &y));
+    g.bench_function("batchrules_vmap", |bch| {
+        bch.iter(|| black_box(f.call((&ta, &tb)).unwrap()))
+    });
+    g.finish();
+}
+
+/// W3: vmap(triu) on [64, 64, 64] against a hand-written ndarray mask.
+fn w3_triu(c: &mut Criterion) {
+    let m = array(&[64, 64, 64]);
+    let tm = Tensor::from(m.clone());
+    let mut g = c.benchmark_group("W3_triu_64x64x64");
+    let m3 = m.clone().into_dimensionality::<ndarray::Ix3>().unwrap();
+    g.bench_function("ndarray_mask", |bch| {
+        bch.iter(|| {
+            let mut out = m3.clone();
+            Zip::indexed(&mut out).for_each(|(_, i, j), v| {
+                if j < i {
+                    *v = 0.0;
+                }
+            });
+            black_box(out)
+        })
+    });
+    let f = vmap(|x: Tensor| ops::triu(&x, 0));
+    g.bench_function("batchrules_vmap", |bch| {
+        bch.iter(|| black_box(f.call(&tm).unwrap()))
+    });
+    g.finish();
+}
+
+/// W4: the batching rule against the fallback loop, matmul [4, 4] @ [4, 4] and
+/// add [8] + [8] per example, at several batch sizes.
+fn w4_rule_vs_loop(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W4_rule_vs_loop");
+    for b in [1usize, 16, 256, 1024] {
+        let (x, y) = (tensor(&[b, 4, 4]), tensor(&[b, 4, 4]));
+        let (u, v) = (tensor(&[b, 8]), tensor(&[b, 8]));
+        let mm =
+            vmap(|(x, y): (Tensor, Tensor)| ops::matmul(&x, &y)).fallback(FallbackPolicy::Silent);
+        let add =
+            vmap(|(x, y): (Tensor, Tensor)| ops::add(&x, &y)).fallback(FallbackPolicy::Silent);
+        for (name, forced) in [("rule", false), ("loop", true)] {
+            g.bench_with_input(
+                BenchmarkId::new(format!("matmul_{name}"), b),
+                &b,
+                |bch, _| {
+                    batchrules::__bench::set_force_fallback(forced);
+                    bch.iter(|| black_box(mm.call((&x, &y)).unwrap()));
+                    batchrules::__bench::set_force_fallback(false);
+                },
+            );
+            g.bench_with_input(BenchmarkId::new(format!("add_{name}"), b), &b, |bch, _| {
+                batchrules::__bench::set_force_fallback(forced);
+                bch.iter(|| black_box(add.call((&u, &v)).unwrap()));
+                batchrules::__bench::set_force_fallback(false);
+            });
+        }
+    }
+    g.finish();
+}
+
+/// W5: meta checks on against off, at small sizes (vmap and dense).
+fn w5_meta(c: &mut Criterion) {
+    let (a, b) = (tensor(&[8, 4]), tensor(&[8, 4]));
+    let f = vmap(|(x, y): (Tensor, Tensor)| ops::add(&x, &y));
+    let mut g = c.benchmark_group("W5_meta_checks");
+    for (name, on) in [("vmap_add_checks_off", false), ("vmap_add_checks_on", true)] {
+        g.bench_function(name, |bch| {
+            batchrules::__bench::set_meta_checks(on);
+            bch.iter(|| black_box(f.call((&a, &b)).unwrap()));
+            batchrules::__bench::set_meta_checks(true);
+        });
+    }
+    let (p, q) = (tensor(&[4]), tensor(&[4]));
+    for (name, on) in [
+        ("dense_add_checks_off", false),
+        ("dense_add_checks_on", true),
+    ] {
+        g.bench_function(name, |bch| {
+            batchrules::__bench::set_meta_checks(on);
+            bch.iter(|| black_box(ops::add(&p, &q).unwrap()));
+            batchrules::__bench::set_meta_checks(true);
+        });
+    }
+    g.finish();
+}
+
+/// W6: add under vmap nested two deep against one level, same total work.
+fn w6_nested(c: &mut Criterion) {
+    let (a, b) = (tensor(&[16, 4]), tensor(&[16, 4]));
+    let (a2, b2) = (tensor(&[4, 4, 4]), tensor(&[4, 4, 4]));
+    let one = vmap(|(x, y): (Tensor, Tensor)| ops::add(&x, &y));
+    let two = vmap(|(x, y): (Tensor, Tensor)| {
+        vmap(|(p, q): (Tensor, Tensor)| ops::add(&p, &q)).call((&x, &y))
+    });
+    let mut g = c.benchmark_group("W6_nested");
+    g.bench_function("one_level", |bch| {
+        bch.iter(|| black_box(one.call((&a, &b)).unwrap()))
+    });
+    g.bench_function("two_levels", |bch| {
+        bch.iter(|| black_box(two.call((&a2, &b2)).unwrap()))
+    });
+    g.finish();
+}
+
+/// W7: dense dispatch (no vmap) against the raw ndarray call.
+fn w7_dense(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W7_dense_dispatch");
+    for n in [4usize, 65_536] {
+        let (a, b) = (array(&[n]), array(&[n]));
+        let (ta, tb) = (Tensor::from(a.clone()), Tensor::from(b.clone()));
+        g.bench_with_input(BenchmarkId::new("ndarray", n), &n, |bch, _| {
+            bch.iter(|| black_box(&a + &b))
+        });
+        g.bench_with_input(BenchmarkId::new("batchrules", n), &n, |bch, _| {
+            bch.iter(|| black_box(ops::add(&ta, &tb).unwrap()))
+        });
+    }
+    g.finish();
+}
+
+/// Median of one benchmark, in ns, from criterion's estimates.
+fn median(dir: &std::path::Path, id: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+/// (workload, variant, baseline variant) rows of the summary.
+const ROWS: &[(&str, &str, &str)] = &[
+    ("W1_mlp_b256", "batchrules_vmap", "ndarray_handbatched"),
+    ("W2_add_8x4", "batchrules_vmap", "ndarray"),
+    ("W3_triu_64x64x64", "batchrules_vmap", "ndarray_mask"),
+    ("W4_rule_vs_loop", "matmul_rule/1", "matmul_loop/1"),
+    ("W4_rule_vs_loop", "matmul_rule/16", "matmul_loop/16"),
+    ("W4_rule_vs_loop", "matmul_rule/256", "matmul_loop/256"),
+    ("W4_rule_vs_loop", "matmul_rule/1024", "matmul_loop/1024"),
+    ("W4_rule_vs_loop", "add_rule/1", "add_loop/1"),
+    ("W4_rule_vs_loop", "add_rule/16", "add_loop/16"),
+    ("W4_rule_vs_loop", "add_rule/256", "add_loop/256"),
+    ("W4_rule_vs_loop", "add_rule/1024", "add_loop/1024"),
+    (
+        "W5_meta_checks",
+        "vmap_add_checks_on",
+        "vmap_add_checks_off",
+    ),
+    (
+        "W5_meta_checks",
+        "dense_add_checks_on",
+        "dense_add_checks_off",
+    ),
+    ("W6_nested", "two_levels", "one_level"),
+    ("W7_dense_dispatch", "batchrules/4", "ndarray/4"),
+    ("W7_dense_dispatch", "batchrules/65536", "ndarray/65536"),
+];
+
+fn summary() {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("target"))
+        .join("criterion");
+    let mut out = String::from(
+        "| workload | variant | median | baseline | baseline median | ratio | difference |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (group, variant, base) in ROWS {
+        let g = dir.join(group);
+        let (Some(m), Some(b)) = (median(&g, variant), median(&g, base)) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "| {group} | {variant} | {} | {base} | {} | {:.3} | {} |\n",
+            human(m),
+            human(b),
+            m / b,
+            human(m - b)
+        ));
+    }
+    println!("\n{out}");
+    let _ = std::fs::write(dir.join("summary.md"), out);
+}
+
+fn human(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    w1_mlp(&mut c);
+    w2_add(&mut c);
+    w3_triu(&mut c);
+    w4_rule_vs_loop(&mut c);
+    w5_meta(&mut c);
+    w6_nested(&mut c);
+    w7_dense(&mut c);
+    c.final_summary();
+    summary();
+}
