@@ -177,3 +177,59 @@ pub fn unsqueeze_logical(
         None => Ok((x.unsqueezed(dim)?, None)),
     }
 }
+
+/// The batch size: the size of the batch dim of the first batched tensor in
+/// `xs` (`bdims[i]` is where the batch dim of `xs[i]` is), or `None` if no
+/// tensor is batched.
+pub fn batch_size_of(xs: &[Tensor], bdims: &[Option<usize>]) -> Option<usize> {
+    xs.iter()
+        .zip(bdims)
+        .find_map(|(x, b)| b.and_then(|b| x.shape().get(b).copied()))
+}
+
+/// Every tensor of `xs` with its batch dim at dim 0: batched tensors have
+/// their batch dim moved there (no copy), unbatched ones are repeated along a
+/// new dim 0 of the batch size ([`Tensor::broadcast_new_dim`], which copies).
+/// For ops whose operands must agree in every dim, such as `cat` and `stack`.
+///
+/// Errors if no tensor is batched: then the batch size is unknown (and there
+/// is nothing to batch; call the op itself instead).
+pub fn materialize_at_front(xs: &[Tensor], bdims: &[Option<usize>]) -> Result<Vec<Tensor>> {
+    if xs.len() != bdims.len() {
+        return Err(Error::Tensor(format!(
+            "materialize_at_front: {} tensors but {} batch dims",
+            xs.len(),
+            bdims.len()
+        )));
+    }
+    let size = batch_size_of(xs, bdims).ok_or_else(|| {
+        Error::Tensor(
+            "materialize_at_front: no tensor is batched, so the batch size is unknown".to_string(),
+        )
+    })?;
+    xs.iter()
+        .zip(bdims)
+        .map(|(x, b)| match b {
+            Some(b) => x.moved_dim(*b, 0),
+            None => x.broadcast_new_dim(0, size),
+        })
+        .collect()
+}
+
+/// The physical position, once the batch dim is at the front, of a *new* dim
+/// inserted at logical position `dim` (as in `unsqueeze` or `stack`) into a
+/// tensor of logical rank `logical_rank`: `dim` may be in
+/// `-(logical_rank + 1)..=logical_rank`.
+pub fn physical_new_dim(dim: i64, logical_rank: usize) -> Result<usize> {
+    physical_dim(dim, logical_rank + 1)
+}
+
+/// A logical shape as the `int[]` argument of a shape op (`reshape`,
+/// `expand`), with `leading` (usually the batch size) put first.
+pub fn shape_arg(leading: Option<usize>, shape: &[usize]) -> Vec<i64> {
+    leading
+        .into_iter()
+        .chain(shape.iter().copied())
+        .map(|s| s as i64)
+        .collect()
+}

@@ -9,3 +9,4 @@ mod reduce;
 pub(crate) mod samples;
 pub(crate) mod support;
 mod unary;
+mod views;
