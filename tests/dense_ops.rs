@@ -116,3 +116,65 @@ fn composites_agree_with_direct_formulas() {
         .unwrap()[[]];
     assert!((mse - (0.25 + 1.0 + 4.0)).abs() < 1e-12);
 }
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn argmax_first_maximum_and_flat_index() {
+    let x = Tensor::from_shape_vec(&[2, 3], vec![1.0f64, 5.0, 5.0, 7.0, -1.0, 7.0]).unwrap();
+    let flat = ops::argmax(&x, None, false)
+        .unwrap()
+        .to_array::<i64>()
+        .unwrap();
+    assert_eq!(flat[[]], 3);
+    let rows = ops::argmax(&x, Some(1), true)
+        .unwrap()
+        .to_array::<i64>()
+        .unwrap();
+    assert_eq!(rows.shape(), &[2, 1]);
+    assert_eq!(rows.iter().copied().collect::<Vec<_>>(), vec![1, 0]);
+    let nan = f64s(&[1.0, f64::NAN, 9.0]);
+    assert_eq!(
+        ops::argmax(&nan, None, false)
+            .unwrap()
+            .to_array::<i64>()
+            .unwrap()[[]],
+        1
+    );
+}
+
+#[test]
+fn linear_cross_entropy_layer_norm_values() {
+    // linear: [2] features -> [3], weight rows are the output features.
+    let x = f64s(&[1.0, 2.0]);
+    let w = Tensor::from_shape_vec(&[3, 2], vec![1.0f64, 0.0, 0.0, 1.0, 1.0, 1.0]).unwrap();
+    let b = f64s(&[0.5, 0.5, 0.5]);
+    let y = ops::linear(&x, &w, Some(&b))
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap();
+    assert_eq!(y.iter().copied().collect::<Vec<_>>(), vec![1.5, 2.5, 3.5]);
+
+    // cross_entropy = -log_softmax(logits)[target], averaged.
+    let logits = Tensor::from_shape_vec(&[2, 2], vec![0.0f64, 0.0, 2.0, 0.0]).unwrap();
+    let target = Tensor::from_shape_vec(&[2], vec![1i64, 0]).unwrap();
+    let l = ops::cross_entropy(&logits, &target, 1)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap()[[]];
+    let want = (2f64.ln() + (1.0 + (-2f64).exp()).ln()) / 2.0;
+    assert!(close(l, want), "{l} vs {want}");
+
+    // layer_norm of [1, 2, 3, 4]: mean 2.5, biased variance 1.25.
+    let x = f64s(&[1.0, 2.0, 3.0, 4.0]);
+    let y = ops::layer_norm(&x, &[4], None, None, 0.0)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap();
+    let sd = 1.25f64.sqrt();
+    for (got, v) in y.iter().zip([1.0, 2.0, 3.0, 4.0]) {
+        assert!(close(*got, (v - 2.5) / sd));
+    }
+}

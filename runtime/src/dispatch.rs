@@ -50,16 +50,31 @@ pub(crate) fn run_meta(
         .map_err(|e| name_error(e, entry.name(), level))
 }
 
-/// Fills the op name and vmap level into an error a meta or kernel returned.
+/// Fills the op name (unless an inner op already named itself) and, for meta
+/// errors, the vmap level into an error a registered function returned.
 pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
+    let named = |existing: String| {
+        if existing.is_empty() {
+            op.to_string()
+        } else {
+            existing
+        }
+    };
     match e {
-        Error::InvalidArgument { message, level, .. } => Error::InvalidArgument {
-            op: op.to_string(),
+        Error::InvalidArgument {
+            op: existing,
+            message,
+            level,
+        } => Error::InvalidArgument {
+            op: named(existing),
             message,
             level: level.or(at),
         },
-        Error::DType { message, .. } => Error::DType {
-            op: op.to_string(),
+        Error::DType {
+            op: existing,
+            message,
+        } => Error::DType {
+            op: named(existing),
             message,
         },
         other => other,

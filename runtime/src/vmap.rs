@@ -194,7 +194,8 @@ pub(crate) fn call_batched(
             run_fallback(entry, args, level, size, metas.as_deref())
         }
     };
-    result.map_err(|e| name_error(e, entry.name(), Some(depth)))
+    // Errors of rules and kernels are not meta errors: they get no level.
+    result.map_err(|e| name_error(e, entry.name(), None))
 }
 
 fn run_rule(

@@ -101,6 +101,269 @@ fn mse_loss_decomposition(x: &Tensor, target: &Tensor, reduction: i64) -> Result
     }
 }
 
+#[meta(op = "linear")]
+fn linear_meta(x: &TensorMeta, w: &TensorMeta, bias: Option<&TensorMeta>) -> Result<TensorMeta> {
+    require_float(x)?;
+    let (Some(&n_in), [n_out, w_in]) = (x.shape().last(), w.shape()) else {
+        return Err(Error::invalid(format!(
+            "expects input [..., in] and weight [out, in], got {:?} and {:?}",
+            x.shape(),
+            w.shape()
+        )));
+    };
+    if n_in != *w_in {
+        return Err(Error::invalid(format!(
+            "input has {n_in} features but weight {:?} expects {w_in}",
+            w.shape()
+        )));
+    }
+    if let Some(b) = bias {
+        if b.shape() != [*n_out] {
+            return Err(Error::invalid(format!(
+                "bias must have shape [{n_out}], got {:?}",
+                b.shape()
+            )));
+        }
+    }
+    let mut shape = x.shape().to_vec();
+    *shape.last_mut().unwrap_or(&mut 0) = *n_out;
+    Ok(TensorMeta::new(shape, x.dtype().promote(w.dtype())))
+}
+
+#[decompose(op = "linear")]
+fn linear_decomposition(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let y = ops::matmul(x, &ops::transpose(w, 0, 1)?)?;
+    match bias {
+        Some(b) => ops::add(&y, b),
+        None => Ok(y),
+    }
+}
+
+#[meta(op = "cross_entropy")]
+fn cross_entropy_meta(
+    logits: &TensorMeta,
+    target: &TensorMeta,
+    reduction: i64,
+) -> Result<TensorMeta> {
+    require_float(logits)?;
+    if target.dtype() != crate::DType::I64 {
+        return Err(Error::invalid(format!(
+            "target must hold i64 class indices, got {}",
+            target.dtype()
+        )));
+    }
+    let rows_ok = match (logits.shape(), target.shape()) {
+        ([c], []) => *c > 0,
+        ([n, c], [m]) => n == m && *c > 0,
+        _ => false,
+    };
+    if !rows_ok {
+        return Err(Error::invalid(format!(
+            "expects logits [N, C] with target [N], or logits [C] with a 0-d target (C > 0), got {:?} and {:?}",
+            logits.shape(),
+            target.shape()
+        )));
+    }
+    match reduction {
+        0 => Ok(TensorMeta::new(target.shape(), logits.dtype())),
+        1 | 2 => Ok(TensorMeta::new(Vec::new(), logits.dtype())),
+        other => Err(Error::invalid(format!(
+            "reduction must be 0 (none), 1 (mean) or 2 (sum), got {other}"
+        ))),
+    }
+}
+
+#[decompose(op = "cross_entropy")]
+fn cross_entropy_decomposition(logits: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+    let logp = ops::log_softmax(logits, -1)?;
+    let picked = ops::gather(&logp, -1, &ops::unsqueeze(target, -1)?)?;
+    let losses = ops::neg(&ops::squeeze(&picked, Some(-1))?)?;
+    match reduction {
+        0 => Ok(losses),
+        1 => ops::mean(&losses, None, false),
+        _ => ops::sum(&losses, None, false),
+    }
+}
+
+#[meta(op = "layer_norm")]
+fn layer_norm_meta(
+    x: &TensorMeta,
+    normalized_shape: &[i64],
+    weight: Option<&TensorMeta>,
+    bias: Option<&TensorMeta>,
+    _eps: f64,
+) -> Result<TensorMeta> {
+    require_float(x)?;
+    let k = normalized_shape.len();
+    let trailing = &x.shape()[x.ndim().saturating_sub(k)..];
+    let fits = k > 0
+        && k <= x.ndim()
+        && trailing
+            .iter()
+            .zip(normalized_shape)
+            .all(|(&s, &n)| s as i64 == n);
+    if !fits {
+        return Err(Error::invalid(format!(
+            "normalized_shape {normalized_shape:?} must be non-empty and match the trailing dims of the input {:?}",
+            x.shape()
+        )));
+    }
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            if t.shape() != trailing {
+                return Err(Error::invalid(format!(
+                    "{name} must have shape {trailing:?} (normalized_shape), got {:?}",
+                    t.shape()
+                )));
+            }
+        }
+    }
+    Ok(x.clone())
+}
+
+#[decompose(op = "layer_norm")]
+fn layer_norm_decomposition(
+    x: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    // Mean over the trailing k dims, one dim at a time (equal group sizes, so the
+    // mean of means is the mean).
+    let mean_trailing = |t: &Tensor| -> Result<Tensor> {
+        (1..=normalized_shape.len() as i64)
+            .try_fold(t.clone(), |m, d| ops::mean(&m, Some(-d), true))
+    };
+    let centered = ops::sub(x, &mean_trailing(x)?)?;
+    let var = mean_trailing(&ops::mul(&centered, &centered)?)?;
+    let eps = scalar_like(&TensorMeta::of(x), eps);
+    let y = ops::div(&centered, &ops::sqrt(&ops::add(&var, &eps)?)?)?;
+    let y = match weight {
+        Some(w) => ops::mul(&y, w)?,
+        None => y,
+    };
+    match bias {
+        Some(b) => ops::add(&y, b),
+        None => Ok(y),
+    }
+}
+
+fn linear_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let b = f64s(&[3]);
+    vec![
+        crate::args![&f64s(&[4]), &f64s(&[3, 4]), Some(&b)],
+        crate::args![&f64s(&[2, 4]), &f64s(&[3, 4]), None::<&Tensor>],
+        crate::args![&f32s(&[2, 1, 4]), &f32s(&[3, 4]), Some(&f32s(&[3]))],
+        crate::args![&f64s(&[0, 4]), &f64s(&[3, 4]), Some(&b)],
+    ]
+}
+
+fn linear_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[5]), &f64s(&[3, 4]), None::<&Tensor>],
+        crate::args![&f64s(&[4]), &f64s(&[3, 4]), Some(&f64s(&[4]))],
+        crate::args![&f64s(&[4]), &f64s(&[4]), None::<&Tensor>],
+        crate::args![&f64s(&[]), &f64s(&[3, 4]), None::<&Tensor>],
+    ]
+}
+
+fn cross_entropy_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 1i64],
+        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 0i64],
+        crate::args![&f32s(&[2, 5]), &i64s(&[2], 5), 2i64],
+        crate::args![&f64s(&[3]), &i64s(&[], 3), 1i64],
+    ]
+}
+
+fn cross_entropy_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[4, 3]), &i64s(&[3], 3), 1i64],
+        crate::args![&f64s(&[4, 3]), &f64s(&[4]), 1i64],
+        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 5i64],
+        crate::args![&f64s(&[2, 2, 3]), &i64s(&[2, 2], 3), 1i64],
+        // A class index out of range is caught by gather, per example.
+        crate::args![&f64s(&[2, 3]), &i64s(&[2], 9), 1i64],
+    ]
+}
+
+fn layer_norm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let w = f64s(&[4]);
+    vec![
+        crate::args![&f64s(&[3, 4]), &[4i64][..], Some(&w), Some(&w), 1e-5],
+        crate::args![
+            &f64s(&[2, 3, 4]),
+            &[3i64, 4][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
+        crate::args![
+            &f32s(&[4]),
+            &[4i64][..],
+            Some(&f32s(&[4])),
+            None::<&Tensor>,
+            1e-3
+        ],
+    ]
+}
+
+fn layer_norm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![
+            &f64s(&[3, 4]),
+            &[3i64][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
+        crate::args![
+            &f64s(&[4]),
+            &[2i64, 4][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
+        crate::args![
+            &f64s(&[3, 4]),
+            &[4i64][..],
+            Some(&f64s(&[3])),
+            None::<&Tensor>,
+            1e-5
+        ],
+        crate::args![
+            &i64s(&[4], 3),
+            &[4i64][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
+    ]
+}
+
+crate::op_samples!(
+    op = "linear",
+    samples = linear_samples,
+    errors = linear_errors
+);
+crate::op_samples!(
+    op = "cross_entropy",
+    samples = cross_entropy_samples,
+    errors = cross_entropy_errors
+);
+crate::op_samples!(
+    op = "layer_norm",
+    samples = layer_norm_samples,
+    errors = layer_norm_errors
+);
+
 fn softmax_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![

@@ -236,6 +236,100 @@ fn mean_errors() -> Vec<crate::testing::Sample> {
     s
 }
 
+#[meta(op = "argmax")]
+fn argmax_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMeta> {
+    Ok(reduce_meta(x, dim, keepdim, true)?.with_dtype(DType::I64))
+}
+
+/// The index of the first maximum of `values` (NaN counts as the maximum).
+fn first_max<T: PartialOrd + Copy>(values: impl Iterator<Item = T>) -> i64 {
+    let mut best: Option<(usize, T)> = None;
+    for (i, v) in values.enumerate() {
+        let v_nan = v.partial_cmp(&v).is_none();
+        match best {
+            Some((_, b)) if b.partial_cmp(&b).is_none() => break,
+            Some((_, b)) if !(v_nan || v > b) => {}
+            _ => best = Some((i, v)),
+        }
+        if v_nan {
+            break;
+        }
+    }
+    best.map_or(0, |(i, _)| i as i64)
+}
+
+fn argmax_of<T: Element + PartialOrd>(
+    a: &ArcArray<T, IxDyn>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let rank = a.ndim();
+    match dim {
+        Some(d) if rank > 0 => {
+            let d = check_dim(d, rank)?;
+            let r = a.map_axis(Axis(d), |lane| first_max(lane.iter().copied()));
+            Ok(Tensor::from(if keepdim {
+                r.insert_axis(Axis(d))
+            } else {
+                r
+            }))
+        }
+        _ => {
+            let shape = if keepdim { vec![1; rank] } else { Vec::new() };
+            Ok(Tensor::from(ArrayD::from_elem(
+                IxDyn(&shape),
+                first_max(a.iter().copied()),
+            )))
+        }
+    }
+}
+
+#[kernel(op = "argmax")]
+fn argmax_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    crate::each_dtype!(x.data()?, a => argmax_of(a, dim, keepdim))
+}
+
+#[batching_rule(op = "argmax")]
+fn argmax_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<(Tensor, Option<usize>)> {
+    let (Some(b), None) = (bdim, dim) else {
+        // Over one dim, the index along it is the same physical or logical.
+        return reduce_dim(ops::argmax, x, bdim, dim, keepdim);
+    };
+    // Over all dims: the index into the flattened example, so flatten each
+    // example, then restore keepdim's rank.
+    let rank = x.ndim() - 1;
+    let t = x.moved_dim(b, 0)?;
+    let size = t.shape()[0] as i64;
+    let flat = ops::reshape(&t, &[size, -1])?;
+    let idx = ops::argmax(&flat, Some(1), false)?;
+    let out = if keepdim {
+        let mut shape = vec![size];
+        shape.extend(std::iter::repeat_n(1, rank));
+        ops::reshape(&idx, &shape)?
+    } else {
+        idx
+    };
+    Ok((out, Some(0)))
+}
+
+fn argmax_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = reduce_samples();
+    s.push(crate::args![&bools(&[2, 3]), None::<i64>, true]);
+    s.push(crate::args![&i64s(&[3, 2], 2), Some(0i64), false]);
+    s
+}
+
+crate::op_samples!(
+    op = "argmax",
+    samples = argmax_samples,
+    errors = amax_errors
+);
 crate::op_samples!(op = "amin", samples = reduce_samples, errors = amax_errors);
 crate::op_samples!(op = "mean", samples = mean_samples, errors = mean_errors);
 crate::op_samples!(op = "sum", samples = sum_samples, errors = reduce_errors);
