@@ -5,7 +5,7 @@ use batchrules::registry::{
     DecomposeVmap, Location, ProblemKind, RegisteredFn, Registration, Registry, VmapStrategy,
 };
 use batchrules::schema::{OpKind, OpTable};
-use batchrules::{Arg, BDim, Result, Tensor, TensorMeta};
+use batchrules::{Arg, BDim, Outs, Result, Tensor, TensorMeta};
 
 // Link the downstream crate so its table and registrations are part of this program.
 use downstream_ops as _;
@@ -37,14 +37,14 @@ fn project_registry_is_valid() {
 static TABLE: OpTable = OpTable::new("audit::ops", batchrules::ops::__SCHEMA);
 static SAME_PATH: OpTable = OpTable::new("audit::ops", batchrules::ops::__SCHEMA);
 
-fn kernel(_: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
-    Ok(Vec::new())
+fn kernel(_: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    Ok(Outs::new())
 }
-fn meta(_: &[Arg<TensorMeta>]) -> Result<Vec<TensorMeta>> {
-    Ok(Vec::new())
+fn meta(_: &[Arg<TensorMeta>]) -> Result<Outs<TensorMeta>> {
+    Ok(Outs::new())
 }
-fn rule(_: &[Arg<Tensor>], _: &[BDim]) -> Result<Vec<(Tensor, Option<usize>)>> {
-    Ok(Vec::new())
+fn rule(_: &[Arg<Tensor>], _: &[BDim]) -> Result<Outs<(Tensor, Option<usize>)>> {
+    Ok(Outs::new())
 }
 
 fn at(function: &'static str, line: u32) -> Location {

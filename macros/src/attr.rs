@@ -409,7 +409,7 @@ fn expand_ok(
                 fn #shim(
                     args: &[#private::Arg<::batchrules::Tensor>],
                     bdims: &[#private::BDim],
-                ) -> ::batchrules::Result<::std::vec::Vec<#private::BatchedOutput>> {
+                ) -> ::batchrules::Result<#private::Outs<#private::BatchedOutput>> {
                     #[allow(unused_imports)]
                     use #private::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _};
                     let _ = bdims;
@@ -422,7 +422,7 @@ fn expand_ok(
             quote! {
                 fn #shim(
                     args: &[#private::Arg<#item_ty>],
-                ) -> ::batchrules::Result<::std::vec::Vec<#item_ty>> {
+                ) -> ::batchrules::Result<#private::Outs<#item_ty>> {
                     #[allow(unused_imports)]
                     use #private::{ProbeArg as _, ProbeArgFallback as _, ProbeRet as _, ProbeRetFallback as _};
                     (&&#private::RetProbe::<#item_ty, _>::new(#name(#(#call_args),*))).outputs()

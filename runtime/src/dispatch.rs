@@ -2,17 +2,17 @@
 
 use crate::registry::{self, OpEntry};
 use crate::schema::{OpKind, OpTable};
-use crate::value::{Arg, TensorMeta};
+use crate::value::{Arg, Outs, TensorMeta};
 use crate::{Error, Result, Tensor};
 
 /// Entry point of every generated op function: dispatches op `local` of `table`.
 #[doc(hidden)]
-pub fn call(table: &'static OpTable, local: usize, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+pub fn call(table: &'static OpTable, local: usize, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     let entry = registry::entry(table, local)?;
     call_entry(entry, args)
 }
 
-pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     match top_level(args) {
         None => call_dense(entry, args),
         Some(level) => crate::vmap::call_batched(entry, args, level),
@@ -33,7 +33,7 @@ pub(crate) fn run_meta(
     entry: &OpEntry,
     args: &[Arg<Tensor>],
     level: Option<usize>,
-) -> Result<Option<Vec<TensorMeta>>> {
+) -> Result<Option<Outs<TensorMeta>>> {
     let Some(meta) = entry.meta else {
         return Ok(None);
     };
@@ -44,7 +44,7 @@ pub(crate) fn run_meta(
     let metas = args
         .iter()
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<smallvec::SmallVec<[_; 4]>>>()?;
     meta(&metas)
         .map(Some)
         .map_err(|e| name_error(e, entry.name(), level))
@@ -82,7 +82,7 @@ pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
 }
 
 /// The dense path: meta once, then the kernel (or the composite's decomposition).
-fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     run_meta(entry, args, None)?;
     let f = match entry.schema.kind {
         OpKind::Primitive => entry.kernel,

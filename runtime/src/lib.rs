@@ -57,10 +57,10 @@ pub use private as __private;
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use tensor::{Data, Element, Tensor};
-pub use value::{Arg, BDim, TensorMeta};
+pub use value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, OutDims, Vmap,
-    VmapInputs, VmapOutputs,
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
+    OutDims, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and

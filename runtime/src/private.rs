@@ -7,7 +7,7 @@ pub use crate::checks::{check_arity, check_op, check_param, check_return};
 pub use crate::dispatch::call;
 pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
 pub use crate::schema::Role;
-pub use crate::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs};
+pub use crate::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use inventory;
 
 use crate::{Error, Result};
@@ -78,10 +78,10 @@ impl<X, R> RetProbe<X, R> {
 }
 
 pub trait ProbeRet<X> {
-    fn outputs(&self) -> Result<Vec<X>>;
+    fn outputs(&self) -> Result<Outs<X>>;
 }
 impl<X, O: Outputs<X>> ProbeRet<X> for &RetProbe<X, Result<O>> {
-    fn outputs(&self) -> Result<Vec<X>> {
+    fn outputs(&self) -> Result<Outs<X>> {
         match self.0.take() {
             Some(r) => r.map(O::into_outputs),
             None => Err(shim_error("return value", 0)),
@@ -89,10 +89,10 @@ impl<X, O: Outputs<X>> ProbeRet<X> for &RetProbe<X, Result<O>> {
     }
 }
 pub trait ProbeRetFallback<X> {
-    fn outputs(&self) -> Result<Vec<X>>;
+    fn outputs(&self) -> Result<Outs<X>>;
 }
 impl<X, R> ProbeRetFallback<X> for RetProbe<X, R> {
-    fn outputs(&self) -> Result<Vec<X>> {
+    fn outputs(&self) -> Result<Outs<X>> {
         Err(shim_error("return value", 0))
     }
 }

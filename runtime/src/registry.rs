@@ -13,15 +13,15 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use crate::schema::{ArgType, OpKind, OpSchema, OpTable, Role, TableRegistration};
-use crate::value::{Arg, BDim, BatchedOutput, TensorMeta};
+use crate::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::{Error, Result, Tensor};
 
 /// The erased form of a `#[kernel]` or `#[decompose]` function.
-pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Vec<Tensor>>;
+pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Outs<Tensor>>;
 /// The erased form of a `#[meta]` function.
-pub type MetaFn = fn(&[Arg<TensorMeta>]) -> Result<Vec<TensorMeta>>;
+pub type MetaFn = fn(&[Arg<TensorMeta>]) -> Result<Outs<TensorMeta>>;
 /// The erased form of a `#[batching_rule]` function.
-pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Vec<BatchedOutput>>;
+pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Outs<BatchedOutput>>;
 
 /// What a composite's decomposition does under vmap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +156,7 @@ impl OpEntry {
     /// Calls the op with erased arguments, through the dispatcher (so under vmap
     /// it is batched like any other call). Tests use this to call ops
     /// generically; code normally calls the typed functions in the op's module.
-    pub fn call(&'static self, args: &[Arg<Tensor>]) -> Result<Vec<Tensor>> {
+    pub fn call(&'static self, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
         crate::dispatch::call_entry(self, args)
     }
 

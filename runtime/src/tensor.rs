@@ -113,7 +113,8 @@ pub struct Tensor {
 
 #[derive(Clone)]
 enum Repr {
-    Dense(Data),
+    /// Shared so that cloning a tensor is one reference-count increment.
+    Dense(Arc<Data>),
     Batched(Arc<Batched>),
 }
 
@@ -126,14 +127,14 @@ pub(crate) struct Batched {
     /// The vmap level this batch dim belongs to.
     pub(crate) level: LevelId,
     /// `inner`'s shape without `bdim`.
-    pub(crate) logical_shape: Vec<usize>,
+    pub(crate) logical_shape: crate::value::Shape,
 }
 
 impl Tensor {
     /// Wraps dense storage.
     pub fn from_data(data: Data) -> Self {
         Tensor {
-            repr: Repr::Dense(data),
+            repr: Repr::Dense(Arc::new(data)),
         }
     }
 
@@ -227,7 +228,7 @@ impl Tensor {
     /// Wraps `inner` as batched at `level` with its batch dim at `bdim`.
     /// The caller guarantees `bdim < inner.ndim()`.
     pub(crate) fn wrap_batched(inner: Tensor, bdim: usize, level: LevelId) -> Tensor {
-        let mut logical_shape = inner.shape().to_vec();
+        let mut logical_shape = crate::value::Shape::from_slice(inner.shape());
         logical_shape.remove(bdim);
         Tensor {
             repr: Repr::Batched(Arc::new(Batched {
@@ -255,7 +256,7 @@ impl<T: Element> From<ArcArray<T, IxDyn>> for Tensor {
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Dense(d) => each_dtype!(d, a => write!(f, "Tensor({a:?})")),
+            Repr::Dense(d) => each_dtype!(&**d, a => write!(f, "Tensor({a:?})")),
             Repr::Batched(b) => write!(
                 f,
                 "BatchedTensor(level {}, bdim {}, logical shape {:?}, inner {:?})",
@@ -285,7 +286,7 @@ impl Tensor {
         }
         match &self.repr {
             Repr::Dense(d) => Ok(Tensor::from_data(
-                each_dtype!(d, a => Element::wrap(a.clone().permuted_axes(IxDyn(perm)))),
+                each_dtype!(&**d, a => Element::wrap(a.clone().permuted_axes(IxDyn(perm)))),
             )),
             Repr::Batched(b) => {
                 let phys = |d: usize| if d < b.bdim { d } else { d + 1 };
@@ -312,7 +313,7 @@ impl Tensor {
         }
         match &self.repr {
             Repr::Dense(d) => Ok(Tensor::from_data(
-                each_dtype!(d, a => Element::wrap(a.clone().insert_axis(ndarray::Axis(dim)))),
+                each_dtype!(&**d, a => Element::wrap(a.clone().insert_axis(ndarray::Axis(dim)))),
             )),
             Repr::Batched(b) => {
                 let (q, bdim) = if dim <= b.bdim {
@@ -353,7 +354,7 @@ impl Tensor {
             )));
         }
         match &self.repr {
-            Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(d, a => Element::wrap(
+            Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(&**d, a => Element::wrap(
                 a.clone().index_axis_move(ndarray::Axis(dim), index)
             )))),
             Repr::Batched(b) => {
@@ -383,7 +384,7 @@ impl Tensor {
             Repr::Dense(d) => {
                 let mut shape = d.shape().to_vec();
                 shape.insert(dim, size);
-                Ok(Tensor::from_data(each_dtype!(d, a => {
+                Ok(Tensor::from_data(each_dtype!(&**d, a => {
                     let expanded = a.view().insert_axis(ndarray::Axis(dim));
                     match expanded.broadcast(IxDyn(&shape)) {
                         Some(v) => Element::wrap(v.to_owned().into_shared()),

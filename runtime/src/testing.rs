@@ -124,7 +124,11 @@ pub fn check_op(
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap(|ts| entry.call(&with_tensors(sample, ts)?), &tensors).map_err(|m| Mismatch {
+    check_vmap(
+        |ts| Ok(entry.call(&with_tensors(sample, ts)?)?.into_vec()),
+        &tensors,
+    )
+    .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
         detail: m.detail,
     })
@@ -136,7 +140,11 @@ pub fn check_op_errors(
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap_errors(|ts| entry.call(&with_tensors(sample, ts)?), &tensors).map_err(|m| Mismatch {
+    check_vmap_errors(
+        |ts| Ok(entry.call(&with_tensors(sample, ts)?)?.into_vec()),
+        &tensors,
+    )
+    .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
         detail: m.detail,
     })

@@ -15,15 +15,21 @@ use crate::{DType, Error, Result, Tensor};
 /// Inside vmap, this is the *logical* shape (batch dims removed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorMeta {
-    shape: Vec<usize>,
+    shape: Shape,
     dtype: DType,
 }
 
+/// A shape stored inline up to 6 dims (no allocation on the dispatch path).
+pub(crate) type Shape = smallvec::SmallVec<[usize; 6]>;
+
+/// The outputs of one op call, stored inline when there is one (the common case).
+pub type Outs<T> = smallvec::SmallVec<[T; 1]>;
+
 impl TensorMeta {
     /// A meta with the given shape and dtype.
-    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType) -> Self {
+    pub fn new(shape: impl AsRef<[usize]>, dtype: DType) -> Self {
         TensorMeta {
-            shape: shape.into(),
+            shape: Shape::from_slice(shape.as_ref()),
             dtype,
         }
     }
@@ -50,7 +56,10 @@ impl TensorMeta {
 
     /// The same shape with another dtype.
     pub fn with_dtype(&self, dtype: DType) -> Self {
-        TensorMeta::new(self.shape.clone(), dtype)
+        TensorMeta {
+            shape: self.shape.clone(),
+            dtype,
+        }
     }
 }
 
@@ -241,8 +250,8 @@ into_arg!(Option<DType>, v => Arg::OptScalarType(v));
 /// `(Tensor, Option<usize>)` for batching rules.
 #[doc(hidden)]
 pub trait Outputs<T>: Sized {
-    fn into_outputs(self) -> Vec<T>;
-    fn from_outputs(outs: Vec<T>) -> Result<Self>;
+    fn into_outputs(self) -> Outs<T>;
+    fn from_outputs(outs: Outs<T>) -> Result<Self>;
 }
 
 fn arity_error(want: usize, got: usize) -> Error {
@@ -253,10 +262,10 @@ fn arity_error(want: usize, got: usize) -> Error {
 }
 
 impl<T: TensorLike> Outputs<T> for T {
-    fn into_outputs(self) -> Vec<T> {
-        vec![self]
+    fn into_outputs(self) -> Outs<T> {
+        smallvec::smallvec![self]
     }
-    fn from_outputs(outs: Vec<T>) -> Result<Self> {
+    fn from_outputs(outs: Outs<T>) -> Result<Self> {
         let n = outs.len();
         let mut it = outs.into_iter();
         match (it.next(), n) {
@@ -267,10 +276,10 @@ impl<T: TensorLike> Outputs<T> for T {
 }
 
 impl<T: TensorLike> Outputs<T> for (T, T) {
-    fn into_outputs(self) -> Vec<T> {
-        vec![self.0, self.1]
+    fn into_outputs(self) -> Outs<T> {
+        smallvec::smallvec![self.0, self.1]
     }
-    fn from_outputs(outs: Vec<T>) -> Result<Self> {
+    fn from_outputs(outs: Outs<T>) -> Result<Self> {
         let n = outs.len();
         let mut it = outs.into_iter();
         match (it.next(), it.next(), n) {
@@ -281,10 +290,10 @@ impl<T: TensorLike> Outputs<T> for (T, T) {
 }
 
 impl<T: TensorLike> Outputs<T> for (T, T, T) {
-    fn into_outputs(self) -> Vec<T> {
-        vec![self.0, self.1, self.2]
+    fn into_outputs(self) -> Outs<T> {
+        smallvec::smallvec![self.0, self.1, self.2]
     }
-    fn from_outputs(outs: Vec<T>) -> Result<Self> {
+    fn from_outputs(outs: Outs<T>) -> Result<Self> {
         let n = outs.len();
         let mut it = outs.into_iter();
         match (it.next(), it.next(), it.next(), n) {
@@ -295,11 +304,11 @@ impl<T: TensorLike> Outputs<T> for (T, T, T) {
 }
 
 impl<T: TensorLike> Outputs<T> for Vec<T> {
-    fn into_outputs(self) -> Vec<T> {
-        self
+    fn into_outputs(self) -> Outs<T> {
+        Outs::from_vec(self)
     }
-    fn from_outputs(outs: Vec<T>) -> Result<Self> {
-        Ok(outs)
+    fn from_outputs(outs: Outs<T>) -> Result<Self> {
+        Ok(outs.into_vec())
     }
 }
 
@@ -307,10 +316,10 @@ impl<T: TensorLike> Outputs<T> for Vec<T> {
 pub type BatchedOutput = (Tensor, Option<usize>);
 
 impl Outputs<BatchedOutput> for BatchedOutput {
-    fn into_outputs(self) -> Vec<BatchedOutput> {
-        vec![self]
+    fn into_outputs(self) -> Outs<BatchedOutput> {
+        smallvec::smallvec![self]
     }
-    fn from_outputs(outs: Vec<BatchedOutput>) -> Result<Self> {
+    fn from_outputs(outs: Outs<BatchedOutput>) -> Result<Self> {
         let n = outs.len();
         outs.into_iter()
             .next()
@@ -320,10 +329,10 @@ impl Outputs<BatchedOutput> for BatchedOutput {
 }
 
 impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput) {
-    fn into_outputs(self) -> Vec<BatchedOutput> {
-        vec![self.0, self.1]
+    fn into_outputs(self) -> Outs<BatchedOutput> {
+        smallvec::smallvec![self.0, self.1]
     }
-    fn from_outputs(outs: Vec<BatchedOutput>) -> Result<Self> {
+    fn from_outputs(outs: Outs<BatchedOutput>) -> Result<Self> {
         let n = outs.len();
         let mut it = outs.into_iter();
         match (it.next(), it.next(), n) {
@@ -334,10 +343,10 @@ impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput) {
 }
 
 impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput, BatchedOutput) {
-    fn into_outputs(self) -> Vec<BatchedOutput> {
-        vec![self.0, self.1, self.2]
+    fn into_outputs(self) -> Outs<BatchedOutput> {
+        smallvec::smallvec![self.0, self.1, self.2]
     }
-    fn from_outputs(outs: Vec<BatchedOutput>) -> Result<Self> {
+    fn from_outputs(outs: Outs<BatchedOutput>) -> Result<Self> {
         let n = outs.len();
         let mut it = outs.into_iter();
         match (it.next(), it.next(), it.next(), n) {
@@ -351,10 +360,10 @@ impl Outputs<BatchedOutput> for (BatchedOutput, BatchedOutput, BatchedOutput) {
 /// dims as two lists of equal length. Only complete pairs are kept, so lists of
 /// different lengths show up as a wrong output count in the rule self-check.
 impl Outputs<BatchedOutput> for (Vec<Tensor>, Vec<Option<usize>>) {
-    fn into_outputs(self) -> Vec<BatchedOutput> {
+    fn into_outputs(self) -> Outs<BatchedOutput> {
         self.0.into_iter().zip(self.1).collect()
     }
-    fn from_outputs(outs: Vec<BatchedOutput>) -> Result<Self> {
+    fn from_outputs(outs: Outs<BatchedOutput>) -> Result<Self> {
         Ok(outs.into_iter().unzip())
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use crate::dispatch::{call_entry, name_error, run_meta};
 use crate::registry::{OpEntry, VmapStrategy};
-use crate::value::{Arg, BDim, BatchedOutput, Outputs, TensorMeta};
+use crate::value::{Arg, BDim, BatchedOutput, Outputs, Outs, TensorMeta};
 use crate::{Error, Result, Tensor};
 
 /// Identifies one live vmap level: its depth (1 for the outermost vmap) and a
@@ -152,7 +152,7 @@ pub(crate) fn call_batched(
     entry: &'static OpEntry,
     args: &[Arg<Tensor>],
     depth: usize,
-) -> Result<Vec<Tensor>> {
+) -> Result<Outs<Tensor>> {
     let (level, size, policy) = live_level(depth).ok_or_else(escaped)?;
     let stale = args
         .iter()
@@ -204,15 +204,15 @@ fn run_rule(
     level: LevelId,
     size: usize,
     metas: Option<&[TensorMeta]>,
-) -> Result<Vec<Tensor>> {
+) -> Result<Outs<Tensor>> {
     let Some(rule) = entry.rule else {
         return Err(Error::NotImplemented {
             op: entry.name().to_string(),
             message: "no batching rule is registered".to_string(),
         });
     };
-    let mut values = Vec::with_capacity(args.len());
-    let mut bdims = Vec::with_capacity(args.len());
+    let mut values: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
+    let mut bdims: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
     for a in args {
         let (v, b) = match a {
             Arg::Tensor(t) => {
@@ -305,7 +305,7 @@ fn run_fallback(
     level: LevelId,
     size: usize,
     metas: Option<&[TensorMeta]>,
-) -> Result<Vec<Tensor>> {
+) -> Result<Outs<Tensor>> {
     if size == 0 {
         let Some(metas) = metas else {
             return Err(Error::NotImplemented {
@@ -318,7 +318,7 @@ fn run_fallback(
             .map(|m| empty_batch(m, level))
             .collect::<Result<_>>();
     }
-    let mut per_example: Vec<Vec<Tensor>> = Vec::with_capacity(size);
+    let mut per_example: Vec<Outs<Tensor>> = Vec::with_capacity(size);
     for i in 0..size {
         let example = args
             .iter()
@@ -437,58 +437,61 @@ pub trait VmapInputs {
     /// What the vmapped function receives.
     type Inner;
     /// The input tensors, in order.
-    fn tensors(&self) -> Vec<Tensor>;
+    fn tensors(&self) -> Inputs;
     /// Rebuilds the function's argument from (batched) tensors.
-    fn rebuild(ts: Vec<Tensor>) -> Self::Inner;
+    fn rebuild(ts: Inputs) -> Self::Inner;
 }
+
+/// The input tensors of a vmap call (inline up to four).
+pub type Inputs = smallvec::SmallVec<[Tensor; 4]>;
 
 impl VmapInputs for &Tensor {
     type Inner = Tensor;
-    fn tensors(&self) -> Vec<Tensor> {
-        vec![(*self).clone()]
+    fn tensors(&self) -> Inputs {
+        smallvec::smallvec![(*self).clone()]
     }
-    fn rebuild(ts: Vec<Tensor>) -> Tensor {
+    fn rebuild(ts: Inputs) -> Tensor {
         ts.into_iter().next().expect("one input")
     }
 }
 
 impl VmapInputs for Tensor {
     type Inner = Tensor;
-    fn tensors(&self) -> Vec<Tensor> {
-        vec![self.clone()]
+    fn tensors(&self) -> Inputs {
+        smallvec::smallvec![self.clone()]
     }
-    fn rebuild(ts: Vec<Tensor>) -> Tensor {
+    fn rebuild(ts: Inputs) -> Tensor {
         ts.into_iter().next().expect("one input")
     }
 }
 
 impl VmapInputs for &[Tensor] {
     type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Vec<Tensor> {
-        self.to_vec()
+    fn tensors(&self) -> Inputs {
+        self.iter().cloned().collect()
     }
-    fn rebuild(ts: Vec<Tensor>) -> Vec<Tensor> {
-        ts
+    fn rebuild(ts: Inputs) -> Vec<Tensor> {
+        ts.into_vec()
     }
 }
 
 impl VmapInputs for &Vec<Tensor> {
     type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Vec<Tensor> {
-        self.to_vec()
+    fn tensors(&self) -> Inputs {
+        self.iter().cloned().collect()
     }
-    fn rebuild(ts: Vec<Tensor>) -> Vec<Tensor> {
-        ts
+    fn rebuild(ts: Inputs) -> Vec<Tensor> {
+        ts.into_vec()
     }
 }
 
 impl VmapInputs for Vec<Tensor> {
     type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Vec<Tensor> {
-        self.clone()
+    fn tensors(&self) -> Inputs {
+        self.iter().cloned().collect()
     }
-    fn rebuild(ts: Vec<Tensor>) -> Vec<Tensor> {
-        ts
+    fn rebuild(ts: Inputs) -> Vec<Tensor> {
+        ts.into_vec()
     }
 }
 
@@ -497,12 +500,12 @@ macro_rules! tuple_inputs {
         impl VmapInputs for ($(&$name,)+) {
             type Inner = ($($name,)+);
             #[allow(non_snake_case)]
-            fn tensors(&self) -> Vec<Tensor> {
+            fn tensors(&self) -> Inputs {
                 let ($($name,)+) = *self;
-                vec![$((*$name).clone()),+]
+                smallvec::smallvec![$((*$name).clone()),+]
             }
             #[allow(non_snake_case)]
-            fn rebuild(ts: Vec<Tensor>) -> Self::Inner {
+            fn rebuild(ts: Inputs) -> Self::Inner {
                 let mut it = ts.into_iter();
                 $(let $name = it.next().expect("arity checked");)+
                 ($($name,)+)
@@ -615,33 +618,36 @@ impl<F> Vmap<F> {
         let dims = resolve_in_dims(&self.in_dims, &inputs)?;
         let size = batch_size(&inputs, &dims, self.batch_size)?;
         let (level, _guard) = push_level(size, self.policy);
-        let wrapped: Vec<Tensor> = inputs
-            .iter()
+        let wrapped: Inputs = inputs
+            .into_iter()
             .zip(&dims)
             .map(|(t, d)| match d {
-                Some(d) => Tensor::wrap_batched(t.clone(), *d, level),
-                None => t.clone(),
+                Some(d) => Tensor::wrap_batched(t, *d, level),
+                None => t,
             })
             .collect();
         let out = (self.f)(A::rebuild(wrapped)).map_err(|e| in_level(e, depth))?;
         let outs = out.into_outputs();
-        let out_dims = match &self.out_dims {
-            OutDims::All(d) => vec![*d; outs.len()],
-            OutDims::Each(ds) if ds.len() == outs.len() => ds.clone(),
-            OutDims::Each(ds) => {
+        if let OutDims::Each(ds) = &self.out_dims {
+            if ds.len() != outs.len() {
                 return Err(Error::Vmap(format!(
                     "out_dims has {} entries but the function returned {} outputs",
                     ds.len(),
                     outs.len()
-                )))
+                )));
             }
-        };
+        }
         let results = outs
             .into_iter()
-            .zip(out_dims)
             .enumerate()
-            .map(|(i, (t, d))| finish_output(i, &t, d, level, size))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|(i, t)| {
+                let d = match &self.out_dims {
+                    OutDims::All(d) => *d,
+                    OutDims::Each(ds) => ds[i],
+                };
+                finish_output(i, &t, d, level, size)
+            })
+            .collect::<Result<Outs<_>>>()?;
         O::from_outputs(results)
     }
 }
@@ -660,23 +666,28 @@ fn in_level(e: Error, depth: usize) -> Error {
     }
 }
 
-fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Vec<Option<usize>>> {
-    let raw: Vec<Option<i64>> = match in_dims {
-        InDims::All(d) => vec![*d; inputs.len()],
-        InDims::Each(ds) if ds.len() == inputs.len() => ds.clone(),
-        InDims::Each(ds) => {
+/// Resolved in_dims: one entry per input (inline up to four).
+type Dims = smallvec::SmallVec<[Option<usize>; 4]>;
+
+fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Dims> {
+    if let InDims::Each(ds) = in_dims {
+        if ds.len() != inputs.len() {
             return Err(Error::Vmap(format!(
                 "in_dims has {} entries but the function takes {} inputs; give one entry per input (None for an unbatched one)",
                 ds.len(),
                 inputs.len()
-            )))
+            )));
         }
-    };
-    raw.iter()
-        .zip(inputs)
+    }
+    inputs
+        .iter()
         .enumerate()
-        .map(|(i, (d, t))| {
-            let Some(d) = *d else { return Ok(None) };
+        .map(|(i, t)| {
+            let d = match in_dims {
+                InDims::All(d) => *d,
+                InDims::Each(ds) => ds[i],
+            };
+            let Some(d) = d else { return Ok(None) };
             let rank = t.ndim() as i64;
             if rank == 0 {
                 return Err(Error::Vmap(format!(
@@ -697,41 +708,41 @@ fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Vec<Option<usi
 }
 
 fn batch_size(inputs: &[Tensor], dims: &[Option<usize>], explicit: Option<usize>) -> Result<usize> {
-    let sizes: Vec<(usize, usize, usize)> = inputs
-        .iter()
-        .zip(dims)
-        .enumerate()
-        .filter_map(|(i, (t, d))| d.map(|d| (i, d, t.shape()[d])))
-        .collect();
-    let describe = |sizes: &[(usize, usize, usize)]| {
-        sizes
+    // (input, in_dim, size) of every batched input.
+    let sizes = || {
+        inputs
             .iter()
+            .zip(dims)
+            .enumerate()
+            .filter_map(|(i, (t, d))| d.map(|d| (i, d, t.shape()[d])))
+    };
+    let describe = || {
+        sizes()
             .map(|(i, d, n)| format!("input {i} has size {n} at in_dim {d}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    match (sizes.first(), explicit) {
-        (None, None) => Err(Error::Vmap(
-            "no input is batched (every in_dim is None) and no batch size was given; \
-             batch an input or call .batch_size(n)"
-                .to_string(),
-        )),
-        (None, Some(n)) => Ok(n),
-        (Some(&(_, _, n)), explicit) => {
-            if sizes.iter().any(|s| s.2 != n) {
-                return Err(Error::Vmap(format!(
-                    "inconsistent batch sizes: {}; all batched inputs must have the same size along their in_dim",
-                    describe(&sizes)
-                )));
-            }
-            match explicit {
-                Some(e) if e != n => Err(Error::Vmap(format!(
-                    "batch_size({e}) disagrees with the inputs: {}",
-                    describe(&sizes)
-                ))),
-                _ => Ok(n),
-            }
-        }
+    let Some((_, _, n)) = sizes().next() else {
+        return explicit.ok_or_else(|| {
+            Error::Vmap(
+                "no input is batched (every in_dim is None) and no batch size was given; \
+                 batch an input or call .batch_size(n)"
+                    .to_string(),
+            )
+        });
+    };
+    if sizes().any(|s| s.2 != n) {
+        return Err(Error::Vmap(format!(
+            "inconsistent batch sizes: {}; all batched inputs must have the same size along their in_dim",
+            describe()
+        )));
+    }
+    match explicit {
+        Some(e) if e != n => Err(Error::Vmap(format!(
+            "batch_size({e}) disagrees with the inputs: {}",
+            describe()
+        ))),
+        _ => Ok(n),
     }
 }
 

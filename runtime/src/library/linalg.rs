@@ -30,17 +30,34 @@ fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {
     Ok(x.clone())
 }
 
-/// Zeroes the elements of the last two dims where `keep(col - row)` is false.
-fn mask<T: Element>(a: &ArcArray<T, IxDyn>, keep: impl Fn(i64) -> bool) -> Tensor {
-    let mut out = a.to_owned();
-    let n = out.ndim();
-    for (idx, v) in out.indexed_iter_mut() {
-        let (row, col) = (idx[n - 2] as i64, idx[n - 1] as i64);
-        if !keep(col - row) {
-            *v = T::default();
+/// Zeroes, in every matrix of the last two dims, the columns `zeroed(row)` of
+/// each row. Works row by row on contiguous slices of a standard-layout copy.
+fn mask<T: Element>(
+    a: &ArcArray<T, IxDyn>,
+    zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
+) -> Result<Tensor> {
+    let mut out = a.as_standard_layout().into_owned();
+    let r = out.ndim();
+    let (rows, cols) = (out.shape()[r - 2], out.shape()[r - 1]);
+    let matrices = out.len().checked_div(rows * cols).unwrap_or(0);
+    {
+        let mut view = out
+            .view_mut()
+            .into_shape_with_order((matrices, rows, cols))
+            .map_err(|e| Error::Tensor(format!("cannot view {:?} as matrices: {e}", a.shape())))?;
+        for mut matrix in view.outer_iter_mut() {
+            for (i, mut row) in matrix.outer_iter_mut().enumerate() {
+                row.slice_mut(ndarray::s![zeroed(i, cols)])
+                    .fill(T::default());
+            }
         }
     }
-    Tensor::from(out)
+    Ok(Tensor::from(out))
+}
+
+/// `i + diagonal` clamped to `0..=cols`: the first column on or above the diagonal.
+fn diagonal_column(i: usize, diagonal: i64, cols: usize) -> usize {
+    (i as i64 + diagonal).clamp(0, cols as i64) as usize
 }
 
 #[meta(op = "triu")]
@@ -50,7 +67,8 @@ fn triu_meta(x: &TensorMeta, _diagonal: i64) -> Result<TensorMeta> {
 
 #[kernel(op = "triu")]
 fn triu_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {
-    Ok(each_dtype!(x.data()?, a => mask(a, |d| d >= diagonal)))
+    // Keep col - row >= diagonal: zero the columns before row + diagonal.
+    each_dtype!(x.data()?, a => mask(a, |i, cols| 0..diagonal_column(i, diagonal, cols)))
 }
 
 #[batching_rule(op = "triu")]
@@ -65,7 +83,8 @@ fn tril_meta(x: &TensorMeta, _diagonal: i64) -> Result<TensorMeta> {
 
 #[kernel(op = "tril")]
 fn tril_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {
-    Ok(each_dtype!(x.data()?, a => mask(a, |d| d <= diagonal)))
+    // Keep col - row <= diagonal: zero the columns after row + diagonal.
+    each_dtype!(x.data()?, a => mask(a, |i, cols| diagonal_column(i, diagonal + 1, cols)..cols))
 }
 
 #[batching_rule(op = "tril")]
@@ -236,12 +255,34 @@ fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) ->
     if b_mat.shape()[rb - 2] != k {
         return Err(shape_error());
     }
-    let batch = broadcast_shapes(batch_a, batch_b).ok_or_else(shape_error)?;
+    let batch = broadcast_shapes(batch_a, batch_b)
+        .ok_or_else(shape_error)?
+        .into_vec();
     let count = checked_numel(&batch)?;
     checked_numel(&[count, n, m])?;
 
     let (a3, b3) = (as_matrix_stack(&a_mat)?, as_matrix_stack(&b_mat)?);
     let mut out = Array3::<T>::zeros((count, n, m));
+    if b3.shape()[0] == 1 && a3.shape()[0] == count {
+        // One right-hand matrix shared by the whole batch (the common case under
+        // vmap with unbatched weights): the batch folds into the rows of one
+        // product, `[count * n, k] @ [k, m]`, instead of `count` small ones.
+        let a2 = a3
+            .to_shape((count * n, k))
+            .map_err(|e| Error::Tensor(format!("matmul: cannot fold the batch into rows: {e}")))?;
+        let mut out2 = out
+            .view_mut()
+            .into_shape_with_order((count * n, m))
+            .map_err(|e| Error::Tensor(format!("matmul: cannot view the output: {e}")))?;
+        general_mat_mul(
+            T::one(),
+            &a2,
+            &b3.index_axis(Axis(0), 0),
+            T::zero(),
+            &mut out2,
+        );
+        return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
+    }
     let mut index = vec![0usize; batch.len()];
     for t in 0..count {
         let (ia, ib) = (
@@ -265,11 +306,24 @@ fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) ->
         }
     }
 
-    let mut shape = batch;
-    if a.ndim() >= 2 {
+    finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
+}
+
+/// The `[count, n, m]` products shaped as NumPy's matmul result: the batch
+/// dims, then `n` unless the left operand was a vector, then `m` unless the
+/// right one was.
+fn finish_matmul<T>(
+    out: Array3<T>,
+    mut shape: Vec<usize>,
+    a_rank: usize,
+    b_rank: usize,
+    n: usize,
+    m: usize,
+) -> Result<ArrayD<T>> {
+    if a_rank >= 2 {
         shape.push(n);
     }
-    if b.ndim() >= 2 {
+    if b_rank >= 2 {
         shape.push(m);
     }
     out.into_shape_with_order(IxDyn(&shape))

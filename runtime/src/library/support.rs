@@ -2,12 +2,13 @@
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
+use crate::value::Shape;
 use crate::{DType, Data, Element, Error, Result, Tensor, TensorMeta};
 
 /// NumPy broadcasting of two shapes.
-pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
     let n = a.len().max(b.len());
-    let mut out = vec![0; n];
+    let mut out: Shape = smallvec::smallvec![0; n];
     for (i, o) in out.iter_mut().enumerate() {
         let da = if i + a.len() >= n {
             a[i + a.len() - n]
@@ -30,7 +31,7 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 }
 
 /// [`broadcast_shapes`], or an error that shows both shapes.
-pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
     broadcast_shapes(a, b)
         .ok_or_else(|| Error::invalid(format!("shapes {a:?} and {b:?} do not broadcast")))
 }
@@ -103,6 +104,11 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
     b: &ArcArray<T, IxDyn>,
     f: impl Fn(T, T) -> U,
 ) -> Result<Tensor> {
+    if a.shape() == b.shape() {
+        return Ok(Tensor::from(
+            ndarray::Zip::from(a).and(b).map_collect(|&x, &y| f(x, y)),
+        ));
+    }
     let shape = broadcast_or_err(a.shape(), b.shape())?;
     let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
         return Err(Error::invalid("operands do not broadcast"));
