@@ -199,6 +199,36 @@ fn w7_dense(c: &mut Criterion) {
     g.finish();
 }
 
+/// R: the `rayon` feature, each case on a one-thread pool against the default
+/// pool (all cores). Built only with `--features rayon`.
+#[cfg(feature = "rayon")]
+fn r_rayon(c: &mut Criterion) {
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let all = rayon::ThreadPoolBuilder::new().build().unwrap();
+    let (rows, x) = (tensor(&[1024, 64]), tensor(&[256, 1024]));
+    let (m1, m2) = (tensor(&[256, 64, 64]), tensor(&[256, 64, 64]));
+    let cumsum =
+        vmap(|r: Tensor| downstream_ops::ops::cumsum(&r, 0)).fallback(FallbackPolicy::Silent);
+    let add = vmap(|(p, q): (Tensor, Tensor)| ops::add(&p, &q));
+    let mm = vmap(|(p, q): (Tensor, Tensor)| ops::matmul(&p, &q));
+    let mut g = c.benchmark_group("R_rayon");
+    for (name, pool) in [("1_thread", &one), ("all_threads", &all)] {
+        g.bench_function(format!("fallback_cumsum_b1024/{name}"), |bch| {
+            pool.install(|| bch.iter(|| black_box(cumsum.call(&rows).unwrap())))
+        });
+        g.bench_function(format!("add_b256x1024/{name}"), |bch| {
+            pool.install(|| bch.iter(|| black_box(add.call((&x, &x)).unwrap())))
+        });
+        g.bench_function(format!("matmul_b256_64x64/{name}"), |bch| {
+            pool.install(|| bch.iter(|| black_box(mm.call((&m1, &m2)).unwrap())))
+        });
+    }
+    g.finish();
+}
+
 /// Median of one benchmark, in ns, from criterion's estimates.
 fn median(dir: &std::path::Path, id: &str) -> Option<f64> {
     let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
@@ -232,6 +262,21 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("W6_nested", "two_levels", "one_level"),
     ("W7_dense_dispatch", "batchrules/4", "ndarray/4"),
     ("W7_dense_dispatch", "batchrules/65536", "ndarray/65536"),
+    (
+        "R_rayon",
+        "fallback_cumsum_b1024/all_threads",
+        "fallback_cumsum_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "add_b256x1024/all_threads",
+        "add_b256x1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "matmul_b256_64x64/all_threads",
+        "matmul_b256_64x64/1_thread",
+    ),
 ];
 
 fn summary() {
@@ -282,6 +327,8 @@ fn main() {
     w5_meta(&mut c);
     w6_nested(&mut c);
     w7_dense(&mut c);
+    #[cfg(feature = "rayon")]
+    r_rayon(&mut c);
     c.final_summary();
     summary();
 }

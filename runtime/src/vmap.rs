@@ -318,9 +318,8 @@ fn run_fallback(
             .map(|m| empty_batch(m, level))
             .collect::<Result<_>>();
     }
-    let mut per_example: Vec<Outs<Tensor>> = Vec::with_capacity(size);
-    for i in 0..size {
-        let example = args
+    let example = |i: usize| -> Result<Outs<Tensor>> {
+        let args = args
             .iter()
             .map(|a| {
                 a.try_map(|t| match t.batched() {
@@ -329,8 +328,22 @@ fn run_fallback(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        per_example.push(call_entry(entry, &example)?);
-    }
+        call_entry(entry, &args)
+    };
+    let per_example: Vec<Outs<Tensor>> = if parallel_fallback(args, level, size) {
+        #[cfg(feature = "rayon")]
+        {
+            use rayon::prelude::*;
+            (0..size)
+                .into_par_iter()
+                .map(example)
+                .collect::<Result<_>>()?
+        }
+        #[cfg(not(feature = "rayon"))]
+        unreachable!("parallel_fallback is false without the rayon feature")
+    } else {
+        (0..size).map(example).collect::<Result<_>>()?
+    };
     let n = per_example[0].len();
     if per_example.iter().any(|o| o.len() != n) {
         return Err(Error::Vmap(format!(
@@ -346,6 +359,18 @@ fn run_fallback(
             Ok(Tensor::wrap_batched(stacked, 0, level))
         })
         .collect()
+}
+
+/// Whether the fallback may run its examples on several threads: only with the
+/// `rayon` feature, and only when every example is dense (nothing batched at a
+/// lower level), because vmap levels live on the calling thread.
+fn parallel_fallback(args: &[Arg<Tensor>], level: LevelId, size: usize) -> bool {
+    cfg!(feature = "rayon")
+        && size > 1
+        && args.iter().flat_map(Arg::tensors).all(|t| {
+            t.batched()
+                .is_none_or(|b| b.level == level && b.inner.vmap_level().is_none())
+        })
 }
 
 fn empty_batch(meta: &TensorMeta, level: LevelId) -> Result<Tensor> {

@@ -35,7 +35,14 @@ fn logsumexp_meta(x: &TensorMeta, dim: i64, keepdim: bool) -> Result<TensorMeta>
 fn logsumexp_decomposition(x: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
     let m = ops::amax(x, Some(dim), true)?;
     let s = ops::sum(&ops::exp(&ops::sub(x, &m)?)?, Some(dim), keepdim)?;
-    ops::add(&ops::log(&s)?, &ops::amax(x, Some(dim), keepdim)?)
+    // The maximum once, squeezed to the result's shape when keepdim is off (a
+    // 0-d input has no dim to squeeze).
+    let m = if keepdim || x.ndim() == 0 {
+        m
+    } else {
+        ops::squeeze(&m, Some(dim))?
+    };
+    ops::add(&ops::log(&s)?, &m)
 }
 
 #[meta(op = "log_softmax")]

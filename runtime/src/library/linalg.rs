@@ -223,7 +223,10 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
 /// operands straight into its 2-D block of the output, so nothing is allocated
 /// per product. Operands are not broadcast in memory: each output batch index
 /// is mapped to the operand's own batch index.
-fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<ArrayD<T>> {
+fn matmul_arrays<T: LinalgScalar + Send + Sync>(
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>> {
     let shape_error = || {
         Error::invalid(format!(
             "operands of shapes {:?} and {:?} do not multiply",
@@ -283,8 +286,14 @@ fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) ->
         );
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
-    let mut index = vec![0usize; batch.len()];
-    for t in 0..count {
+    // Output product `t` multiplies the operands' own (broadcast) batch entries.
+    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
+        let mut rest = t;
+        let mut index: crate::value::Shape = smallvec::smallvec![0; batch.len()];
+        for (i, &size) in index.iter_mut().zip(&batch).rev() {
+            *i = rest % size.max(1);
+            rest /= size.max(1);
+        }
         let (ia, ib) = (
             broadcast_flat_index(&index, batch_a),
             broadcast_flat_index(&index, batch_b),
@@ -294,16 +303,20 @@ fn matmul_arrays<T: LinalgScalar>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) ->
             &a3.index_axis(Axis(0), ia),
             &b3.index_axis(Axis(0), ib),
             T::zero(),
-            &mut out.index_axis_mut(Axis(0), t),
+            &mut c,
         );
-        // The next batch index, row-major.
-        for (i, &size) in index.iter_mut().zip(&batch).rev() {
-            *i += 1;
-            if *i < size {
-                break;
-            }
-            *i = 0;
-        }
+    };
+    #[cfg(feature = "rayon")]
+    if count > 1 && count * n * m * k >= crate::library::support::PARALLEL_ELEMENTS * 16 {
+        use rayon::prelude::*;
+        out.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(t, c)| product(t, c));
+        return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
+    }
+    for (t, c) in out.axis_iter_mut(Axis(0)).enumerate() {
+        product(t, c);
     }
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)

@@ -30,6 +30,11 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
     Some(out)
 }
 
+/// Kernels with at least this many elements run on rayon's pool (with the
+/// `rayon` feature).
+#[cfg(feature = "rayon")]
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 16;
+
 /// [`broadcast_shapes`], or an error that shows both shapes.
 pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
     broadcast_shapes(a, b)
@@ -102,12 +107,15 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Data> {
 pub(crate) fn zip_broadcast<T: Element, U: Element>(
     a: &ArcArray<T, IxDyn>,
     b: &ArcArray<T, IxDyn>,
-    f: impl Fn(T, T) -> U,
+    f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
     if a.shape() == b.shape() {
-        return Ok(Tensor::from(
-            ndarray::Zip::from(a).and(b).map_collect(|&x, &y| f(x, y)),
-        ));
+        let zip = ndarray::Zip::from(a).and(b);
+        #[cfg(feature = "rayon")]
+        if a.len() >= PARALLEL_ELEMENTS {
+            return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
+        }
+        return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
     }
     let shape = broadcast_or_err(a.shape(), b.shape())?;
     let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {

@@ -9,14 +9,27 @@ use crate::{Data, Error, Result, Tensor, TensorMeta};
 macro_rules! map_float {
     ($x:expr, |$v:ident| $body:expr) => {
         match $x.data()? {
-            Data::F32(a) => Ok(Tensor::from(a.mapv(|$v: f32| $body))),
-            Data::F64(a) => Ok(Tensor::from(a.mapv(|$v: f64| $body))),
+            Data::F32(a) => Ok(Tensor::from(map_array(a, |$v: f32| $body))),
+            Data::F64(a) => Ok(Tensor::from(map_array(a, |$v: f64| $body))),
             other => Err(Error::invalid(format!(
                 "needs a floating-point tensor, got {}",
                 other.dtype()
             ))),
         }
     };
+}
+
+/// `f` applied to every element (on rayon's pool for large arrays, with the
+/// `rayon` feature).
+fn map_array<T: crate::Element>(
+    a: &ndarray::ArcArray<T, ndarray::IxDyn>,
+    f: impl Fn(T) -> T + Sync + Send,
+) -> ndarray::ArrayD<T> {
+    #[cfg(feature = "rayon")]
+    if a.len() >= crate::library::support::PARALLEL_ELEMENTS {
+        return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
+    }
+    a.mapv(f)
 }
 
 /// Meta of an op defined on numbers (i64 and floats), not on bool.
@@ -81,7 +94,7 @@ macro_rules! numeric_unary {
             #[kernel(op = $op)]
             fn kernel(x: &Tensor) -> Result<Tensor> {
                 match x.data()? {
-                    Data::I64(a) => Ok(Tensor::from(a.mapv(|$i: i64| $int))),
+                    Data::I64(a) => Ok(Tensor::from(map_array(a, |$i: i64| $int))),
                     _ => map_float!(x, |$v| $float),
                 }
             }
