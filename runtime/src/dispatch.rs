@@ -1,6 +1,6 @@
 //! The dispatcher: what happens when a typed op function is called.
 
-use crate::registry::{self, OpEntry};
+use crate::registry::{self, MetaFn, OpEntry};
 use crate::schema::{OpKind, OpTable};
 use crate::value::{Arg, Outs, TensorMeta};
 use crate::{Error, Result, Tensor};
@@ -29,10 +29,18 @@ fn top_level(args: &[Arg<Tensor>]) -> Option<usize> {
 
 /// Runs the op's meta on the (logical) shapes of `args`. Errors name the op and
 /// the vmap level.
+///
+/// Metas are pure functions of shapes, dtypes and scalar arguments, so each
+/// thread remembers, per op, the last successful call: a call with the same
+/// signature reuses its output metas instead of running the meta again. (Errors
+/// are never cached, so an invalid call always gets its full message.)
+///
+/// Returns the output metas when `want_outputs` (and the op has a meta).
 pub(crate) fn run_meta(
     entry: &OpEntry,
     args: &[Arg<Tensor>],
     level: Option<usize>,
+    want_outputs: bool,
 ) -> Result<Option<Outs<TensorMeta>>> {
     let Some(meta) = entry.meta else {
         return Ok(None);
@@ -41,13 +49,100 @@ pub(crate) fn run_meta(
     if !bench::META_CHECKS.load(std::sync::atomic::Ordering::Relaxed) {
         return Ok(None);
     }
+    let hit = META_CACHE.with(|c| c.borrow().lookup(entry.id, meta, args, want_outputs));
+    if let Some(outs) = hit {
+        return Ok(outs);
+    }
     let metas = args
         .iter()
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
-        .collect::<Result<smallvec::SmallVec<[_; 4]>>>()?;
-    meta(&metas)
-        .map(Some)
-        .map_err(|e| name_error(e, entry.name(), level))
+        .collect::<Result<MetaArgs>>()?;
+    let outs = meta(&metas).map_err(|e| name_error(e, entry.name(), level))?;
+    META_CACHE.with(|c| c.borrow_mut().store(entry.id, meta, metas, &outs));
+    Ok(want_outputs.then_some(outs))
+}
+
+type MetaArgs = smallvec::SmallVec<[Arg<TensorMeta>; 4]>;
+
+/// Per op id, the meta function, arguments and outputs of the last few
+/// successful meta calls (one op is typically called with a few signatures: its
+/// logical shapes at each vmap level and the physical shapes its rule uses).
+/// The function is part of the key because op ids are only unique within one
+/// registry.
+#[derive(Default)]
+struct MetaCache(Vec<Option<Box<Slots>>>);
+
+/// How many signatures are remembered per op.
+const SLOTS: usize = 4;
+
+type Remembered = (MetaFn, MetaArgs, Outs<TensorMeta>);
+
+#[derive(Default)]
+struct Slots {
+    entries: [Option<Remembered>; SLOTS],
+    /// The slot the next miss overwrites (round robin).
+    next: usize,
+}
+
+thread_local! {
+    static META_CACHE: std::cell::RefCell<MetaCache> = std::cell::RefCell::default();
+}
+
+impl MetaCache {
+    /// `Some` on a hit: the remembered outputs if `want_outputs`, else `None`.
+    fn lookup(
+        &self,
+        id: usize,
+        meta: MetaFn,
+        args: &[Arg<Tensor>],
+        want_outputs: bool,
+    ) -> Option<Option<Outs<TensorMeta>>> {
+        let slots = self.0.get(id)?.as_ref()?;
+        slots.entries.iter().flatten().find_map(|(f, key, outs)| {
+            (std::ptr::fn_addr_eq(*f, meta)
+                && key.len() == args.len()
+                && key.iter().zip(args).all(|(k, a)| same_signature(k, a)))
+            .then(|| want_outputs.then(|| outs.clone()))
+        })
+    }
+
+    fn store(&mut self, id: usize, meta: MetaFn, key: MetaArgs, outs: &Outs<TensorMeta>) {
+        if self.0.len() <= id {
+            self.0.resize_with(id + 1, || None);
+        }
+        let slots = self.0[id].get_or_insert_with(Box::default);
+        let at = slots.next;
+        slots.entries[at] = Some((meta, key, outs.clone()));
+        slots.next = (at + 1) % SLOTS;
+    }
+}
+
+/// Whether `actual` has the shapes, dtypes and scalar values recorded in `key`.
+fn same_signature(key: &Arg<TensorMeta>, actual: &Arg<Tensor>) -> bool {
+    let tensor = |m: &TensorMeta, t: &Tensor| m.dtype() == t.dtype() && m.shape() == t.shape();
+    match (key, actual) {
+        (Arg::Tensor(m), Arg::Tensor(t)) => tensor(m, t),
+        (Arg::OptTensor(m), Arg::OptTensor(t)) => match (m, t) {
+            (Some(m), Some(t)) => tensor(m, t),
+            (None, None) => true,
+            _ => false,
+        },
+        (Arg::TensorList(ms), Arg::TensorList(ts)) => {
+            ms.len() == ts.len() && ms.iter().zip(ts).all(|(m, t)| tensor(m, t))
+        }
+        (Arg::Int(a), Arg::Int(b)) => a == b,
+        (Arg::OptInt(a), Arg::OptInt(b)) => a == b,
+        (Arg::IntList(a), Arg::IntList(b)) => a == b,
+        (Arg::OptIntList(a), Arg::OptIntList(b)) => a == b,
+        // Bitwise, so NaN matches NaN and 0.0 does not match -0.0.
+        (Arg::Float(a), Arg::Float(b)) => a.to_bits() == b.to_bits(),
+        (Arg::OptFloat(a), Arg::OptFloat(b)) => a.map(f64::to_bits) == b.map(f64::to_bits),
+        (Arg::Bool(a), Arg::Bool(b)) => a == b,
+        (Arg::OptBool(a), Arg::OptBool(b)) => a == b,
+        (Arg::ScalarType(a), Arg::ScalarType(b)) => a == b,
+        (Arg::OptScalarType(a), Arg::OptScalarType(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Fills the op name (unless an inner op already named itself) and, for meta
@@ -83,7 +178,7 @@ pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
 
 /// The dense path: meta once, then the kernel (or the composite's decomposition).
 fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-    run_meta(entry, args, None)?;
+    run_meta(entry, args, None, false)?;
     let f = match entry.schema.kind {
         OpKind::Primitive => entry.kernel,
         OpKind::Composite => entry.decomposition.map(|(f, _)| f),

@@ -131,6 +131,8 @@ impl fmt::Display for Problem {
 /// Everything registered for one op.
 #[derive(Debug)]
 pub struct OpEntry {
+    /// The op id: its index in [`Registry::ops`].
+    pub id: usize,
     /// The op's table.
     pub table: &'static OpTable,
     /// The op's schema.
@@ -244,7 +246,9 @@ impl Registry {
         let mut bases = Vec::new();
         for table in &tables {
             bases.push((table.path, entries.len()));
-            entries.extend(table.ops.iter().map(|schema| OpEntry {
+            let base = entries.len();
+            entries.extend(table.ops.iter().enumerate().map(|(i, schema)| OpEntry {
+                id: base + i,
                 table,
                 schema,
                 kernel: None,

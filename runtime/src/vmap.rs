@@ -162,7 +162,10 @@ pub(crate) fn call_batched(
     if stale {
         return Err(escaped());
     }
-    let metas = run_meta(entry, args, Some(depth))?;
+    // The output metas serve the rule self-check (debug builds) and the
+    // fallback on an empty batch.
+    let want = cfg!(debug_assertions) || size == 0;
+    let metas = run_meta(entry, args, Some(depth), want)?;
     let strategy = entry.vmap_strategy();
     #[cfg(feature = "bench-internals")]
     let strategy = if crate::dispatch::bench::FORCE_FALLBACK.load(Ordering::Relaxed) {

@@ -298,16 +298,13 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
             broadcast_flat_index(&index, batch_a),
             broadcast_flat_index(&index, batch_b),
         );
-        general_mat_mul(
-            T::one(),
-            &a3.index_axis(Axis(0), ia),
-            &b3.index_axis(Axis(0), ib),
-            T::zero(),
-            &mut c,
-        );
+        let (a2, b2) = (a3.index_axis(Axis(0), ia), b3.index_axis(Axis(0), ib));
+        if !small_gemm(&a2, &b2, &mut c) {
+            general_mat_mul(T::one(), &a2, &b2, T::zero(), &mut c);
+        }
     };
     #[cfg(feature = "rayon")]
-    if count > 1 && count * n * m * k >= crate::library::support::PARALLEL_ELEMENTS * 16 {
+    if count > 1 && count * n * m * k >= crate::library::support::PARALLEL_ELEMENTS * 4 {
         use rayon::prelude::*;
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
@@ -320,6 +317,44 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
     }
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
+}
+
+/// Products this small are computed by a plain loop: `general_mat_mul`'s
+/// packing costs more than the arithmetic (about 100 ns for 4 x 4 x 4).
+const SMALL_GEMM: usize = 1024;
+
+/// `c = a @ b` by a plain loop over contiguous rows, when all three are in
+/// standard layout and the product is small; returns whether it did.
+fn small_gemm<T: LinalgScalar>(
+    a: &ndarray::ArrayView2<'_, T>,
+    b: &ndarray::ArrayView2<'_, T>,
+    c: &mut ndarray::ArrayViewMut2<'_, T>,
+) -> bool {
+    let ((n, k), m) = (a.dim(), b.ncols());
+    if n * k * m > SMALL_GEMM {
+        return false;
+    }
+    let (Some(a), Some(b), Some(c)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
+        return false;
+    };
+    // Each output row is accumulated in a local buffer (kept in registers for
+    // narrow products) and stored once.
+    const WIDE: usize = 16;
+    for (i, c_row) in c.chunks_exact_mut(m.max(1)).enumerate().take(n) {
+        let a_row = &a[i * k..(i + 1) * k];
+        for (j0, c_part) in c_row.chunks_mut(WIDE).enumerate() {
+            let mut acc = [T::zero(); WIDE];
+            let w = c_part.len();
+            for (kk, &a_ik) in a_row.iter().enumerate() {
+                let b_part = &b[kk * m + j0 * WIDE..kk * m + j0 * WIDE + w];
+                for (acc_j, &b_kj) in acc.iter_mut().zip(b_part) {
+                    *acc_j = *acc_j + a_ik * b_kj;
+                }
+            }
+            c_part.copy_from_slice(&acc[..w]);
+        }
+    }
+    true
 }
 
 /// The `[count, n, m]` products shaped as NumPy's matmul result: the batch

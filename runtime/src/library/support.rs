@@ -33,7 +33,7 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
 /// Kernels with at least this many elements run on rayon's pool (with the
 /// `rayon` feature).
 #[cfg(feature = "rayon")]
-pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 16;
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 18;
 
 /// [`broadcast_shapes`], or an error that shows both shapes.
 pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
