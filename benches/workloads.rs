@@ -216,13 +216,13 @@ fn r_rayon(c: &mut Criterion) {
     let mm = vmap(|(p, q): (Tensor, Tensor)| ops::matmul(&p, &q));
     let mut g = c.benchmark_group("R_rayon");
     for (name, pool) in [("1_thread", &one), ("all_threads", &all)] {
-        g.bench_function(format!("fallback_cumsum_b1024/{name}"), |bch| {
+        g.bench_function(BenchmarkId::new("fallback_cumsum_b1024", name), |bch| {
             pool.install(|| bch.iter(|| black_box(cumsum.call(&rows).unwrap())))
         });
-        g.bench_function(format!("add_b256x1024/{name}"), |bch| {
+        g.bench_function(BenchmarkId::new("add_b256x1024", name), |bch| {
             pool.install(|| bch.iter(|| black_box(add.call((&x, &x)).unwrap())))
         });
-        g.bench_function(format!("matmul_b256_64x64/{name}"), |bch| {
+        g.bench_function(BenchmarkId::new("matmul_b256_64x64", name), |bch| {
             pool.install(|| bch.iter(|| black_box(mm.call((&m1, &m2)).unwrap())))
         });
     }
