@@ -95,7 +95,30 @@ pub use batchrules_macros::op_table;
 /// fit the schema fails the build.
 ///
 /// Keys: `op = "name"` (required), `table = path` (the module of the op table;
-/// default `batchrules::ops`).
+/// default `batchrules::ops`). See the [guide] for the whole story.
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self, float by=2.0) -> Tensor"
+/// # kind = "primitive"
+/// # [[op]]
+/// # schema = "quadruple(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{kernel, Data, Error, Result, Tensor};
+///
+/// #[kernel(op = "double", table = ops)]
+/// fn double_kernel(x: &Tensor, by: f64) -> Result<Tensor> {
+///     match x.data()? {
+///         Data::F64(a) => Ok(Tensor::from(a.mapv(|v| v * by))),
+///         other => Err(Error::invalid(format!("unsupported dtype {}", other.dtype()))),
+///     }
+/// }
+/// # fn main() {}
+/// ```
 pub use batchrules_macros::kernel;
 
 /// Registers the meta function of an op: its argument checks and output
@@ -103,6 +126,29 @@ pub use batchrules_macros::kernel;
 ///
 /// Inside vmap the metas carry logical shapes, so the same checks hold per
 /// example at every vmap level. Return `Err(Error::invalid(...))` to reject a call.
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self, float by=2.0) -> Tensor"
+/// # kind = "primitive"
+/// # [[op]]
+/// # schema = "quadruple(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{meta, Error, Result, TensorMeta};
+///
+/// #[meta(op = "double", table = ops)]
+/// fn double_meta(x: &TensorMeta, _by: f64) -> Result<TensorMeta> {
+///     if !x.dtype().is_float() {
+///         return Err(Error::invalid(format!("needs a float tensor, got {}", x.dtype())));
+///     }
+///     Ok(x.clone())
+/// }
+/// # fn main() {}
+/// ```
 pub use batchrules_macros::meta;
 
 /// Registers the batching rule of a **primitive** op.
@@ -112,13 +158,80 @@ pub use batchrules_macros::meta;
 /// batch dim, `Result<(Tensor, Option<usize>)>`. Rules never check shapes (the
 /// meta already did). A rule on a composite op fails the build: the composite
 /// is decomposed before vmap sees it, so the rule would never run.
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self, float by=2.0) -> Tensor"
+/// # kind = "primitive"
+/// # [[op]]
+/// # schema = "quadruple(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{batching_rule, Result, Tensor};
+///
+/// // Pointwise: the op applied to the physical tensor keeps the batch dim.
+/// #[batching_rule(op = "double", table = ops)]
+/// fn double_rule(x: &Tensor, bdim: Option<usize>, by: f64) -> Result<(Tensor, Option<usize>)> {
+///     Ok((ops::double(x, by)?, bdim))
+/// }
+/// # fn main() {}
+/// ```
+///
+/// The same rule on the composite op fails the build:
+///
+/// ```compile_fail,E0080
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self, float by=2.0) -> Tensor"
+/// # kind = "primitive"
+/// # [[op]]
+/// # schema = "quadruple(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{batching_rule, Result, Tensor};
+///
+/// #[batching_rule(op = "quadruple", table = ops)]
+/// fn quadruple_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+///     Ok((x.clone(), bdim))
+/// }
+/// # fn main() {}
+/// ```
 pub use batchrules_macros::batching_rule;
 
 /// Registers the decomposition of a **composite** op: its implementation in
 /// terms of other ops. Under vmap the decomposition runs on the batched tensors
 /// (each constituent op is batched on its own); `vmap = "fallback"` opts out and
 /// uses the per-example loop instead.
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self, float by=2.0) -> Tensor"
+/// # kind = "primitive"
+/// # [[op]]
+/// # schema = "quadruple(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{decompose, Result, Tensor};
+///
+/// #[decompose(op = "quadruple", table = ops)]
+/// fn quadruple(x: &Tensor) -> Result<Tensor> {
+///     let two = ops::double(x, 2.0)?;
+///     ops::double(&two, 2.0)
+/// }
+/// # fn main() {}
+/// ```
 pub use batchrules_macros::decompose;
+
+#[doc = include_str!("../docs/guide.md")]
+pub mod guide {}
 
 /// The built-in ops, generated from the op table in `ops/*.toml` (one file per
 /// op family).
