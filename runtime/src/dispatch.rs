@@ -165,10 +165,10 @@ pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
             message,
             level: level.or(at),
         },
-        Error::DType {
+        Error::NotImplemented {
             op: existing,
             message,
-        } => Error::DType {
+        } => Error::NotImplemented {
             op: named(existing),
             message,
         },

@@ -21,14 +21,6 @@ pub enum Error {
         /// The vmap level the check ran at (`None` outside vmap).
         level: Option<usize>,
     },
-    /// A dtype the op cannot handle.
-    #[error("{op}: {message}")]
-    DType {
-        /// The op.
-        op: String,
-        /// What is wrong.
-        message: String,
-    },
     /// The program's registrations are inconsistent (see [`crate::registry`]).
     #[error("the batchrules registry is invalid:\n{}", list(problems))]
     Registry {

@@ -14,7 +14,7 @@ use crate::{Error, Result};
 
 fn shim_error(what: &str, index: usize) -> Error {
     Error::NotImplemented {
-        op: String::from("<shim>"),
+        op: String::new(),
         message: format!(
             "{what} {index} of a registered function does not match its op schema \
              (the compile-time checks should have rejected it; please report this)"

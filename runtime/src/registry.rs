@@ -273,7 +273,7 @@ impl Registry {
                     op: reg.op.to_string(),
                     locations: vec![reg.location],
                     message: format!(
-                        "{} registers a {} for op `{}`, which op table `{}` does not declare",
+                        "{} registers a {} for op `{}`, which op table `{}` does not declare; declare the op in that table or fix the name",
                         reg.location,
                         reg.func.role().attribute(),
                         reg.op,

@@ -203,9 +203,10 @@ impl Tensor {
         let data = self.data()?;
         T::unwrap(data).map(|a| a.to_owned()).ok_or_else(|| {
             Error::Tensor(format!(
-                "Tensor::to_array: the tensor holds {} elements, not {}",
+                "Tensor::to_array: the tensor holds {} elements, not {}; ask for to_array::<{}>()",
                 data.dtype(),
-                T::DTYPE
+                T::DTYPE,
+                data.dtype()
             ))
         })
     }
@@ -280,7 +281,7 @@ impl Tensor {
                 .any(|&p| p >= n || std::mem::replace(&mut seen[p], true))
         {
             return Err(Error::Tensor(format!(
-                "permutation {perm:?} is not a permutation of the {n} dims of shape {:?}",
+                "Tensor::permuted: {perm:?} is not a permutation of the {n} dims of shape {:?} (each of 0..{n} exactly once)",
                 self.shape()
             )));
         }
@@ -307,7 +308,7 @@ impl Tensor {
         let n = self.ndim();
         if dim > n {
             return Err(Error::Tensor(format!(
-                "cannot insert a dim at {dim} into shape {:?}",
+                "Tensor::unsqueezed: dim {dim} is out of range for shape {:?} (valid: 0..={n})",
                 self.shape()
             )));
         }
@@ -331,7 +332,7 @@ impl Tensor {
         let n = self.ndim();
         if from >= n || to >= n {
             return Err(Error::Tensor(format!(
-                "cannot move dim {from} to {to} in shape {:?}",
+                "Tensor::moved_dim: cannot move dim {from} to {to} in shape {:?} (both must be below {n})",
                 self.shape()
             )));
         }
@@ -350,7 +351,7 @@ impl Tensor {
         let shape = self.shape();
         if dim >= shape.len() || index >= shape[dim] {
             return Err(Error::Tensor(format!(
-                "cannot select index {index} of dim {dim} in shape {shape:?}"
+                "Tensor::select: index {index} of dim {dim} is out of range for shape {shape:?}"
             )));
         }
         match &self.repr {
@@ -376,8 +377,9 @@ impl Tensor {
     pub fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
         if dim > self.ndim() {
             return Err(Error::Tensor(format!(
-                "cannot insert a dim at {dim} into shape {:?}",
-                self.shape()
+                "Tensor::broadcast_new_dim: dim {dim} is out of range for shape {:?} (valid: 0..={})",
+                self.shape(),
+                self.ndim()
             )));
         }
         match &self.repr {

@@ -127,7 +127,7 @@ pub enum BDim {
 
 fn mismatch(what: &str, index: usize) -> Error {
     Error::NotImplemented {
-        op: String::from("<shim>"),
+        op: String::new(),
         message: format!(
             "argument {index} does not convert to `{what}`: the registration disagrees with the op \
              schema (this should have been a compile error; please report it)"
@@ -256,7 +256,7 @@ pub trait Outputs<T>: Sized {
 
 fn arity_error(want: usize, got: usize) -> Error {
     Error::NotImplemented {
-        op: String::from("<shim>"),
+        op: String::new(),
         message: format!("expected {want} outputs, got {got}"),
     }
 }

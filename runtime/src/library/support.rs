@@ -53,7 +53,7 @@ pub(crate) fn require_float(m: &TensorMeta) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid(format!(
-            "needs a floating-point tensor (f32 or f64), got {}; convert the input first",
+            "needs a floating-point tensor (f32 or f64), got {}; pass an f32 or f64 tensor (integers are promoted to f32 by div and pow)",
             m.dtype()
         )))
     }
