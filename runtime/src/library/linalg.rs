@@ -444,87 +444,55 @@ fn matmul_batched(
     Ok((out, Some(0)))
 }
 
-#[meta(op = "matmul")]
-fn matmul_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
-    matmul_shape(a, b)
+/// A matrix product with NumPy matmul semantics: the meta checks `$check`
+/// (the ranks the op accepts) and then computes the matmul shape; the kernel
+/// and the batching rule are matmul's own.
+macro_rules! matrix_product {
+    ($name:ident, $op:tt, |$a:ident, $b:ident| $check:expr) => {
+        mod $name {
+            use super::*;
+
+            #[meta(op = $op)]
+            fn meta($a: &TensorMeta, $b: &TensorMeta) -> Result<TensorMeta> {
+                $check?;
+                matmul_shape($a, $b)
+            }
+
+            #[kernel(op = $op)]
+            fn kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+                matmul_dense(a, b)
+            }
+
+            #[batching_rule(op = $op)]
+            fn rule(
+                a: &Tensor,
+                a_bdim: Option<usize>,
+                b: &Tensor,
+                b_bdim: Option<usize>,
+            ) -> Result<(Tensor, Option<usize>)> {
+                matmul_batched(a, a_bdim, b, b_bdim)
+            }
+        }
+    };
 }
 
-#[kernel(op = "matmul")]
-fn matmul_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_dense(a, b)
-}
+matrix_product!(matmul, "matmul", |_a, _b| Ok::<(), Error>(()));
+matrix_product!(dot, "dot", |a, b| require_ranks("two 1-D tensors", a, 1, b, 1));
+matrix_product!(mm, "mm", |a, b| require_ranks("two 2-D matrices", a, 2, b, 2));
+matrix_product!(mv, "mv", |a, v| require_ranks("a 2-D matrix and a 1-D vector", a, 2, v, 1));
+matrix_product!(bmm, "bmm", |a, b| bmm_check(a, b));
 
-#[batching_rule(op = "matmul")]
-fn matmul_rule(
-    a: &Tensor,
-    a_bdim: Option<usize>,
-    b: &Tensor,
-    b_bdim: Option<usize>,
-) -> Result<(Tensor, Option<usize>)> {
-    matmul_batched(a, a_bdim, b, b_bdim)
-}
-
-#[meta(op = "dot")]
-fn dot_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
-    require_ranks("two 1-D tensors", a, 1, b, 1)?;
-    matmul_shape(a, b)
-}
-
-#[kernel(op = "dot")]
-fn dot_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_dense(a, b)
-}
-
-#[batching_rule(op = "dot")]
-fn dot_rule(
-    a: &Tensor,
-    a_bdim: Option<usize>,
-    b: &Tensor,
-    b_bdim: Option<usize>,
-) -> Result<(Tensor, Option<usize>)> {
-    matmul_batched(a, a_bdim, b, b_bdim)
-}
-
-#[meta(op = "mm")]
-fn mm_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
-    require_ranks("two 2-D matrices", a, 2, b, 2)?;
-    matmul_shape(a, b)
-}
-
-#[kernel(op = "mm")]
-fn mm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_dense(a, b)
-}
-
-#[batching_rule(op = "mm")]
-fn mm_rule(
-    a: &Tensor,
-    a_bdim: Option<usize>,
-    b: &Tensor,
-    b_bdim: Option<usize>,
-) -> Result<(Tensor, Option<usize>)> {
-    matmul_batched(a, a_bdim, b, b_bdim)
-}
-
-#[meta(op = "mv")]
-fn mv_meta(a: &TensorMeta, v: &TensorMeta) -> Result<TensorMeta> {
-    require_ranks("a 2-D matrix and a 1-D vector", a, 2, v, 1)?;
-    matmul_shape(a, v)
-}
-
-#[kernel(op = "mv")]
-fn mv_kernel(a: &Tensor, v: &Tensor) -> Result<Tensor> {
-    matmul_dense(a, v)
-}
-
-#[batching_rule(op = "mv")]
-fn mv_rule(
-    a: &Tensor,
-    a_bdim: Option<usize>,
-    v: &Tensor,
-    v_bdim: Option<usize>,
-) -> Result<(Tensor, Option<usize>)> {
-    matmul_batched(a, a_bdim, v, v_bdim)
+/// bmm takes two 3-D tensors with equal batch sizes (it does not broadcast).
+fn bmm_check(a: &TensorMeta, b: &TensorMeta) -> Result<()> {
+    require_ranks("two 3-D tensors", a, 3, b, 3)?;
+    if a.shape()[0] != b.shape()[0] {
+        return Err(Error::invalid(format!(
+            "batch sizes differ (bmm does not broadcast): {:?} @ {:?}",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    Ok(())
 }
 
 #[meta(op = "outer")]
@@ -552,34 +520,6 @@ fn outer_rule(
     let (col, col_bdim) = unsqueeze_logical(a, a_bdim, 1)?;
     let (row, row_bdim) = unsqueeze_logical(b, b_bdim, 0)?;
     matmul_batched(&col, col_bdim, &row, row_bdim)
-}
-
-#[meta(op = "bmm")]
-fn bmm_meta(a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
-    require_ranks("two 3-D tensors", a, 3, b, 3)?;
-    if a.shape()[0] != b.shape()[0] {
-        return Err(Error::invalid(format!(
-            "batch sizes differ (bmm does not broadcast): {:?} @ {:?}",
-            a.shape(),
-            b.shape()
-        )));
-    }
-    matmul_shape(a, b)
-}
-
-#[kernel(op = "bmm")]
-fn bmm_kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_dense(a, b)
-}
-
-#[batching_rule(op = "bmm")]
-fn bmm_rule(
-    a: &Tensor,
-    a_bdim: Option<usize>,
-    b: &Tensor,
-    b_bdim: Option<usize>,
-) -> Result<(Tensor, Option<usize>)> {
-    matmul_batched(a, a_bdim, b, b_bdim)
 }
 
 /// Every rank combination, batch dims broadcasting in both directions and
