@@ -69,8 +69,7 @@ type MetaArgs = smallvec::SmallVec<[Arg<TensorMeta>; 4]>;
 /// logical shapes at each vmap level and the physical shapes its rule uses).
 /// The function is part of the key because op ids are only unique within one
 /// registry.
-#[derive(Default)]
-struct MetaCache(Vec<Option<Box<Slots>>>);
+struct MetaCache(Vec<Slots>);
 
 /// How many signatures are remembered per op.
 const SLOTS: usize = 4;
@@ -85,7 +84,8 @@ struct Slots {
 }
 
 thread_local! {
-    static META_CACHE: std::cell::RefCell<MetaCache> = std::cell::RefCell::default();
+    static META_CACHE: std::cell::RefCell<MetaCache> =
+        const { std::cell::RefCell::new(MetaCache(Vec::new())) };
 }
 
 impl MetaCache {
@@ -97,20 +97,24 @@ impl MetaCache {
         args: &[Arg<Tensor>],
         want_outputs: bool,
     ) -> Option<Option<Outs<TensorMeta>>> {
-        let slots = self.0.get(id)?.as_ref()?;
-        slots.entries.iter().flatten().find_map(|(f, key, outs)| {
-            (std::ptr::fn_addr_eq(*f, meta)
-                && key.len() == args.len()
-                && key.iter().zip(args).all(|(k, a)| same_signature(k, a)))
-            .then(|| want_outputs.then(|| outs.clone()))
-        })
+        self.0
+            .get(id)?
+            .entries
+            .iter()
+            .flatten()
+            .find_map(|(f, key, outs)| {
+                (std::ptr::fn_addr_eq(*f, meta)
+                    && key.len() == args.len()
+                    && key.iter().zip(args).all(|(k, a)| same_signature(k, a)))
+                .then(|| want_outputs.then(|| outs.clone()))
+            })
     }
 
     fn store(&mut self, id: usize, meta: MetaFn, key: MetaArgs, outs: &Outs<TensorMeta>) {
         if self.0.len() <= id {
-            self.0.resize_with(id + 1, || None);
+            self.0.resize_with(id + 1, Slots::default);
         }
-        let slots = self.0[id].get_or_insert_with(Box::default);
+        let slots = &mut self.0[id];
         let at = slots.next;
         slots.entries[at] = Some((meta, key, outs.clone()));
         slots.next = (at + 1) % SLOTS;
@@ -119,7 +123,10 @@ impl MetaCache {
 
 /// Whether `actual` has the shapes, dtypes and scalar values recorded in `key`.
 fn same_signature(key: &Arg<TensorMeta>, actual: &Arg<Tensor>) -> bool {
-    let tensor = |m: &TensorMeta, t: &Tensor| m.dtype() == t.dtype() && m.shape() == t.shape();
+    let tensor = |m: &TensorMeta, t: &Tensor| {
+        let (a, b) = (m.shape(), t.shape());
+        m.dtype() == t.dtype() && a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+    };
     match (key, actual) {
         (Arg::Tensor(m), Arg::Tensor(t)) => tensor(m, t),
         (Arg::OptTensor(m), Arg::OptTensor(t)) => match (m, t) {

@@ -477,9 +477,27 @@ macro_rules! matrix_product {
 }
 
 matrix_product!(matmul, "matmul", |_a, _b| Ok::<(), Error>(()));
-matrix_product!(dot, "dot", |a, b| require_ranks("two 1-D tensors", a, 1, b, 1));
-matrix_product!(mm, "mm", |a, b| require_ranks("two 2-D matrices", a, 2, b, 2));
-matrix_product!(mv, "mv", |a, v| require_ranks("a 2-D matrix and a 1-D vector", a, 2, v, 1));
+matrix_product!(dot, "dot", |a, b| require_ranks(
+    "two 1-D tensors",
+    a,
+    1,
+    b,
+    1
+));
+matrix_product!(mm, "mm", |a, b| require_ranks(
+    "two 2-D matrices",
+    a,
+    2,
+    b,
+    2
+));
+matrix_product!(mv, "mv", |a, v| require_ranks(
+    "a 2-D matrix and a 1-D vector",
+    a,
+    2,
+    v,
+    1
+));
 matrix_product!(bmm, "bmm", |a, b| bmm_check(a, b));
 
 /// bmm takes two 3-D tensors with equal batch sizes (it does not broadcast).
