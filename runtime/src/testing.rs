@@ -292,7 +292,7 @@ fn compare(case: &str, got: &[Tensor], want: &[Tensor]) -> std::result::Result<(
 fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
     let float = a.dtype().is_float();
     let tol = if a.dtype() == DType::F32 { 1e-4 } else { 1e-9 };
-    let (Data::F64(x), Data::F64(y)) = (cast(a, DType::F64)?, cast(b, DType::F64)?) else {
+    let (Data::F64(x), Data::F64(y)) = (&*cast(a, DType::F64)?, &*cast(b, DType::F64)?) else {
         return Ok(Some("values could not be compared".to_string()));
     };
     for ((idx, p), q) in x.indexed_iter().zip(y.iter()) {

@@ -11,10 +11,10 @@ use crate::{batching_rule, kernel, meta, ops, DType, Data, Error, Result, Tensor
 /// instantiated once for integers and once per float type.
 macro_rules! zip_numeric {
     ($a:expr, $b:expr, $dtype:expr, int |$i:ident, $j:ident| $int:expr, float |$x:ident, $y:ident| $float:expr) => {
-        match (cast($a, $dtype)?, cast($b, $dtype)?) {
-            (Data::I64(p), Data::I64(q)) => zip_broadcast(&p, &q, |$i: i64, $j: i64| $int),
-            (Data::F32(p), Data::F32(q)) => zip_broadcast(&p, &q, |$x: f32, $y: f32| $float),
-            (Data::F64(p), Data::F64(q)) => zip_broadcast(&p, &q, |$x: f64, $y: f64| $float),
+        match (&*cast($a, $dtype)?, &*cast($b, $dtype)?) {
+            (Data::I64(p), Data::I64(q)) => zip_broadcast(p, q, |$i: i64, $j: i64| $int),
+            (Data::F32(p), Data::F32(q)) => zip_broadcast(p, q, |$x: f32, $y: f32| $float),
+            (Data::F64(p), Data::F64(q)) => zip_broadcast(p, q, |$x: f64, $y: f64| $float),
             _ => Err(Error::invalid(format!("is not defined for {}", $dtype))),
         }
     };
@@ -80,13 +80,13 @@ macro_rules! compare {
             #[allow(clippy::bool_comparison)]
             fn kernel(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 let dtype = a.dtype().promote(b.dtype());
-                match (cast(a, dtype)?, cast(b, dtype)?) {
+                match (&*cast(a, dtype)?, &*cast(b, dtype)?) {
                     (Data::Bool(p), Data::Bool(q)) => {
-                        zip_broadcast(&p, &q, |$x: bool, $y: bool| $body)
+                        zip_broadcast(p, q, |$x: bool, $y: bool| $body)
                     }
-                    (Data::I64(p), Data::I64(q)) => zip_broadcast(&p, &q, |$x: i64, $y: i64| $body),
-                    (Data::F32(p), Data::F32(q)) => zip_broadcast(&p, &q, |$x: f32, $y: f32| $body),
-                    (Data::F64(p), Data::F64(q)) => zip_broadcast(&p, &q, |$x: f64, $y: f64| $body),
+                    (Data::I64(p), Data::I64(q)) => zip_broadcast(p, q, |$x: i64, $y: i64| $body),
+                    (Data::F32(p), Data::F32(q)) => zip_broadcast(p, q, |$x: f32, $y: f32| $body),
+                    (Data::F64(p), Data::F64(q)) => zip_broadcast(p, q, |$x: f64, $y: f64| $body),
                     _ => Err(Error::invalid("operands did not convert to one dtype")),
                 }
             }
@@ -249,10 +249,10 @@ fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return Err(Error::invalid("the condition must be a bool tensor"));
     };
     let dtype = a.dtype().promote(b.dtype());
-    crate::each_dtype!(cast(a, dtype)?, x => {
+    crate::each_dtype!(&*cast(a, dtype)?, x => {
         let y = cast(b, dtype)?;
         match crate::Element::unwrap(&y) {
-            Some(y) => select(cond, &x, y),
+            Some(y) => select(cond, x, y),
             None => Err(Error::invalid("operands did not convert to one dtype")),
         }
     })

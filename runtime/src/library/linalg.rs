@@ -381,7 +381,7 @@ fn finish_matmul<T>(
 /// The dense matrix product of two tensors (dtype promotion; see [`matmul_arrays`]).
 fn matmul_dense(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dtype = a.dtype().promote(b.dtype());
-    match (cast(a, dtype)?, cast(b, dtype)?) {
+    match (&*cast(a, dtype)?, &*cast(b, dtype)?) {
         (Data::F32(x), Data::F32(y)) => Ok(Tensor::from(matmul_arrays(x.view(), y.view())?)),
         (Data::F64(x), Data::F64(y)) => Ok(Tensor::from(matmul_arrays(x.view(), y.view())?)),
         (Data::I64(x), Data::I64(y)) => {

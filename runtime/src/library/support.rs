@@ -81,12 +81,14 @@ fn convert<T: Element, U: Element>(a: &ArcArray<T, IxDyn>, f: impl Fn(T) -> U) -
 }
 
 /// The dense data of `t` converted to `dtype`.
-pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Data> {
+///
+/// Borrows the tensor's own data when it already has that dtype.
+pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<'_, Data>> {
     let data = t.data()?;
     if data.dtype() == dtype {
-        return Ok(data.clone());
+        return Ok(std::borrow::Cow::Borrowed(data));
     }
-    Ok(match (data, dtype) {
+    Ok(std::borrow::Cow::Owned(match (data, dtype) {
         (Data::Bool(a), DType::I64) => convert(a, i64::from),
         (Data::Bool(a), DType::F32) => convert(a, |v| f32::from(u8::from(v))),
         (Data::Bool(a), DType::F64) => convert(a, |v| f64::from(u8::from(v))),
@@ -100,7 +102,7 @@ pub(crate) fn cast(t: &Tensor, dtype: DType) -> Result<Data> {
         (Data::F64(a), DType::I64) => convert(a, |v| v as i64),
         (Data::F64(a), DType::F32) => convert(a, |v| v as f32),
         (d, _) => d.clone(),
-    })
+    }))
 }
 
 /// Elementwise `f` of two same-typed arrays, broadcast to each other.

@@ -889,7 +889,7 @@ fn join_as<T: Element>(datas: &[Data], axis: usize, how: Join) -> Result<Tensor>
 fn join(tensors: &[&Tensor], dtype: DType, axis: usize, how: Join) -> Result<Tensor> {
     let datas = tensors
         .iter()
-        .map(|t| cast(t, dtype))
+        .map(|t| cast(t, dtype).map(std::borrow::Cow::into_owned))
         .collect::<Result<Vec<_>>>()?;
     with_element!(dtype, T => join_as::<T>(&datas, axis, how))
 }
