@@ -287,21 +287,44 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     // Output product `t` multiplies the operands' own (broadcast) batch entries.
-    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
+    // Without broadcasting (the usual case under vmap), product `t` multiplies
+    // entry `t` of both operands.
+    let same_batch = batch_a == batch.as_slice() && batch_b == batch.as_slice();
+    let entries = |t: usize| -> (usize, usize) {
+        if same_batch {
+            return (t, t);
+        }
         let mut rest = t;
         let mut index: crate::value::Shape = smallvec::smallvec![0; batch.len()];
         for (i, &size) in index.iter_mut().zip(&batch).rev() {
             *i = rest % size.max(1);
             rest /= size.max(1);
         }
-        let (ia, ib) = (
+        (
             broadcast_flat_index(&index, batch_a),
             broadcast_flat_index(&index, batch_b),
-        );
-        let (a2, b2) = (a3.index_axis(Axis(0), ia), b3.index_axis(Axis(0), ib));
-        if !small_gemm(&a2, &b2, &mut c) {
-            general_mat_mul(T::one(), &a2, &b2, T::zero(), &mut c);
+        )
+    };
+    // Small products straight on the row-major buffers: `general_mat_mul`'s
+    // packing costs more than the arithmetic there (about 100 ns for 4 x 4 x 4).
+    if n * k * m <= SMALL_GEMM {
+        if let (Some(av), Some(bv), Some(cv)) = (a3.as_slice(), b3.as_slice(), out.as_slice_mut()) {
+            for (t, c) in cv.chunks_exact_mut((n * m).max(1)).enumerate().take(count) {
+                let (ia, ib) = entries(t);
+                small_gemm(&av[ia * n * k..], &bv[ib * k * m..], c, (n, k, m));
+            }
+            return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
         }
+    }
+    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
+        let (ia, ib) = entries(t);
+        general_mat_mul(
+            T::one(),
+            &a3.index_axis(Axis(0), ia),
+            &b3.index_axis(Axis(0), ib),
+            T::zero(),
+            &mut c,
+        );
     };
     #[cfg(feature = "rayon")]
     if count > 1 && count * n * m * k >= crate::library::support::PARALLEL_ELEMENTS * 4 {
@@ -319,26 +342,13 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
 }
 
-/// Products this small are computed by a plain loop: `general_mat_mul`'s
-/// packing costs more than the arithmetic (about 100 ns for 4 x 4 x 4).
+/// Products of at most this many multiply-adds are computed by [`small_gemm`].
 const SMALL_GEMM: usize = 1024;
 
-/// `c = a @ b` by a plain loop over contiguous rows, when all three are in
-/// standard layout and the product is small; returns whether it did.
-fn small_gemm<T: LinalgScalar>(
-    a: &ndarray::ArrayView2<'_, T>,
-    b: &ndarray::ArrayView2<'_, T>,
-    c: &mut ndarray::ArrayViewMut2<'_, T>,
-) -> bool {
-    let ((n, k), m) = (a.dim(), b.ncols());
-    if n * k * m > SMALL_GEMM {
-        return false;
-    }
-    let (Some(a), Some(b), Some(c)) = (a.as_slice(), b.as_slice(), c.as_slice_mut()) else {
-        return false;
-    };
-    // Each output row is accumulated in a local buffer (kept in registers for
-    // narrow products) and stored once.
+/// `c = a @ b` for row-major `a` (`n x k`), `b` (`k x m`) and `c` (`n x m`)
+/// given as slices, by a plain loop: each output row is accumulated in a local
+/// buffer (kept in registers for narrow products) and stored once.
+fn small_gemm<T: LinalgScalar>(a: &[T], b: &[T], c: &mut [T], (n, k, m): (usize, usize, usize)) {
     const WIDE: usize = 16;
     for (i, c_row) in c.chunks_exact_mut(m.max(1)).enumerate().take(n) {
         let a_row = &a[i * k..(i + 1) * k];
@@ -351,10 +361,13 @@ fn small_gemm<T: LinalgScalar>(
                     *acc_j = *acc_j + a_ik * b_kj;
                 }
             }
-            c_part.copy_from_slice(&acc[..w]);
+            // An element loop: for a handful of elements a `memcpy` call costs
+            // more than the copy.
+            for (c_ij, &v) in c_part.iter_mut().zip(&acc) {
+                *c_ij = v;
+            }
         }
     }
-    true
 }
 
 /// The `[count, n, m]` products shaped as NumPy's matmul result: the batch

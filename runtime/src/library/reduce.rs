@@ -53,9 +53,9 @@ fn sum_kernel(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         x.dtype()
     };
     match &*cast(x, dtype)? {
-        Data::I64(a) => fold(&a, dim, keepdim, 0, i64::wrapping_add),
-        Data::F32(a) => fold(&a, dim, keepdim, 0.0, |p, q| p + q),
-        Data::F64(a) => fold(&a, dim, keepdim, 0.0, |p, q| p + q),
+        Data::I64(a) => fold(a, dim, keepdim, 0, i64::wrapping_add),
+        Data::F32(a) => fold(a, dim, keepdim, 0.0, |p, q| p + q),
+        Data::F64(a) => fold(a, dim, keepdim, 0.0, |p, q| p + q),
         Data::Bool(_) => Err(Error::invalid("sum of bool is computed in i64")),
     }
 }
