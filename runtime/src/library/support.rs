@@ -119,6 +119,44 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
         }
         return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
     }
+    // A row operand (one whose shape is a suffix of the other's, such as a bias)
+    // broadcast over contiguous data: a plain loop over rows.
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        let suffix = |long: &[usize], short: &[usize]| long.ends_with(short) && !short.is_empty();
+        if suffix(a.shape(), b.shape()) && !y.is_empty() {
+            let mut out = Vec::with_capacity(x.len());
+            for row in x.chunks_exact(y.len()) {
+                out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));
+            }
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
+        if suffix(b.shape(), a.shape()) && !x.is_empty() {
+            let mut out = Vec::with_capacity(y.len());
+            for row in y.chunks_exact(x.len()) {
+                out.extend(x.iter().zip(row).map(|(&p, &q)| f(p, q)));
+            }
+            return Tensor::from_shape_vec(b.shape(), out);
+        }
+    }
+    // One operand holding one value per block of trailing dims (the other's
+    // shape with its trailing dims set to 1, as a `keepdim` reduction gives):
+    // each value meets a contiguous block.
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        if let Some(block) = trailing_block(a.shape(), b.shape()) {
+            let mut out = Vec::with_capacity(x.len());
+            for (chunk, &q) in x.chunks_exact(block).zip(y) {
+                out.extend(chunk.iter().map(|&p| f(p, q)));
+            }
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
+        if let Some(block) = trailing_block(b.shape(), a.shape()) {
+            let mut out = Vec::with_capacity(y.len());
+            for (chunk, &p) in y.chunks_exact(block).zip(x) {
+                out.extend(chunk.iter().map(|&q| f(p, q)));
+            }
+            return Tensor::from_shape_vec(b.shape(), out);
+        }
+    }
     let shape = broadcast_or_err(a.shape(), b.shape())?;
     let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
         return Err(Error::invalid("operands do not broadcast"));
@@ -127,6 +165,17 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
         .and(&bv)
         .map_collect(|&x, &y| f(x, y));
     Ok(Tensor::from(out))
+}
+
+/// If `short` is `long` with some trailing dims set to 1 (and the rest equal),
+/// the number of elements of `long` each element of `short` stands for.
+fn trailing_block(long: &[usize], short: &[usize]) -> Option<usize> {
+    if long.len() != short.len() || long == short {
+        return None;
+    }
+    let split = short.iter().rposition(|&d| d != 1).map_or(0, |i| i + 1);
+    let block: usize = long[split..].iter().product();
+    (long[..split] == short[..split] && block > 0).then_some(block)
 }
 
 /// A 0-d tensor holding `value` in the dtype of `like` (so it does not promote
