@@ -52,7 +52,11 @@ fn log_softmax_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
 
 #[decompose(op = "log_softmax")]
 fn log_softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
-    ops::sub(x, &ops::logsumexp(x, dim, true)?)
+    // `x - logsumexp(x)`, written out so the shifted values are computed once:
+    // `(x - m) - log(sum(exp(x - m)))` with `m` the maximum along `dim`.
+    let shifted = ops::sub(x, &ops::amax(x, Some(dim), true)?)?;
+    let lse = ops::log(&ops::sum(&ops::exp(&shifted)?, Some(dim), true)?)?;
+    ops::sub(&shifted, &lse)
 }
 
 #[meta(op = "var")]
