@@ -44,15 +44,8 @@ pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
 /// it in `0..logical_rank`. The meta has already validated `dim`; this errors
 /// rather than panics if called with one it did not.
 pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
-    let r = logical_rank as i64;
-    let d = if dim < 0 { dim + r } else { dim };
-    if (0..r.max(1)).contains(&d) {
-        Ok(d as usize)
-    } else {
-        Err(Error::invalid(format!(
-            "dim {dim} is out of range for a tensor of rank {logical_rank}"
-        )))
-    }
+    // The same resolution the metas use, so a rule accepts exactly what they do.
+    crate::library::support::check_dim(dim, logical_rank)
 }
 
 /// The physical dim of logical `dim` once the batch dim is at the front.

@@ -206,14 +206,22 @@ pub fn example(sample: &Tensor, k: usize) -> Result<Tensor> {
     })
 }
 
+/// Stacks tensors that are not batched at any vmap level (the helpers build
+/// examples and expected results outside vmap).
+fn stack_unbatched(ts: &[Tensor], dim: usize) -> Result<Tensor> {
+    Tensor::stack(ts, dim, &|level| {
+        Err(Error::Tensor(format!(
+            "testing: unexpected tensor batched at vmap level {level}"
+        )))
+    })
+}
+
 /// Stacks `size` examples of `sample` along a new dim `dim`.
 fn batch_of(sample: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
     let examples = (0..size)
         .map(|k| example(sample, k))
         .collect::<Result<Vec<_>>>()?;
-    Tensor::stack(&examples, dim, &|_| {
-        Err(Error::Tensor("nested levels are not used here".to_string()))
-    })
+    stack_unbatched(&examples, dim)
 }
 
 /// Every way of picking one choice per input.
@@ -322,7 +330,7 @@ fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
     (0..n)
         .map(|j| {
             let col: Vec<Tensor> = per_example.iter().map(|o| o[j].clone()).collect();
-            Tensor::stack(&col, 0, &|_| Err(Error::Tensor("unexpected level".into())))
+            stack_unbatched(&col, 0)
         })
         .collect()
 }
@@ -407,14 +415,14 @@ where
                             .map(|j| pick(t, (o, n), i, j))
                             .collect::<Result<Vec<_>>>()?;
                         if n {
-                            Tensor::stack(&cols, 0, &|_| Err(Error::Tensor("level".into())))
+                            stack_unbatched(&cols, 0)
                         } else {
                             Ok(cols[0].clone())
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
                 if o {
-                    Tensor::stack(&rows, 0, &|_| Err(Error::Tensor("level".into())))
+                    stack_unbatched(&rows, 0)
                 } else {
                     Ok(rows[0].clone())
                 }
