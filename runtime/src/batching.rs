@@ -45,7 +45,7 @@ pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
 /// rather than panics if called with one it did not.
 pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
     // The same resolution the metas use, so a rule accepts exactly what they do.
-    crate::library::support::check_dim(dim, logical_rank)
+    crate::core::dims::check_dim(dim, logical_rank)
 }
 
 /// The physical dim of logical `dim` once the batch dim is at the front.

@@ -32,32 +32,31 @@
 
 extern crate self as batchrules;
 
-pub mod batching;
-mod checks;
-pub mod coverage;
-mod dispatch;
+// Layers, bottom up; each imports only from the layers above it in this list.
+pub mod batching; // helpers and generators for batching rules
+mod checks; // compile-time checks of registrations against a schema
+mod core; // tensor, dtypes, errors, dims, broadcasting, casting, size checks
+pub mod coverage; // what each op has, and what vmap uses
+pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
+mod library; // the built-in op library
+#[doc(hidden)]
+pub mod private;
+pub mod registry; // the registrations of every op, audited
+pub mod schema; // op schemas as generated from op tables
+pub mod testing; // vmap against the per-example loop, for any op
+mod vmap; // the vmap transform: its interpreter, fallback loop and API
+
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub use dispatch::bench as __bench;
-mod dtype;
-mod error;
-mod library;
-#[doc(hidden)]
-pub mod private;
-pub mod registry;
-pub mod schema;
-mod tensor;
-pub mod testing;
-mod value;
-mod vmap;
 
 #[doc(hidden)]
 pub use private as __private;
 
-pub use dtype::DType;
-pub use error::{Error, Result};
-pub use tensor::{Data, Element, Tensor};
-pub use value::{Arg, BDim, Outs, TensorMeta};
+pub use crate::core::dtype::DType;
+pub use crate::core::error::{Error, Result};
+pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
+pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
     OutDims, Vmap, VmapInputs, VmapOutputs,

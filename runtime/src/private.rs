@@ -4,10 +4,10 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 pub use crate::checks::{check_arity, check_op, check_param, check_return};
+pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
 pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
 pub use crate::schema::Role;
-pub use crate::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use inventory;
 
 use crate::{Error, Result};

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 
+use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::schema::{ArgType, OpKind, OpSchema, OpTable, Role, TableRegistration};
-use crate::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::{Error, Result, Tensor};
 
 /// The erased form of a `#[kernel]` or `#[decompose]` function.
@@ -153,13 +153,6 @@ impl OpEntry {
     /// The op name.
     pub fn name(&self) -> &'static str {
         self.schema.name
-    }
-
-    /// Calls the op with erased arguments, through the dispatcher (so under vmap
-    /// it is batched like any other call). Tests use this to call ops
-    /// generically; code normally calls the typed functions in the op's module.
-    pub fn call(&'static self, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-        crate::dispatch::call_entry(self, args)
     }
 
     /// What vmap runs for this op.

@@ -19,7 +19,7 @@
 
 use std::fmt;
 
-use crate::library::support::cast;
+use crate::core::cast::cast;
 use crate::registry::OpEntry;
 use crate::schema::OpTable;
 use crate::{vmap, Arg, DType, Data, Error, Result, Tensor};
@@ -125,7 +125,7 @@ pub fn check_op(
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
     check_vmap(
-        |ts| Ok(entry.call(&with_tensors(sample, ts)?)?.into_vec()),
+        |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
     )
     .map_err(|m| Mismatch {
@@ -141,7 +141,7 @@ pub fn check_op_errors(
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
     check_vmap_errors(
-        |ts| Ok(entry.call(&with_tensors(sample, ts)?)?.into_vec()),
+        |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
     )
     .map_err(|m| Mismatch {
@@ -209,11 +209,7 @@ pub fn example(sample: &Tensor, k: usize) -> Result<Tensor> {
 /// Stacks tensors that are not batched at any vmap level (the helpers build
 /// examples and expected results outside vmap).
 fn stack_unbatched(ts: &[Tensor], dim: usize) -> Result<Tensor> {
-    Tensor::stack(ts, dim, &|level| {
-        Err(Error::Tensor(format!(
-            "testing: unexpected tensor batched at vmap level {level}"
-        )))
-    })
+    Tensor::stack_dense(ts, dim)
 }
 
 /// Stacks `size` examples of `sample` along a new dim `dim`.

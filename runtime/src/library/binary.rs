@@ -4,7 +4,9 @@
 //! batching rule ([`binary_broadcast`](crate::batching::binary_broadcast)).
 
 use crate::batching::{broadcast_operands, unary_pointwise};
-use crate::library::support::{broadcast_meta, broadcast_shapes, cast, zip_broadcast};
+use crate::core::broadcast::{broadcast_shapes, zip_broadcast};
+use crate::core::cast::cast;
+use crate::core::meta_rules::broadcast_meta;
 use crate::{batching_rule, kernel, meta, ops, DType, Data, Error, Result, Tensor, TensorMeta};
 
 /// Casts both operands to `$dtype` (i64, f32 or f64) and applies the operator,

@@ -3,7 +3,9 @@
 //! metas check the arguments once, on logical shapes, before the decomposition
 //! runs.
 
-use crate::library::support::{broadcast_meta, check_dim, reduce_meta, require_float, scalar_like};
+use crate::core::cast::scalar_like;
+use crate::core::dims::check_dim;
+use crate::core::meta_rules::{broadcast_meta, reduce_meta, require_float};
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
 
 /// Meta of an op that maps a float tensor to one of the same shape along `dim`.

@@ -6,7 +6,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::library::support::checked_numel;
+use crate::core::alloc::checked_numel;
 use crate::{kernel, meta, DType, Element, Error, Result, Tensor, TensorMeta};
 
 /// An element type a factory can produce from an `f64` (already checked to be

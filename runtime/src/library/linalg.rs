@@ -13,7 +13,9 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{ArcArray, Array3, ArrayD, ArrayViewD, Axis, CowArray, Ix3, IxDyn, LinalgScalar};
 
 use crate::batching::{align_to_front, leading_batch, logical_rank, unsqueeze_logical, RuleOutput};
-use crate::library::support::{broadcast_shapes, cast, checked_numel};
+use crate::core::alloc::checked_numel;
+use crate::core::broadcast::broadcast_shapes;
+use crate::core::cast::cast;
 use crate::{
     batching_rule, each_dtype, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
     TensorMeta,
@@ -295,7 +297,7 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
             return (t, t);
         }
         let mut rest = t;
-        let mut index: crate::value::Shape = smallvec::smallvec![0; batch.len()];
+        let mut index: crate::core::value::Shape = smallvec::smallvec![0; batch.len()];
         for (i, &size) in index.iter_mut().zip(&batch).rev() {
             *i = rest % size.max(1);
             rest /= size.max(1);
@@ -327,7 +329,7 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
         );
     };
     #[cfg(feature = "rayon")]
-    if count > 1 && count * n * m * k >= crate::library::support::PARALLEL_ELEMENTS * 4 {
+    if count > 1 && count * n * m * k >= crate::core::broadcast::PARALLEL_ELEMENTS * 4 {
         use rayon::prelude::*;
         out.axis_iter_mut(Axis(0))
             .into_par_iter()

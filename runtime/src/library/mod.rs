@@ -7,6 +7,5 @@ mod factories;
 mod linalg;
 mod reduce;
 pub(crate) mod samples;
-pub(crate) mod support;
 mod unary;
 mod views;

@@ -3,7 +3,9 @@
 use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use crate::batching::reduce_dim;
-use crate::library::support::{cast, check_dim, reduce_meta};
+use crate::core::cast::cast;
+use crate::core::dims::check_dim;
+use crate::core::meta_rules::reduce_meta;
 use crate::{
     batching_rule, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor, TensorMeta,
 };
@@ -185,7 +187,7 @@ fn amin_rule(
 
 #[meta(op = "mean")]
 fn mean_meta(x: &TensorMeta, dim: Option<i64>, keepdim: bool) -> Result<TensorMeta> {
-    crate::library::support::require_float(x)?;
+    crate::core::meta_rules::require_float(x)?;
     reduce_meta(x, dim, keepdim, false)
 }
 

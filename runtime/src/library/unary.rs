@@ -2,7 +2,7 @@
 //! macros, which share the meta checks, the dtype dispatch and the batching rule
 //! ([`unary_pointwise`]): the op is applied to the physical tensor as it is.
 
-use crate::library::support::require_float;
+use crate::core::meta_rules::require_float;
 use crate::{Data, Error, Result, Tensor, TensorMeta};
 
 /// Applies `$f` to an f32 or f64 tensor (the closure body is instantiated for both).
@@ -26,7 +26,7 @@ fn map_array<T: crate::Element>(
     f: impl Fn(T) -> T + Sync + Send,
 ) -> ndarray::ArrayD<T> {
     #[cfg(feature = "rayon")]
-    if a.len() >= crate::library::support::PARALLEL_ELEMENTS {
+    if a.len() >= crate::core::broadcast::PARALLEL_ELEMENTS {
         return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
     }
     a.mapv(f)

@@ -16,7 +16,7 @@ use ndarray::{ArcArray, ArrayD, Axis, IxDyn, Slice};
 use crate::batching::{
     logical_rank, materialize_at_front, physical_dim, physical_new_dim, shape_arg, wrap_dim,
 };
-use crate::library::support::cast;
+use crate::core::cast::cast;
 use crate::{
     batching_rule, decompose, each_dtype, kernel, meta, ops, DType, Data, Element, Error, Result,
     Tensor, TensorMeta,

@@ -1,34 +1,14 @@
-//! The dispatcher: what happens when a typed op function is called.
+//! The meta check of every op call, and the per-thread cache that makes it
+//! cheap: metas are pure functions of shapes, dtypes and scalar arguments.
 
-use crate::registry::{self, MetaFn, OpEntry};
-use crate::schema::{OpKind, OpTable};
-use crate::value::{Arg, Outs, TensorMeta};
-use crate::{Error, Result, Tensor};
+use crate::core::value::{Arg, Outs, TensorMeta};
+use crate::registry::{MetaFn, OpEntry};
+use crate::{Result, Tensor};
 
-/// Entry point of every generated op function: dispatches op `local` of `table`.
-#[doc(hidden)]
-pub fn call(table: &'static OpTable, local: usize, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-    let entry = registry::entry(table, local)?;
-    call_entry(entry, args)
-}
-
-pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-    match top_level(args) {
-        None => call_dense(entry, args),
-        Some(level) => crate::vmap::call_batched(entry, args, level),
-    }
-}
-
-/// The highest vmap level among the tensors of `args`.
-fn top_level(args: &[Arg<Tensor>]) -> Option<usize> {
-    args.iter()
-        .flat_map(|a| a.tensors())
-        .filter_map(Tensor::vmap_level)
-        .max()
-}
+use super::name_error;
 
 /// Runs the op's meta on the (logical) shapes of `args`. Errors name the op and
-/// the vmap level.
+/// the transform level `at` (depth and transform name), if any.
 ///
 /// Metas are pure functions of shapes, dtypes and scalar arguments, so each
 /// thread remembers, per op, the last successful call: a call with the same
@@ -39,14 +19,14 @@ fn top_level(args: &[Arg<Tensor>]) -> Option<usize> {
 pub(crate) fn run_meta(
     entry: &OpEntry,
     args: &[Arg<Tensor>],
-    level: Option<usize>,
+    at: Option<(usize, &'static str)>,
     want_outputs: bool,
 ) -> Result<Option<Outs<TensorMeta>>> {
     let Some(meta) = entry.meta else {
         return Ok(None);
     };
     #[cfg(feature = "bench-internals")]
-    if !bench::META_CHECKS.load(std::sync::atomic::Ordering::Relaxed) {
+    if !super::bench::META_CHECKS.load(std::sync::atomic::Ordering::Relaxed) {
         return Ok(None);
     }
     let hit = META_CACHE.with(|c| c.borrow().lookup(entry.id, meta, args, want_outputs));
@@ -57,7 +37,7 @@ pub(crate) fn run_meta(
         .iter()
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
         .collect::<Result<MetaArgs>>()?;
-    let outs = meta(&metas).map_err(|e| name_error(e, entry.name(), level))?;
+    let outs = meta(&metas).map_err(|e| name_error(e, entry.name(), at))?;
     META_CACHE.with(|c| c.borrow_mut().store(entry.id, meta, metas, &outs));
     Ok(want_outputs.then_some(outs))
 }
@@ -149,72 +129,5 @@ fn same_signature(key: &Arg<TensorMeta>, actual: &Arg<Tensor>) -> bool {
         (Arg::ScalarType(a), Arg::ScalarType(b)) => a == b,
         (Arg::OptScalarType(a), Arg::OptScalarType(b)) => a == b,
         _ => false,
-    }
-}
-
-/// Fills the op name (unless an inner op already named itself) and, for meta
-/// errors, the vmap level into an error a registered function returned.
-pub(crate) fn name_error(e: Error, op: &str, at: Option<usize>) -> Error {
-    let named = |existing: String| {
-        if existing.is_empty() {
-            op.to_string()
-        } else {
-            existing
-        }
-    };
-    match e {
-        Error::InvalidArgument {
-            op: existing,
-            message,
-            level,
-        } => Error::InvalidArgument {
-            op: named(existing),
-            message,
-            level: level.or(at),
-        },
-        Error::NotImplemented {
-            op: existing,
-            message,
-        } => Error::NotImplemented {
-            op: named(existing),
-            message,
-        },
-        other => other,
-    }
-}
-
-/// The dense path: meta once, then the kernel (or the composite's decomposition).
-fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-    run_meta(entry, args, None, false)?;
-    let f = match entry.schema.kind {
-        OpKind::Primitive => entry.kernel,
-        OpKind::Composite => entry.decomposition.map(|(f, _)| f),
-    };
-    let f = f.ok_or_else(|| Error::NotImplemented {
-        op: entry.name().to_string(),
-        message: "no kernel or decomposition is registered".to_string(),
-    })?;
-    f(args).map_err(|e| name_error(e, entry.name(), None))
-}
-
-/// Switches that exist only to measure what the checks cost (cargo feature
-/// `bench-internals`; never enable it in production: it turns off correctness
-/// checks).
-#[cfg(feature = "bench-internals")]
-pub mod bench {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    pub(crate) static META_CHECKS: AtomicBool = AtomicBool::new(true);
-    pub(crate) static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
-
-    /// Turns meta functions off (`false`) or on: without them nothing is
-    /// checked, and the rule self-check has nothing to compare with.
-    pub fn set_meta_checks(on: bool) {
-        META_CHECKS.store(on, Ordering::Relaxed);
-    }
-
-    /// Makes vmap use the fallback loop even for ops with a batching rule.
-    pub fn set_force_fallback(on: bool) {
-        FORCE_FALLBACK.store(on, Ordering::Relaxed);
     }
 }

@@ -1,13 +1,16 @@
-//! [`Tensor`]: a cheap handle over `ndarray` storage, or a batched wrapper inside
-//! `vmap`.
+//! [`Tensor`]: a cheap handle over dense `ndarray` storage, or over a value
+//! that lives at one transform level (batched inside `vmap`, ...).
+//!
+//! This module knows no transform: a transform's tensors implement
+//! [`LevelTensor`], and the structural views below delegate to it.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
-use crate::vmap::LevelId;
-use crate::{DType, Error, Result};
+use crate::{each_dtype, DType, Error, Result};
 
 /// Dense storage of a tensor: one shared `ndarray` array per element type.
 ///
@@ -23,22 +26,6 @@ pub enum Data {
     F32(ArcArray<f32, IxDyn>),
     /// `f64` elements.
     F64(ArcArray<f64, IxDyn>),
-}
-
-/// Applies the same expression to whichever array a [`Data`] holds.
-///
-/// `each_dtype!(data, a => expr)` evaluates `expr` with `a` bound to the array,
-/// whatever its element type; the expression must produce the same type in every arm.
-#[macro_export]
-macro_rules! each_dtype {
-    ($data:expr, $a:ident => $body:expr) => {
-        match $data {
-            $crate::Data::Bool($a) => $body,
-            $crate::Data::I64($a) => $body,
-            $crate::Data::F32($a) => $body,
-            $crate::Data::F64($a) => $body,
-        }
-    };
 }
 
 impl Data {
@@ -89,12 +76,69 @@ element!(i64, I64);
 element!(f32, F32);
 element!(f64, F64);
 
-/// A tensor: dense `ndarray` storage, or (inside `vmap`) a batched wrapper.
+/// Identifies one live transform level: its depth on the thread's level stack
+/// (1 for the outermost) and a token unique to the transform call that pushed
+/// it, so a tensor that escaped its level is never mistaken for one of a later
+/// level at the same depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LevelId {
+    depth: usize,
+    token: u64,
+}
+
+impl LevelId {
+    /// A level id; only the level stack mints them.
+    pub(crate) const fn new(depth: usize, token: u64) -> Self {
+        LevelId { depth, token }
+    }
+
+    /// The depth on the level stack (1 for the outermost level).
+    pub fn depth(self) -> usize {
+        self.depth
+    }
+}
+
+/// The representation of a tensor at one transform level: the tensor a
+/// transform wraps around a lower-level one (a batched tensor for vmap, ...).
 ///
-/// Cloning is cheap. Outside `vmap` a tensor is always dense. Inside a vmapped
-/// function the tensors you receive are batched: [`Tensor::shape`] reports the
-/// *logical* shape (the batch dim removed) and [`Tensor::data`] returns an error,
-/// because the per-example data is not a contiguous array you could read.
+/// A transform implements this for its own tensor type and wraps values with
+/// [`Tensor::from_level`]; the dispatcher sends every op call whose highest
+/// level is that transform's to the transform's interpreter, which unwraps
+/// with [`Tensor::level_value`].
+///
+/// The structural views ([`Tensor::permuted`], [`Tensor::unsqueezed`],
+/// [`Tensor::select`], [`Tensor::broadcast_new_dim`]) are part of the trait so
+/// that rule helpers can rearrange tensors of any level without going through
+/// the dispatcher.
+pub trait LevelTensor: Any + Send + Sync + fmt::Debug {
+    /// The level this value belongs to.
+    fn level(&self) -> LevelId;
+    /// The name of the transform, for messages (`"vmap"`).
+    fn transform(&self) -> &'static str;
+    /// The logical shape: what code running at this level sees.
+    fn shape(&self) -> &[usize];
+    /// The element type.
+    fn dtype(&self) -> DType;
+    /// `self` as [`Any`], to downcast to the transform's own type.
+    fn as_any(&self) -> &dyn Any;
+    /// See [`Tensor::permuted`]; `perm` is already validated.
+    fn permuted(&self, perm: &[usize]) -> Result<Tensor>;
+    /// See [`Tensor::unsqueezed`]; `dim` is already validated.
+    fn unsqueezed(&self, dim: usize) -> Result<Tensor>;
+    /// See [`Tensor::select`]; `dim` and `index` are already validated.
+    fn select(&self, dim: usize, index: usize) -> Result<Tensor>;
+    /// See [`Tensor::broadcast_new_dim`]; `dim` is already validated.
+    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor>;
+}
+
+/// A tensor: dense `ndarray` storage, or (inside a transform such as `vmap`) a
+/// value at that transform's level.
+///
+/// Cloning is cheap. Outside every transform a tensor is always dense. Inside a
+/// vmapped function the tensors you receive are batched: [`Tensor::shape`]
+/// reports the *logical* shape (the batch dim removed) and [`Tensor::data`]
+/// returns an error, because the per-example data is not a contiguous array you
+/// could read.
 ///
 /// ```
 /// use batchrules::Tensor;
@@ -115,19 +159,8 @@ pub struct Tensor {
 enum Repr {
     /// Shared so that cloning a tensor is one reference-count increment.
     Dense(Arc<Data>),
-    Batched(Arc<Batched>),
-}
-
-/// A tensor with a batch dim at one vmap level.
-pub(crate) struct Batched {
-    /// The physical tensor (may itself be batched at a lower level).
-    pub(crate) inner: Tensor,
-    /// Where the batch dim is in `inner`'s (logical-at-the-lower-level) shape.
-    pub(crate) bdim: usize,
-    /// The vmap level this batch dim belongs to.
-    pub(crate) level: LevelId,
-    /// `inner`'s shape without `bdim`.
-    pub(crate) logical_shape: crate::value::Shape,
+    /// A value at a transform level (batched, and later tracked or dual).
+    Level(Arc<dyn LevelTensor>),
 }
 
 impl Tensor {
@@ -135,6 +168,13 @@ impl Tensor {
     pub fn from_data(data: Data) -> Self {
         Tensor {
             repr: Repr::Dense(Arc::new(data)),
+        }
+    }
+
+    /// Wraps a value at a transform level (for implementers of transforms).
+    pub fn from_level(value: Arc<dyn LevelTensor>) -> Self {
+        Tensor {
+            repr: Repr::Level(value),
         }
     }
 
@@ -146,9 +186,12 @@ impl Tensor {
         ArrayD::from_shape_vec(IxDyn(shape), values)
             .map(Tensor::from)
             .map_err(|_| {
+                let holds = shape
+                    .iter()
+                    .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                    .map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string());
                 Error::Tensor(format!(
-                    "Tensor::from_shape_vec: shape {shape:?} holds {} elements, got {n} values",
-                    shape.iter().product::<usize>()
+                    "Tensor::from_shape_vec: shape {shape:?} holds {holds} elements, got {n} values"
                 ))
             })
     }
@@ -163,7 +206,7 @@ impl Tensor {
     pub fn shape(&self) -> &[usize] {
         match &self.repr {
             Repr::Dense(d) => d.shape(),
-            Repr::Batched(b) => &b.logical_shape,
+            Repr::Level(v) => v.shape(),
         }
     }
 
@@ -176,21 +219,30 @@ impl Tensor {
     pub fn dtype(&self) -> DType {
         match &self.repr {
             Repr::Dense(d) => d.dtype(),
-            Repr::Batched(b) => b.inner.dtype(),
+            Repr::Level(v) => v.dtype(),
         }
     }
 
     /// The dense storage.
     ///
-    /// Errors for a batched tensor (inside `vmap`): its per-example data is not an
-    /// array of its logical shape, so handing it out would give wrong answers.
+    /// Errors for a tensor at a transform level (a batched tensor inside
+    /// `vmap`): its per-example data is not an array of its logical shape, so
+    /// handing it out would give wrong answers.
     pub fn data(&self) -> Result<&Data> {
         match &self.repr {
             Repr::Dense(d) => Ok(d),
-            Repr::Batched(b) => Err(Error::Tensor(format!(
-                "cannot read the data of a tensor batched at vmap level {} (logical shape {:?}): \
-                 inside vmap, compute with ops and return the result from the vmapped function",
-                b.level.depth, b.logical_shape
+            Repr::Level(v) => Err(Error::Tensor(format!(
+                "cannot read the data of a tensor {} at {} level {} (logical shape {:?}): \
+                 inside {}, compute with ops and return the result from the transformed function",
+                if v.transform() == "vmap" {
+                    "batched"
+                } else {
+                    "transformed"
+                },
+                v.transform(),
+                v.level().depth,
+                v.shape(),
+                v.transform(),
             ))),
         }
     }
@@ -211,34 +263,43 @@ impl Tensor {
         })
     }
 
-    /// The vmap level of the outermost batch dim, or `None` for a dense tensor.
+    /// The depth of the tensor's outermost transform level, or `None` for a
+    /// dense tensor.
+    pub fn level_depth(&self) -> Option<usize> {
+        self.level().map(LevelId::depth)
+    }
+
+    /// The depth of the tensor's outermost level if that level is a vmap, or
+    /// `None` (a dense tensor, or one whose outermost level is another
+    /// transform).
     pub fn vmap_level(&self) -> Option<usize> {
         match &self.repr {
-            Repr::Dense(_) => None,
-            Repr::Batched(b) => Some(b.level.depth),
+            Repr::Level(v) if v.transform() == "vmap" => Some(v.level().depth),
+            _ => None,
         }
     }
 
-    pub(crate) fn batched(&self) -> Option<&Batched> {
+    /// The tensor's outermost transform level, or `None` for a dense tensor.
+    pub fn level(&self) -> Option<LevelId> {
         match &self.repr {
             Repr::Dense(_) => None,
-            Repr::Batched(b) => Some(b),
+            Repr::Level(v) => Some(v.level()),
         }
     }
 
-    /// Wraps `inner` as batched at `level` with its batch dim at `bdim`.
-    /// The caller guarantees `bdim < inner.ndim()`.
-    pub(crate) fn wrap_batched(inner: Tensor, bdim: usize, level: LevelId) -> Tensor {
-        let mut logical_shape = crate::value::Shape::from_slice(inner.shape());
-        logical_shape.remove(bdim);
-        Tensor {
-            repr: Repr::Batched(Arc::new(Batched {
-                inner,
-                bdim,
-                level,
-                logical_shape,
-            })),
+    /// The value at the tensor's outermost transform level, or `None` for a
+    /// dense tensor (for implementers of transforms).
+    pub fn level_value(&self) -> Option<&dyn LevelTensor> {
+        match &self.repr {
+            Repr::Dense(_) => None,
+            Repr::Level(v) => Some(&**v),
         }
+    }
+
+    /// The value at the outermost level as the transform's own type `T`, if it
+    /// is one.
+    pub fn downcast_level<T: LevelTensor>(&self) -> Option<&T> {
+        self.level_value()?.as_any().downcast_ref::<T>()
     }
 }
 
@@ -258,18 +319,14 @@ impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
             Repr::Dense(d) => each_dtype!(&**d, a => write!(f, "Tensor({a:?})")),
-            Repr::Batched(b) => write!(
-                f,
-                "BatchedTensor(level {}, bdim {}, logical shape {:?}, inner {:?})",
-                b.level.depth, b.bdim, b.logical_shape, b.inner
-            ),
+            Repr::Level(v) => fmt::Debug::fmt(v, f),
         }
     }
 }
 
-/// Structural views used by batching rules. They work on the logical shape at
-/// every level: a tensor batched at a lower vmap level is rearranged by
-/// rearranging its inner tensor, so no data is copied.
+/// Structural views used by batching rules and transforms. They work on the
+/// logical shape at every level: a tensor at a transform level is rearranged by
+/// its transform ([`LevelTensor`]), so, for a batched tensor, no data is copied.
 impl Tensor {
     /// The dims reordered: dim `i` of the result is dim `perm[i]` of `self`.
     pub fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
@@ -289,17 +346,7 @@ impl Tensor {
             Repr::Dense(d) => Ok(Tensor::from_data(
                 each_dtype!(&**d, a => Element::wrap(a.clone().permuted_axes(IxDyn(perm)))),
             )),
-            Repr::Batched(b) => {
-                let phys = |d: usize| if d < b.bdim { d } else { d + 1 };
-                let mut inner_perm = Vec::with_capacity(n + 1);
-                inner_perm.push(b.bdim);
-                inner_perm.extend(perm.iter().map(|&d| phys(d)));
-                Ok(Tensor::wrap_batched(
-                    b.inner.permuted(&inner_perm)?,
-                    0,
-                    b.level,
-                ))
-            }
+            Repr::Level(v) => v.permuted(perm),
         }
     }
 
@@ -316,14 +363,7 @@ impl Tensor {
             Repr::Dense(d) => Ok(Tensor::from_data(
                 each_dtype!(&**d, a => Element::wrap(a.clone().insert_axis(ndarray::Axis(dim)))),
             )),
-            Repr::Batched(b) => {
-                let (q, bdim) = if dim <= b.bdim {
-                    (dim, b.bdim + 1)
-                } else {
-                    (dim + 1, b.bdim)
-                };
-                Ok(Tensor::wrap_batched(b.inner.unsqueezed(q)?, bdim, b.level))
-            }
+            Repr::Level(v) => v.unsqueezed(dim),
         }
     }
 
@@ -343,9 +383,7 @@ impl Tensor {
         perm.insert(to, from);
         self.permuted(&perm)
     }
-}
 
-impl Tensor {
     /// The slice at `index` along `dim` (the dim is removed). No data is copied.
     pub fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
         let shape = self.shape();
@@ -358,18 +396,7 @@ impl Tensor {
             Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(&**d, a => Element::wrap(
                 a.clone().index_axis_move(ndarray::Axis(dim), index)
             )))),
-            Repr::Batched(b) => {
-                let (q, bdim) = if dim < b.bdim {
-                    (dim, b.bdim - 1)
-                } else {
-                    (dim + 1, b.bdim)
-                };
-                Ok(Tensor::wrap_batched(
-                    b.inner.select(q, index)?,
-                    bdim,
-                    b.level,
-                ))
-            }
+            Repr::Level(v) => v.select(dim, index),
         }
     }
 
@@ -396,85 +423,30 @@ impl Tensor {
                     }
                 })))
             }
-            Repr::Batched(b) => {
-                let (q, bdim) = if dim <= b.bdim {
-                    (dim, b.bdim + 1)
-                } else {
-                    (dim + 1, b.bdim)
-                };
-                Ok(Tensor::wrap_batched(
-                    b.inner.broadcast_new_dim(q, size)?,
-                    bdim,
-                    b.level,
-                ))
-            }
+            Repr::Level(v) => v.broadcast_new_dim(dim, size),
         }
     }
 
-    /// Stacks tensors of equal logical shape and dtype along a new dim `dim`.
-    ///
-    /// Tensors may be batched at lower vmap levels (as the fallback's per-example
-    /// results are under nested vmap); `level_size` gives the batch size of such a
-    /// level, for the tensors that are not batched at it.
-    pub(crate) fn stack(
-        ts: &[Tensor],
-        dim: usize,
-        level_size: &dyn Fn(usize) -> Result<usize>,
-    ) -> Result<Tensor> {
-        let Some(first) = ts.first() else {
+    /// Stacks dense tensors of equal shape and dtype along a new dim `dim`.
+    pub(crate) fn stack_dense(ts: &[Tensor], dim: usize) -> Result<Tensor> {
+        let datas: Vec<&Data> = ts.iter().map(|t| t.data()).collect::<Result<_>>()?;
+        let Some(first) = datas.first() else {
             return Err(Error::Tensor("cannot stack zero tensors".to_string()));
         };
-        if let Some(t) = ts
-            .iter()
-            .find(|t| t.shape() != first.shape() || t.dtype() != first.dtype())
-        {
-            return Err(Error::Tensor(format!(
-                "cannot stack a {} tensor of shape {:?} with a {} tensor of shape {:?}",
-                first.dtype(),
-                first.shape(),
-                t.dtype(),
-                t.shape()
-            )));
-        }
-        let top = ts
-            .iter()
-            .filter_map(|t| t.batched().map(|b| b.level))
-            .max_by_key(|l| l.depth);
-        match top {
-            None => {
-                let datas: Vec<&Data> = ts.iter().map(|t| t.data()).collect::<Result<_>>()?;
-                stack_dense(&datas, dim)
+        each_dtype!(type first.dtype(), T => {
+            let views: Vec<_> = datas
+                .iter()
+                .filter_map(|d| T::unwrap(d).map(|a| a.view()))
+                .collect();
+            if views.len() != datas.len() {
+                return Err(Error::Tensor(format!(
+                    "cannot stack tensors of different dtypes ({} and others)",
+                    first.dtype()
+                )));
             }
-            Some(level) => {
-                let size = level_size(level.depth)?;
-                let inners = ts
-                    .iter()
-                    .map(|t| match t.batched() {
-                        Some(b) if b.level == level => b.inner.moved_dim(b.bdim, 0),
-                        _ => t.broadcast_new_dim(0, size),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let stacked = Tensor::stack(&inners, dim + 1, level_size)?;
-                Ok(Tensor::wrap_batched(stacked, 0, level))
-            }
-        }
-    }
-}
-
-fn stack_dense(datas: &[&Data], dim: usize) -> Result<Tensor> {
-    fn go<T: Element>(datas: &[&Data], dim: usize) -> Result<Tensor> {
-        let views: Vec<_> = datas
-            .iter()
-            .filter_map(|d| T::unwrap(d).map(|a| a.view()))
-            .collect();
-        ndarray::stack(ndarray::Axis(dim), &views)
-            .map(Tensor::from)
-            .map_err(|e| Error::Tensor(format!("stack: {e}")))
-    }
-    match datas[0].dtype() {
-        DType::Bool => go::<bool>(datas, dim),
-        DType::I64 => go::<i64>(datas, dim),
-        DType::F32 => go::<f32>(datas, dim),
-        DType::F64 => go::<f64>(datas, dim),
+            ndarray::stack(ndarray::Axis(dim), &views)
+                .map(Tensor::from)
+                .map_err(|e| Error::Tensor(format!("stack: {e}")))
+        })
     }
 }

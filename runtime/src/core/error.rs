@@ -12,14 +12,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// An op was called with arguments its meta function rejects.
-    #[error("{op}: {message}{}", level_suffix(*level))]
+    #[error("{op}: {message}{}", level_suffix(*level, transform))]
     InvalidArgument {
         /// The op whose meta rejected the call.
         op: String,
         /// What is wrong, in terms of logical shapes.
         message: String,
-        /// The vmap level the check ran at (`None` outside vmap).
+        /// The transform level the check ran at (`None` outside every transform).
         level: Option<usize>,
+        /// The transform of that level (`"vmap"`; empty outside every transform).
+        transform: &'static str,
     },
     /// The program's registrations are inconsistent (see [`crate::registry`]).
     #[error("the batchrules registry is invalid:\n{}", list(problems))]
@@ -71,9 +73,9 @@ pub enum Error {
     },
 }
 
-fn level_suffix(level: Option<usize>) -> String {
+fn level_suffix(level: Option<usize>, transform: &str) -> String {
     match level {
-        Some(l) => format!(" (checked on logical shapes at vmap level {l})"),
+        Some(l) => format!(" (checked on logical shapes at {transform} level {l})"),
         None => String::new(),
     }
 }
@@ -96,6 +98,7 @@ impl Error {
             op: String::new(),
             message: message.to_string(),
             level: None,
+            transform: "",
         }
     }
 }

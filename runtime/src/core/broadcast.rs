@@ -1,0 +1,115 @@
+//! NumPy broadcasting: of shapes, and of two arrays under an elementwise function.
+
+use ndarray::{ArcArray, ArrayD, IxDyn};
+
+use crate::core::value::Shape;
+use crate::{Element, Error, Result, Tensor};
+
+/// NumPy broadcasting of two shapes.
+pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
+    let n = a.len().max(b.len());
+    let mut out: Shape = smallvec::smallvec![0; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        *o = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// Kernels with at least this many elements run on rayon's pool (with the
+/// `rayon` feature).
+#[cfg(feature = "rayon")]
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 18;
+
+/// [`broadcast_shapes`], or an error that shows both shapes.
+pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
+    broadcast_shapes(a, b)
+        .ok_or_else(|| Error::invalid(format!("shapes {a:?} and {b:?} do not broadcast")))
+}
+
+/// Elementwise `f` of two same-typed arrays, broadcast to each other.
+pub(crate) fn zip_broadcast<T: Element, U: Element>(
+    a: &ArcArray<T, IxDyn>,
+    b: &ArcArray<T, IxDyn>,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Result<Tensor> {
+    if a.shape() == b.shape() {
+        let zip = ndarray::Zip::from(a).and(b);
+        #[cfg(feature = "rayon")]
+        if a.len() >= PARALLEL_ELEMENTS {
+            return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
+        }
+        return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
+    }
+    // A row operand (one whose shape is a suffix of the other's, such as a bias)
+    // broadcast over contiguous data: a plain loop over rows.
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        let suffix = |long: &[usize], short: &[usize]| long.ends_with(short) && !short.is_empty();
+        if suffix(a.shape(), b.shape()) && !y.is_empty() {
+            let mut out = Vec::with_capacity(x.len());
+            for row in x.chunks_exact(y.len()) {
+                out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));
+            }
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
+        if suffix(b.shape(), a.shape()) && !x.is_empty() {
+            let mut out = Vec::with_capacity(y.len());
+            for row in y.chunks_exact(x.len()) {
+                out.extend(x.iter().zip(row).map(|(&p, &q)| f(p, q)));
+            }
+            return Tensor::from_shape_vec(b.shape(), out);
+        }
+    }
+    // One operand holding one value per block of trailing dims (the other's
+    // shape with its trailing dims set to 1, as a `keepdim` reduction gives):
+    // each value meets a contiguous block.
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        if let Some(block) = trailing_block(a.shape(), b.shape()) {
+            let mut out = Vec::with_capacity(x.len());
+            for (chunk, &q) in x.chunks_exact(block).zip(y) {
+                out.extend(chunk.iter().map(|&p| f(p, q)));
+            }
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
+        if let Some(block) = trailing_block(b.shape(), a.shape()) {
+            let mut out = Vec::with_capacity(y.len());
+            for (chunk, &p) in y.chunks_exact(block).zip(x) {
+                out.extend(chunk.iter().map(|&q| f(p, q)));
+            }
+            return Tensor::from_shape_vec(b.shape(), out);
+        }
+    }
+    let shape = broadcast_or_err(a.shape(), b.shape())?;
+    let (Some(av), Some(bv)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
+        return Err(Error::invalid("operands do not broadcast"));
+    };
+    let out: ArrayD<U> = ndarray::Zip::from(&av)
+        .and(&bv)
+        .map_collect(|&x, &y| f(x, y));
+    Ok(Tensor::from(out))
+}
+
+/// If `short` is `long` with some trailing dims set to 1 (and the rest equal),
+/// the number of elements of `long` each element of `short` stands for.
+fn trailing_block(long: &[usize], short: &[usize]) -> Option<usize> {
+    if long.len() != short.len() || long == short {
+        return None;
+    }
+    let split = short.iter().rposition(|&d| d != 1).map_or(0, |i| i + 1);
+    let block: usize = long[split..].iter().product();
+    (long[..split] == short[..split] && block > 0).then_some(block)
+}

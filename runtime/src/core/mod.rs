@@ -1,0 +1,13 @@
+//! The core layer: tensors, element types, the erased argument convention,
+//! errors, and the dense helpers kernels and metas share (dim wrapping,
+//! broadcasting, casting, size checks). It knows no transform and no op.
+
+pub(crate) mod alloc;
+pub(crate) mod broadcast;
+pub(crate) mod cast;
+pub(crate) mod dims;
+pub(crate) mod dtype;
+pub(crate) mod error;
+pub(crate) mod meta_rules;
+pub(crate) mod tensor;
+pub(crate) mod value;

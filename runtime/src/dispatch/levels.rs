@@ -1,0 +1,101 @@
+//! The per-thread stack of transform levels.
+//!
+//! Each level is one live transform call (a `vmap`, later a `grad` or `jvp`)
+//! with its [`Interpreter`]. The dispatcher hands an op call to the interpreter
+//! of the highest level among the call's tensors; the interpreter's own op calls
+//! re-enter the dispatcher and reach the levels below.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Interpreter;
+use crate::{Error, LevelId, Tensor};
+
+struct Level {
+    id: LevelId,
+    interpreter: Rc<dyn Interpreter>,
+}
+
+thread_local! {
+    static LEVELS: RefCell<Vec<Level>> = const { RefCell::new(Vec::new()) };
+}
+
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// Keeps a level on the stack; pops it when dropped, also when the transformed
+/// function errors or panics.
+#[must_use = "the level is popped when the guard is dropped"]
+pub struct LevelGuard {
+    id: LevelId,
+}
+
+impl LevelGuard {
+    /// The id of the level this guard holds.
+    pub fn id(&self) -> LevelId {
+        self.id
+    }
+}
+
+impl Drop for LevelGuard {
+    fn drop(&mut self) {
+        LEVELS.with(|l| {
+            let mut l = l.borrow_mut();
+            // Levels are strictly nested (guards live on the stack of the
+            // transform call), so the top is this guard's level.
+            if l.last().is_some_and(|top| top.id == self.id) {
+                l.pop();
+            }
+        });
+    }
+}
+
+/// Pushes a new level on this thread's stack. `make` receives the new level's
+/// id and returns its interpreter.
+pub fn push_level(make: impl FnOnce(LevelId) -> Rc<dyn Interpreter>) -> LevelGuard {
+    let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+    let depth = depth() + 1;
+    let id = LevelId::new(depth, token);
+    let interpreter = make(id);
+    LEVELS.with(|l| l.borrow_mut().push(Level { id, interpreter }));
+    LevelGuard { id }
+}
+
+/// The number of transform levels active on this thread.
+pub fn depth() -> usize {
+    LEVELS.with(|l| l.borrow().len())
+}
+
+/// The interpreter of the live level `id`, or `None` if that level is gone (the
+/// tensor escaped its transform, or is used on another thread).
+pub fn interpreter(id: LevelId) -> Option<Rc<dyn Interpreter>> {
+    LEVELS.with(|l| {
+        l.borrow()
+            .get(id.depth().wrapping_sub(1))
+            .filter(|lv| lv.id == id)
+            .map(|lv| Rc::clone(&lv.interpreter))
+    })
+}
+
+/// The interpreter of the live level at `depth`, with that level's id.
+pub fn level_at(depth: usize) -> Option<(LevelId, Rc<dyn Interpreter>)> {
+    LEVELS.with(|l| {
+        l.borrow()
+            .get(depth.wrapping_sub(1))
+            .map(|lv| (lv.id, Rc::clone(&lv.interpreter)))
+    })
+}
+
+/// The error for a tensor whose level is no longer live.
+pub fn escaped(t: &Tensor) -> Error {
+    let transform = t.level_value().map_or("transform", |v| v.transform());
+    let what = if transform == "vmap" {
+        "batched"
+    } else {
+        "transformed"
+    };
+    Error::Tensor(format!(
+        "{transform}: a {what} tensor was used outside the {transform} that created it \
+         (or on another thread); return it from the transformed function instead of storing it"
+    ))
+}

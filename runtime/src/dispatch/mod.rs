@@ -1,0 +1,250 @@
+//! The dispatcher: what happens when an op is called.
+//!
+//! Every typed op function (`ops::triu(&x, 0)`) packs its arguments and calls
+//! [`call`]. The dispatcher knows no transform:
+//!
+//! 1. It finds the highest transform level among the tensors of the call
+//!    (none: the dense path).
+//! 2. It runs the op's meta on the logical shapes (what code at that level sees),
+//!    so an invalid call errors here at every level, naming the op and the level.
+//! 3. It hands the call to that level's [`Interpreter`] (vmap's batches it), whose
+//!    own op calls re-enter the dispatcher and reach the levels below.
+//! 4. On the dense path it runs the kernel, or a composite's decomposition.
+//!
+//! A transform is added by implementing [`Interpreter`] and
+//! [`LevelTensor`](crate::LevelTensor) and pushing levels with [`push_level`];
+//! nothing here changes.
+
+mod levels;
+mod meta_cache;
+
+use std::any::Any;
+
+pub use levels::{depth, escaped, interpreter, level_at, push_level, LevelGuard};
+pub(crate) use meta_cache::run_meta;
+
+use crate::core::value::{Arg, Outs, TensorMeta};
+use crate::registry::{self, OpEntry};
+use crate::schema::{OpKind, OpTable};
+use crate::{Error, LevelId, Result, Tensor};
+
+/// A transform's interpreter: what an op call does at one of its levels.
+///
+/// `process` receives the call with the level's own tensors still wrapped
+/// (other tensors may be dense or at lower levels), after the dispatcher has
+/// run the op's meta on logical shapes. It unwraps its level, does its work by
+/// calling ops again (through the dispatcher, which sends them to the levels
+/// below), and wraps the results at its level.
+pub trait Interpreter: Any {
+    /// The transform's name, for messages (`"vmap"`).
+    fn name(&self) -> &'static str;
+
+    /// Whether `process` wants the op's output metas (logical shapes and dtypes
+    /// of the outputs), e.g. for a self-check. Computing them is cheap but not
+    /// free; the default is `false`.
+    fn wants_output_metas(&self) -> bool {
+        false
+    }
+
+    /// Runs op `entry` on `args` at `level`. `out_metas` holds the output
+    /// metas when [`Interpreter::wants_output_metas`] returned `true` and the
+    /// op has a meta.
+    fn process(
+        &self,
+        entry: &'static OpEntry,
+        args: &[Arg<Tensor>],
+        level: LevelId,
+        out_metas: Option<&[TensorMeta]>,
+    ) -> Result<Outs<Tensor>>;
+
+    /// `self` as [`Any`], so a transform can reach its own interpreter's state.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Entry point of every generated op function: dispatches op `local` of `table`.
+#[doc(hidden)]
+pub fn call(table: &'static OpTable, local: usize, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    let entry = registry::entry(table, local)?;
+    call_entry(entry, args)
+}
+
+/// Calls op `entry` with erased arguments, through the dispatcher (so inside a
+/// transform it is transformed like any other call). Tests and generic tools use
+/// this; code normally calls the typed functions of the op's table.
+///
+/// Errors if `args` does not fit the op's schema (count or kind of an argument).
+pub fn call_op(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    check_args(entry, args)?;
+    call_entry(entry, args)
+}
+
+fn check_args(entry: &OpEntry, args: &[Arg<Tensor>]) -> Result<()> {
+    use crate::schema::ArgType;
+    let schema = &entry.schema.args;
+    if args.len() != schema.len() {
+        return Err(Error::InvalidArgument {
+            op: entry.name().to_string(),
+            message: format!(
+                "expected {} arguments (`{}`), got {}",
+                schema.len(),
+                entry.schema.schema,
+                args.len()
+            ),
+            level: None,
+            transform: "",
+        });
+    }
+    for (i, (a, s)) in args.iter().zip(schema.iter()).enumerate() {
+        let fits = match (s.ty, s.optional) {
+            (ArgType::Tensor, false) => matches!(a, Arg::Tensor(_)),
+            (ArgType::Tensor, true) => matches!(a, Arg::OptTensor(_)),
+            (ArgType::TensorList, _) => matches!(a, Arg::TensorList(_)),
+            (ArgType::Int, false) => matches!(a, Arg::Int(_)),
+            (ArgType::Int, true) => matches!(a, Arg::OptInt(_)),
+            (ArgType::IntList, false) => matches!(a, Arg::IntList(_)),
+            (ArgType::IntList, true) => matches!(a, Arg::OptIntList(_)),
+            (ArgType::Float, false) => matches!(a, Arg::Float(_)),
+            (ArgType::Float, true) => matches!(a, Arg::OptFloat(_)),
+            (ArgType::Bool, false) => matches!(a, Arg::Bool(_)),
+            (ArgType::Bool, true) => matches!(a, Arg::OptBool(_)),
+            (ArgType::ScalarType, false) => matches!(a, Arg::ScalarType(_)),
+            (ArgType::ScalarType, true) => matches!(a, Arg::OptScalarType(_)),
+        };
+        if !fits {
+            return Err(Error::InvalidArgument {
+                op: entry.name().to_string(),
+                message: format!(
+                    "argument {i} (`{}`) does not fit the schema `{}`",
+                    s.name, entry.schema.schema
+                ),
+                level: None,
+                transform: "",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Dispatches a call whose arguments fit the schema (the typed functions
+/// guarantee it).
+pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    let Some(top) = top_level(args) else {
+        return call_dense(entry, args);
+    };
+    let (live, interp) = level_at(top.depth())
+        .filter(|(id, _)| *id == top)
+        .ok_or_else(|| escaped_in(args, top))?;
+    // A tensor at a dead level of the same depth (escaped from an earlier
+    // transform call) must not be taken for one of this level.
+    if args
+        .iter()
+        .flat_map(Arg::tensors)
+        .filter_map(Tensor::level)
+        .any(|l| l.depth() == top.depth() && l != live)
+    {
+        return Err(escaped_in(args, top));
+    }
+    let at = Some((top.depth(), interp.name()));
+    let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
+    interp
+        .process(entry, args, live, metas.as_deref())
+        .map_err(|e| name_error(e, entry.name(), None))
+}
+
+/// The highest transform level among the tensors of `args`.
+fn top_level(args: &[Arg<Tensor>]) -> Option<LevelId> {
+    args.iter()
+        .flat_map(|a| a.tensors())
+        .filter_map(Tensor::level)
+        .max_by_key(|l| l.depth())
+}
+
+fn escaped_in(args: &[Arg<Tensor>], level: LevelId) -> Error {
+    args.iter()
+        .flat_map(Arg::tensors)
+        .find(|t| t.level() == Some(level))
+        .map_or_else(
+            || Error::Tensor("a transformed tensor escaped its level".into()),
+            escaped,
+        )
+}
+
+/// Fills the op name (unless an inner op already named itself) and, for meta
+/// errors, the vmap level into an error a registered function returned.
+pub(crate) fn name_error(e: Error, op: &str, at: Option<(usize, &'static str)>) -> Error {
+    let named = |existing: String| {
+        if existing.is_empty() {
+            op.to_string()
+        } else {
+            existing
+        }
+    };
+    match e {
+        Error::InvalidArgument {
+            op: existing,
+            message,
+            level: None,
+            ..
+        } => Error::InvalidArgument {
+            op: named(existing),
+            message,
+            level: at.map(|(depth, _)| depth),
+            transform: at.map_or("", |(_, transform)| transform),
+        },
+        Error::InvalidArgument {
+            op: existing,
+            message,
+            level,
+            transform,
+        } => Error::InvalidArgument {
+            op: named(existing),
+            message,
+            level,
+            transform,
+        },
+        Error::NotImplemented {
+            op: existing,
+            message,
+        } => Error::NotImplemented {
+            op: named(existing),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// The dense path: meta once, then the kernel (or the composite's decomposition).
+fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    run_meta(entry, args, None, false)?;
+    let f = match entry.schema.kind {
+        OpKind::Primitive => entry.kernel,
+        OpKind::Composite => entry.decomposition.map(|(f, _)| f),
+    };
+    let f = f.ok_or_else(|| Error::NotImplemented {
+        op: entry.name().to_string(),
+        message: "no kernel or decomposition is registered".to_string(),
+    })?;
+    f(args).map_err(|e| name_error(e, entry.name(), None))
+}
+
+/// Switches that exist only to measure what the checks cost (cargo feature
+/// `bench-internals`; never enable it in production: it turns off correctness
+/// checks).
+#[cfg(feature = "bench-internals")]
+pub mod bench {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    pub(crate) static META_CHECKS: AtomicBool = AtomicBool::new(true);
+    pub(crate) static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
+
+    /// Turns meta functions off (`false`) or on: without them nothing is
+    /// checked, and the rule self-check has nothing to compare with.
+    pub fn set_meta_checks(on: bool) {
+        META_CHECKS.store(on, Ordering::Relaxed);
+    }
+
+    /// Makes vmap use the fallback loop even for ops with a batching rule.
+    pub fn set_force_fallback(on: bool) {
+        FORCE_FALLBACK.store(on, Ordering::Relaxed);
+    }
+}

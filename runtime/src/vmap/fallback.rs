@@ -1,0 +1,182 @@
+//! The fallback loop: an op without a batching rule (or a composite that opted
+//! out of its decomposition) runs once per example and the results are
+//! stacked. The fallback policy says whether that is allowed, and whether it
+//! logs a warning.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+use crate::core::value::{Arg, Outs, TensorMeta};
+use crate::dispatch::{self, call_entry};
+use crate::registry::OpEntry;
+use crate::{each_dtype, Error, LevelId, Result, Tensor};
+
+use super::batched::{self, Batched};
+use super::interpreter::VmapInterpreter;
+
+/// What vmap does with an op that has no batching rule (or a composite that
+/// opted out of decomposition): the fallback loop over the batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FallbackPolicy {
+    /// Run the loop and log a warning once per op (the default).
+    Warn,
+    /// Run the loop silently.
+    Silent,
+    /// Refuse: the op call returns [`Error::Fallback`].
+    Error,
+}
+
+static GLOBAL_POLICY: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the fallback policy for every vmap that does not set its own.
+pub fn set_fallback_policy(policy: FallbackPolicy) {
+    let v = match policy {
+        FallbackPolicy::Warn => 0,
+        FallbackPolicy::Silent => 1,
+        FallbackPolicy::Error => 2,
+    };
+    GLOBAL_POLICY.store(v, Ordering::Relaxed);
+}
+
+/// The global fallback policy.
+pub fn fallback_policy() -> FallbackPolicy {
+    match GLOBAL_POLICY.load(Ordering::Relaxed) {
+        1 => FallbackPolicy::Silent,
+        2 => FallbackPolicy::Error,
+        _ => FallbackPolicy::Warn,
+    }
+}
+
+static WARNED: Mutex<Option<HashSet<(&'static str, &'static str)>>> = Mutex::new(None);
+
+fn warn_once(entry: &OpEntry) {
+    let key = (entry.table.path, entry.name());
+    let first = {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        warned.get_or_insert_with(HashSet::new).insert(key)
+    };
+    if first {
+        log::warn!(
+            "vmap: op `{}` has no batching rule; running it once per example (the fallback loop). \
+             Write `#[batching_rule(op = \"{}\")]` to batch it.",
+            entry.name(),
+            entry.name()
+        );
+    }
+}
+
+/// The batch size of the live vmap level `level`.
+pub(crate) fn level_size(level: LevelId) -> Result<usize> {
+    dispatch::interpreter(level)
+        .and_then(|i| {
+            i.as_any()
+                .downcast_ref::<VmapInterpreter>()
+                .map(|v| v.size)
+        })
+        .ok_or_else(|| {
+            Error::Vmap(format!(
+                "level {} is not a live vmap level (a batched tensor was used outside the vmap that created it)",
+                level.depth()
+            ))
+        })
+}
+
+/// The fallback: applies the policy, then calls the op once per example and
+/// stacks the results.
+pub(crate) fn run(
+    entry: &'static OpEntry,
+    args: &[Arg<Tensor>],
+    level: LevelId,
+    size: usize,
+    policy: Option<FallbackPolicy>,
+    metas: Option<&[TensorMeta]>,
+) -> Result<Outs<Tensor>> {
+    match policy.unwrap_or_else(fallback_policy) {
+        FallbackPolicy::Error => {
+            return Err(Error::Fallback {
+                op: entry.name().to_string(),
+                level: level.depth(),
+            })
+        }
+        FallbackPolicy::Warn => warn_once(entry),
+        FallbackPolicy::Silent => {}
+    }
+    if size == 0 {
+        let Some(metas) = metas else {
+            return Err(Error::NotImplemented {
+                op: entry.name().to_string(),
+                message: "the fallback cannot run on a batch of size 0 without a #[meta] to give the output shapes; add a meta".to_string(),
+            });
+        };
+        return metas
+            .iter()
+            .map(|m| empty_batch(m, level))
+            .collect::<Result<_>>();
+    }
+    let example = |i: usize| -> Result<Outs<Tensor>> {
+        let args = args
+            .iter()
+            .map(|a| {
+                a.try_map(|t| match Batched::at(t, level) {
+                    Some(b) => b.inner.select(b.bdim, i),
+                    None => Ok(t.clone()),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        call_entry(entry, &args)
+    };
+    let per_example: Vec<Outs<Tensor>> = if parallel(args, level, size) {
+        #[cfg(feature = "rayon")]
+        {
+            use rayon::prelude::*;
+            (0..size)
+                .into_par_iter()
+                .map(example)
+                .collect::<Result<_>>()?
+        }
+        #[cfg(not(feature = "rayon"))]
+        unreachable!("parallel is false without the rayon feature")
+    } else {
+        (0..size).map(example).collect::<Result<_>>()?
+    };
+    let n = per_example[0].len();
+    if per_example.iter().any(|o| o.len() != n) {
+        return Err(Error::Vmap(format!(
+            "op `{}` returned a different number of tensors for different examples; \
+             vmap needs the same number for every example",
+            entry.name()
+        )));
+    }
+    (0..n)
+        .map(|j| {
+            let column: Vec<Tensor> = per_example.iter().map(|o| o[j].clone()).collect();
+            let stacked = batched::stack(&column, 0, &level_size).map_err(|e| {
+                Error::Vmap(format!(
+                    "op `{}` (fallback loop): output {j} differs between examples: {e}",
+                    entry.name()
+                ))
+            })?;
+            Batched::wrap(stacked, 0, level)
+        })
+        .collect()
+}
+
+/// Whether the fallback may run its examples on several threads: only with the
+/// `rayon` feature, and only when every example is dense (nothing at a lower
+/// level), because transform levels live on the calling thread.
+fn parallel(args: &[Arg<Tensor>], level: LevelId, size: usize) -> bool {
+    cfg!(feature = "rayon")
+        && size > 1
+        && args.iter().flat_map(Arg::tensors).all(|t| match t.level() {
+            None => true,
+            Some(_) => Batched::at(t, level).is_some_and(|b| b.inner.level().is_none()),
+        })
+}
+
+fn empty_batch(meta: &TensorMeta, level: LevelId) -> Result<Tensor> {
+    let mut shape = vec![0];
+    shape.extend_from_slice(meta.shape());
+    let t = each_dtype!(type meta.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()))?;
+    Batched::wrap(t, 0, level)
+}

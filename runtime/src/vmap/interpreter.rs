@@ -1,0 +1,209 @@
+//! vmap's interpreter: an op call at a vmap level runs the op's batching rule,
+//! its decomposition, or the fallback loop. The dispatcher has already run the
+//! op's meta on the logical shapes.
+
+use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
+use crate::dispatch::Interpreter;
+use crate::registry::{OpEntry, VmapStrategy};
+use crate::{Error, LevelId, Result, Tensor};
+
+use super::batched::Batched;
+use super::fallback::{self, FallbackPolicy};
+
+/// The state of one vmap level.
+pub(crate) struct VmapInterpreter {
+    /// The batch size.
+    pub(crate) size: usize,
+    /// The fallback policy of this vmap call (`None`: the global one).
+    pub(crate) policy: Option<FallbackPolicy>,
+}
+
+impl Interpreter for VmapInterpreter {
+    fn name(&self) -> &'static str {
+        "vmap"
+    }
+
+    /// The output metas serve the rule self-check (debug builds) and the
+    /// fallback on an empty batch.
+    fn wants_output_metas(&self) -> bool {
+        cfg!(debug_assertions) || self.size == 0
+    }
+
+    fn process(
+        &self,
+        entry: &'static OpEntry,
+        args: &[Arg<Tensor>],
+        level: LevelId,
+        out_metas: Option<&[TensorMeta]>,
+    ) -> Result<Outs<Tensor>> {
+        let strategy = entry.vmap_strategy();
+        #[cfg(feature = "bench-internals")]
+        let strategy =
+            if crate::dispatch::bench::FORCE_FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
+                VmapStrategy::Fallback
+            } else {
+                strategy
+            };
+        match strategy {
+            VmapStrategy::BatchingRule => self.run_rule(entry, args, level, out_metas),
+            VmapStrategy::Decomposition => match entry.decomposition {
+                Some((f, _)) => f(args),
+                None => Err(Error::NotImplemented {
+                    op: entry.name().to_string(),
+                    message: "no decomposition is registered".to_string(),
+                }),
+            },
+            // An op without tensor arguments never has batched ones, so it
+            // never reaches here; treat it like the fallback if it does.
+            VmapStrategy::Fallback | VmapStrategy::NeverBatched => {
+                fallback::run(entry, args, level, self.size, self.policy, out_metas)
+            }
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl VmapInterpreter {
+    /// Unwraps the arguments at `level`, calls the rule, and wraps its outputs.
+    ///
+    /// The dispatcher only sends a call here when at least one tensor argument
+    /// is batched at `level`, so a rule always sees at least one batch dim.
+    fn run_rule(
+        &self,
+        entry: &OpEntry,
+        args: &[Arg<Tensor>],
+        level: LevelId,
+        metas: Option<&[TensorMeta]>,
+    ) -> Result<Outs<Tensor>> {
+        let Some(rule) = entry.rule else {
+            return Err(Error::NotImplemented {
+                op: entry.name().to_string(),
+                message: "no batching rule is registered".to_string(),
+            });
+        };
+        let mut values: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
+        let mut bdims: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
+        for a in args {
+            let (v, b) = match a {
+                Arg::Tensor(t) => {
+                    let (p, b) = Batched::unwrap(t, level);
+                    (Arg::Tensor(p), BDim::One(b))
+                }
+                Arg::OptTensor(Some(t)) => {
+                    let (p, b) = Batched::unwrap(t, level);
+                    (Arg::OptTensor(Some(p)), BDim::One(b))
+                }
+                Arg::OptTensor(None) => (Arg::OptTensor(None), BDim::One(None)),
+                Arg::TensorList(ts) => {
+                    let (ps, bs) = ts.iter().map(|t| Batched::unwrap(t, level)).unzip();
+                    (Arg::TensorList(ps), BDim::List(bs))
+                }
+                other => (other.clone(), BDim::NotTensor),
+            };
+            values.push(v);
+            bdims.push(b);
+        }
+        let outs = rule(&values, &bdims)?;
+        // The structural checks are cheap and run in every build; the
+        // comparison with the meta runs in debug builds.
+        self.check_rule_output(entry, &outs, level)?;
+        if cfg!(debug_assertions) {
+            if let Some(metas) = metas {
+                self.check_rule_against_meta(entry, &outs, metas)?;
+            }
+        }
+        outs.into_iter()
+            .map(|(t, b)| match b {
+                Some(b) => Batched::wrap(t, b, level),
+                None => Ok(t),
+            })
+            .collect()
+    }
+
+    fn rule_bug(entry: &OpEntry, message: String) -> Error {
+        Error::RuleBug {
+            op: entry.name().to_string(),
+            rule: entry
+                .rule_location
+                .map_or_else(|| "?".to_string(), |l| l.to_string()),
+            message,
+        }
+    }
+
+    /// One output per schema output, none still batched at the rule's own
+    /// level, each batch dim a dim of its tensor with the batch size.
+    fn check_rule_output(
+        &self,
+        entry: &OpEntry,
+        outs: &[BatchedOutput],
+        level: LevelId,
+    ) -> Result<()> {
+        let bug = |m| Self::rule_bug(entry, m);
+        let fixed_arity = !entry
+            .schema
+            .returns
+            .iter()
+            .any(|r| *r == crate::schema::ArgType::TensorList);
+        if fixed_arity && outs.len() != entry.schema.returns.len() {
+            return Err(bug(format!(
+                "it returned {} outputs, the op schema `{}` has {}",
+                outs.len(),
+                entry.schema.schema,
+                entry.schema.returns.len()
+            )));
+        }
+        for (i, (t, b)) in outs.iter().enumerate() {
+            if Batched::at(t, level).is_some() {
+                return Err(bug(format!(
+                    "output {i} is still batched at the rule's own level; return the physical tensor and its batch dim"
+                )));
+            }
+            if let Some(b) = *b {
+                let shape = t.shape();
+                if b >= shape.len() || shape[b] != self.size {
+                    return Err(bug(format!(
+                        "output {i} has shape {shape:?} with batch dim {b}, which is not a dim of size {} (the batch size)",
+                        self.size
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rule self-check: each output, with its batch dim removed, must match
+    /// the meta's logical output.
+    fn check_rule_against_meta(
+        &self,
+        entry: &OpEntry,
+        outs: &[BatchedOutput],
+        metas: &[TensorMeta],
+    ) -> Result<()> {
+        let bug = |m| Self::rule_bug(entry, m);
+        if outs.len() != metas.len() {
+            return Err(bug(format!(
+                "it returned {} outputs, the meta says {}",
+                outs.len(),
+                metas.len()
+            )));
+        }
+        for (i, ((t, b), meta)) in outs.iter().zip(metas).enumerate() {
+            let mut logical = t.shape().to_vec();
+            if let Some(b) = *b {
+                logical.remove(b);
+            }
+            if logical != meta.shape() || t.dtype() != meta.dtype() {
+                return Err(bug(format!(
+                    "output {i} has logical shape {logical:?} and dtype {}, but the meta computes shape {:?} and dtype {}",
+                    t.dtype(),
+                    meta.shape(),
+                    meta.dtype()
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,21 @@
+//! `vmap`: the first transform on the level stack.
+//!
+//! Each call of [`Vmap::call`] pushes a level with a `VmapInterpreter` on
+//! this thread's level stack (see [`crate::dispatch`]) and wraps the batched
+//! inputs as `Batched` tensors at that level. When an op call's highest level
+//! is a vmap level, the dispatcher runs the op's meta on the logical shapes and
+//! hands the call to the interpreter, which runs the op's batching rule, its
+//! decomposition, or the fallback loop.
+//!
+//! * `batched`: the batched tensor and how it is rearranged and stacked;
+//! * `interpreter`: rule dispatch and the rule self-check;
+//! * `fallback`: the per-example loop and its policy;
+//! * `api`: [`vmap`], [`Vmap`], in/out dims, inputs and outputs.
+
+mod api;
+mod batched;
+mod fallback;
+mod interpreter;
+
+pub use api::{vmap, vmap_depth, InDims, Inputs, OutDims, Vmap, VmapInputs, VmapOutputs};
+pub use fallback::{fallback_policy, set_fallback_policy, FallbackPolicy};
