@@ -1,0 +1,180 @@
+//! The runtime's modules form layers, and imports only point down:
+//!
+//! ```text
+//! core → schema → checks → registry → dispatch → private (glue of the
+//! generated code) → vmap | batching → testing → library → coverage
+//! ```
+//!
+//! `core` knows no transform and no op; the registry knows no dispatch; the
+//! dispatcher knows no transform; transforms know no op library. This test
+//! reads every `crate::` path in `runtime/src` and fails on an import that
+//! points up (or sideways into another module of the same layer), so no cycle
+//! can come back unnoticed. It also prints the module graph.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module of the runtime and its layer (lower imports nothing above).
+const LAYERS: &[(&str, usize)] = &[
+    ("core", 0),
+    ("schema", 1),
+    ("checks", 2),
+    ("registry", 3),
+    ("dispatch", 4),
+    ("private", 5),
+    ("vmap", 6),
+    ("batching", 6),
+    ("testing", 7),
+    ("library", 8),
+    ("coverage", 9),
+];
+
+/// Items the crate root re-exports, and the module each comes from.
+const ROOT_ITEMS: &[(&str, &str)] = &[
+    ("DType", "core"),
+    ("Error", "core"),
+    ("Result", "core"),
+    ("Data", "core"),
+    ("Element", "core"),
+    ("LevelId", "core"),
+    ("LevelTensor", "core"),
+    ("Tensor", "core"),
+    ("Arg", "core"),
+    ("BDim", "core"),
+    ("Outs", "core"),
+    ("TensorMeta", "core"),
+    ("each_dtype", "core"),
+    ("__private", "private"),
+    ("vmap", "vmap"),
+    ("vmap_depth", "vmap"),
+    ("FallbackPolicy", "vmap"),
+    ("fallback_policy", "vmap"),
+    ("set_fallback_policy", "vmap"),
+    ("args", "testing"),
+    ("op_samples", "testing"),
+    ("ops", "library"),
+    // The attribute macros expand to `__private` paths.
+    ("kernel", "private"),
+    ("meta", "private"),
+    ("batching_rule", "private"),
+    ("decompose", "private"),
+    ("op_table", "private"),
+];
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The names imported by each `crate::` path in `source` (first segment only;
+/// `crate::{a, b::c}` gives `a` and `b`). Comments are skipped.
+fn crate_imports(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in source.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            // `$crate::` in exported macros resolves to the root too.
+            rest = &rest[at + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let first = item.trim().split("::").next().unwrap_or("").trim();
+                    if !first.is_empty() {
+                        names.push(first.to_string());
+                    }
+                }
+            } else {
+                let ident: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(ident);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn imports_only_point_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" {
+            continue; // the crate root assembles the layers
+        }
+        let Some(own) = layer(&module) else {
+            problems.push(format!(
+                "{}: module `{module}` has no layer; add it to LAYERS",
+                rel.display()
+            ));
+            continue;
+        };
+        let source = std::fs::read_to_string(file).unwrap();
+        for name in crate_imports(&source) {
+            let target = match layer(&name) {
+                Some(_) => name.clone(),
+                None => match ROOT_ITEMS.iter().find(|(item, _)| *item == name) {
+                    Some((_, m)) => m.to_string(),
+                    None => {
+                        problems.push(format!(
+                            "{}: `crate::{name}` is not a known module or root item; add it to LAYERS or ROOT_ITEMS",
+                            rel.display()
+                        ));
+                        continue;
+                    }
+                },
+            };
+            if target == module {
+                continue;
+            }
+            graph
+                .entry(module.clone())
+                .or_default()
+                .insert(target.clone());
+            let theirs = layer(&target).unwrap();
+            if theirs >= own {
+                problems.push(format!(
+                    "{}: `{module}` (layer {own}) imports `crate::{name}` from `{target}` (layer {theirs}); imports must point to a lower layer",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    for (module, deps) in &graph {
+        println!(
+            "{module} -> {}",
+            deps.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_scanner_sees_grouped_and_plain_imports() {
+    let names = crate_imports("use crate::{a, b::c};\nlet x = crate::d::e(); // crate::f\n");
+    assert_eq!(names, ["a", "b", "d"]);
+}

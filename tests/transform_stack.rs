@@ -1,0 +1,200 @@
+//! The dispatcher knows no transform: a new transform is an [`Interpreter`]
+//! plus a [`LevelTensor`], pushed with [`dispatch::push_level`]. This test adds
+//! one from outside the crate — a "trace" transform that records the name of
+//! every op called at its level and otherwise computes the plain result — and
+//! composes it with vmap in both orders.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use batchrules::dispatch::{self, Interpreter};
+use batchrules::registry::OpEntry;
+use batchrules::{ops, vmap, Arg, DType, LevelId, LevelTensor, Outs, Result, Tensor, TensorMeta};
+use ndarray::{array, Array};
+
+/// A tensor at a trace level: just the value one level down.
+#[derive(Debug)]
+struct Traced {
+    inner: Tensor,
+    level: LevelId,
+}
+
+fn traced(inner: Tensor, level: LevelId) -> Tensor {
+    Tensor::from_level(Arc::new(Traced { inner, level }))
+}
+
+impl LevelTensor for Traced {
+    fn level(&self) -> LevelId {
+        self.level
+    }
+    fn transform(&self) -> &'static str {
+        "trace"
+    }
+    fn shape(&self) -> &[usize] {
+        self.inner.shape()
+    }
+    fn dtype(&self) -> DType {
+        self.inner.dtype()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
+        Ok(traced(self.inner.permuted(perm)?, self.level))
+    }
+    fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
+        Ok(traced(self.inner.unsqueezed(dim)?, self.level))
+    }
+    fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
+        Ok(traced(self.inner.select(dim, index)?, self.level))
+    }
+    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
+        Ok(traced(self.inner.broadcast_new_dim(dim, size)?, self.level))
+    }
+}
+
+/// The trace level's interpreter: records the op, unwraps its own tensors,
+/// calls the op again (the dispatcher sends it to the levels below), wraps.
+struct Trace {
+    log: RefCell<Vec<(&'static str, Vec<usize>)>>,
+}
+
+impl Interpreter for Trace {
+    fn name(&self) -> &'static str {
+        "trace"
+    }
+    fn wants_output_metas(&self) -> bool {
+        true
+    }
+    fn process(
+        &self,
+        entry: &'static OpEntry,
+        args: &[Arg<Tensor>],
+        level: LevelId,
+        out_metas: Option<&[TensorMeta]>,
+    ) -> Result<Outs<Tensor>> {
+        let shape = out_metas.map_or_else(Vec::new, |m| m[0].shape().to_vec());
+        self.log.borrow_mut().push((entry.name(), shape));
+        let unwrapped = args
+            .iter()
+            .map(|a| {
+                a.try_map(|t| {
+                    Ok(match t.downcast_level::<Traced>() {
+                        Some(tr) if tr.level == level => tr.inner.clone(),
+                        _ => t.clone(),
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let outs = dispatch::call_op(entry, &unwrapped)?;
+        Ok(outs.into_iter().map(|t| traced(t, level)).collect())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Runs `f` at a new trace level; returns its result and the ops it saw.
+fn trace(
+    f: impl FnOnce(Tensor) -> Result<Tensor>,
+    x: &Tensor,
+) -> Result<(Tensor, Vec<(&'static str, Vec<usize>)>)> {
+    let interp = Rc::new(Trace {
+        log: RefCell::new(Vec::new()),
+    });
+    let guard = dispatch::push_level(|_| interp.clone());
+    let level = guard.id();
+    let out = f(traced(x.clone(), level))?;
+    let out = match out.downcast_level::<Traced>() {
+        Some(tr) if tr.level == level => tr.inner.clone(),
+        _ => out,
+    };
+    drop(guard);
+    let log = interp.log.borrow().clone();
+    Ok((out, log))
+}
+
+fn f(x: Tensor) -> Result<Tensor> {
+    ops::sum(&ops::mul(&x, &x)?, Some(-1), false)
+}
+
+fn xs() -> Tensor {
+    Tensor::from(Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f64).into_dyn())
+}
+
+#[test]
+fn a_new_transform_sees_every_op_and_computes_the_plain_result() {
+    let x = Tensor::from(array![1.0f64, 2.0, 3.0].into_dyn());
+    let (y, log) = trace(f, &x).unwrap();
+    assert_eq!(
+        y.to_array::<f64>().unwrap(),
+        array![14.0].into_shape_with_order(()).unwrap().into_dyn()
+    );
+    assert_eq!(log, vec![("mul", vec![3]), ("sum", vec![])]);
+}
+
+#[test]
+fn trace_of_vmap_sees_physical_calls_of_the_rules() {
+    // The trace level is below vmap: it sees what vmap's rules call, on the
+    // physical (batched) shapes.
+    let (y, log) = trace(|x| vmap(f).call(&x), &xs()).unwrap();
+    let want = vmap(f).call(&xs()).unwrap();
+    assert_eq!(
+        y.to_array::<f64>().unwrap(),
+        want.to_array::<f64>().unwrap()
+    );
+    assert_eq!(log, vec![("mul", vec![4, 3]), ("sum", vec![4])]);
+}
+
+#[test]
+fn vmap_of_trace_sees_logical_calls() {
+    // The trace level is above vmap: it sees the per-example (logical) shapes,
+    // and its own op calls are then batched by vmap.
+    let logs = RefCell::new(Vec::new());
+    let y = vmap(|x: Tensor| {
+        let (y, log) = trace(f, &x)?;
+        logs.borrow_mut().extend(log);
+        Ok(y)
+    })
+    .call(&xs())
+    .unwrap();
+    let want = vmap(f).call(&xs()).unwrap();
+    assert_eq!(
+        y.to_array::<f64>().unwrap(),
+        want.to_array::<f64>().unwrap()
+    );
+    assert_eq!(logs.into_inner(), vec![("mul", vec![3]), ("sum", vec![])]);
+}
+
+#[test]
+fn meta_checks_run_at_the_new_level_too() {
+    let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+    let err = trace(|x| ops::triu(&x, 0), &x).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "triu: expected a tensor with at least 2 dims, got shape [2] (checked on logical shapes at trace level 1)"
+    );
+}
+
+#[test]
+fn a_tensor_that_escaped_its_level_is_an_error() {
+    let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+    let escaped = RefCell::new(None);
+    trace(
+        |t| {
+            *escaped.borrow_mut() = Some(t.clone());
+            Ok(t)
+        },
+        &x,
+    )
+    .unwrap();
+    let t = escaped.into_inner().unwrap();
+    let err = ops::neg(&t).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("outside the trace that created it"),
+        "{err}"
+    );
+}
