@@ -9,7 +9,7 @@ use batchrules::{
     batching_rule, decompose, kernel, meta, ops, vmap, Error, FallbackPolicy, Result, Tensor,
     TensorMeta,
 };
-use ndarray::{Array, ArrayD, IxDyn};
+use ndarray::{array, Array, ArrayD, IxDyn};
 
 /// Ops for this test: one without a rule, a composite that opts out of
 /// decomposition, and one whose rule is deliberately wrong.
@@ -401,4 +401,62 @@ fn vmap_on_several_threads() {
     for h in handles {
         h.join().unwrap();
     }
+}
+
+#[test]
+fn closure_argument_types_follow_from_the_call() {
+    // No `: (Tensor, Tensor)` annotation: `call((&x, &w))` decides it.
+    let x = Tensor::from(Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f64).into_dyn());
+    let w = Tensor::from(array![1.0f64, 0.0, -1.0].into_dyn());
+    let y = vmap(|(x, w)| ops::sum(&ops::mul(&x, &w)?, None, false))
+        .in_dims([Some(0), None])
+        .call((&x, &w))
+        .unwrap();
+    assert_eq!(
+        y.to_array::<f64>().unwrap(),
+        array![-2.0, -2.0, -2.0, -2.0].into_dyn()
+    );
+    let z = vmap(|x| ops::neg(&x)).call(&x).unwrap();
+    assert_eq!(z.shape(), &[4, 3]);
+}
+
+#[test]
+fn in_dims_none_needs_no_type_annotation() {
+    let w = Tensor::from(array![1.0f64, 2.0].into_dyn());
+    let y = vmap(|w| ops::neg(&w))
+        .in_dims(None)
+        .batch_size(3)
+        .call(&w)
+        .unwrap();
+    assert_eq!(y.shape(), &[3, 2]);
+    assert_eq!(y.to_array::<f64>().unwrap()[[2, 1]], -2.0);
+}
+
+#[test]
+fn huge_usize_in_dims_are_out_of_range_not_negative() {
+    // usize::MAX used to wrap to -1 (the last dim) through an `as` cast.
+    let x = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+    let err = vmap(|x| ops::neg(&x))
+        .in_dims([Some(usize::MAX)])
+        .call(&x)
+        .unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+    let err = vmap(|x| ops::neg(&x))
+        .out_dims(usize::MAX)
+        .call(&x)
+        .unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}
+
+#[test]
+fn check_vmap_takes_any_output_shape() {
+    let x = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+    // A tensor, a pair, and a list of outputs, without wrapping in `vec![...]`.
+    check_vmap(|xs| ops::neg(&xs[0]), std::slice::from_ref(&x)).unwrap();
+    check_vmap(
+        |xs| Ok((ops::neg(&xs[0])?, ops::exp(&xs[0])?)),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    check_vmap(|xs| Ok(vec![ops::neg(&xs[0])?]), &[x]).unwrap();
 }

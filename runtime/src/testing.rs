@@ -22,6 +22,7 @@ use std::fmt;
 use crate::core::cast::cast;
 use crate::registry::OpEntry;
 use crate::schema::OpTable;
+use crate::vmap::VmapOutputs;
 use crate::{vmap, Arg, DType, Data, Error, Result, Tensor};
 
 /// The arguments of one call of an op, tensors and scalars alike; build them
@@ -336,12 +337,23 @@ fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
 /// [`BATCH_SIZES`], and for `vmap(vmap(f))` with every input batched at both
 /// levels, at the outer level only, at the inner level only, or at neither.
 ///
-/// `f` takes the inputs of one example and returns its outputs; capture any
-/// non-tensor arguments in the closure. Returns the number of cases checked.
-pub fn check_vmap<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+/// `f` takes the inputs of one example and returns its outputs (a [`Tensor`],
+/// a tuple of them, or a `Vec<Tensor>`); capture any non-tensor arguments in
+/// the closure. Returns the number of cases checked.
+///
+/// ```
+/// use batchrules::{ops, testing::check_vmap, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+/// let cases = check_vmap(|xs| ops::triu(&xs[0], 0), &[x]).expect("triu batches correctly");
+/// assert!(cases > 0);
+/// ```
+pub fn check_vmap<F, O>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
 where
-    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
 {
+    let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
     let err = |case: &str, e: Error| Mismatch {
         case: case.to_string(),
         detail: e.to_string(),
@@ -464,10 +476,12 @@ where
 /// every in_dims combination with at least one input batched, at every batch
 /// size in [`BATCH_SIZES`]: no op may accept under vmap what is invalid per
 /// example. Returns the number of cases checked.
-pub fn check_vmap_errors<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+pub fn check_vmap_errors<F, O>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
 where
-    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
 {
+    let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
     if let Ok(outs) = f(inputs) {
         return Err(Mismatch {
             case: "unbatched call".to_string(),

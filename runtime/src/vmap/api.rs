@@ -1,6 +1,7 @@
 //! The public API of vmap: [`vmap`], [`Vmap`], in/out dims, and the input and
 //! output shapes a vmapped function may take.
 
+use std::marker::PhantomData;
 use std::rc::Rc;
 
 use crate::core::value::{Outputs, Outs};
@@ -216,10 +217,11 @@ tuple_inputs!(T1, T2, T3, T4);
 pub trait VmapOutputs: Outputs<Tensor> {}
 impl<O: Outputs<Tensor>> VmapOutputs for O {}
 
-/// A function prepared for vmap; see [`vmap`].
-#[derive(Clone, Debug)]
-pub struct Vmap<F> {
+/// A function prepared for vmap; see [`vmap`]. `A` is what the function
+/// receives: a [`Tensor`], a tuple of them, or a `Vec<Tensor>`.
+pub struct Vmap<F, A> {
     f: F,
+    args: PhantomData<fn(A)>,
     in_dims: InDims,
     out_dims: OutDims,
     batch_size: Option<usize>,
@@ -240,7 +242,8 @@ pub struct Vmap<F> {
 /// // Per example: x is [3], w is [3] and shared by all examples.
 /// let x = Tensor::from(Array::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f64).into_dyn());
 /// let w = Tensor::from(ndarray::array![1.0f64, 0.0, -1.0].into_dyn());
-/// let y = vmap(|(x, w): (Tensor, Tensor)| ops::sum(&ops::mul(&x, &w)?, None, false))
+/// // The closure's argument types follow from what `call` is given.
+/// let y = vmap(|(x, w)| ops::sum(&ops::mul(&x, &w)?, None, false))
 ///     .in_dims([Some(0), None])
 ///     .call((&x, &w))?;
 /// assert_eq!(y.shape(), &[4]);
@@ -251,9 +254,13 @@ pub struct Vmap<F> {
 /// assert!(err.to_string().contains("got shape [3]"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn vmap<F>(f: F) -> Vmap<F> {
+pub fn vmap<F, A, O>(f: F) -> Vmap<F, A>
+where
+    F: Fn(A) -> Result<O>,
+{
     Vmap {
         f,
+        args: PhantomData,
         in_dims: InDims::All(Some(0)),
         out_dims: OutDims::All(0),
         batch_size: None,
@@ -261,7 +268,31 @@ pub fn vmap<F>(f: F) -> Vmap<F> {
     }
 }
 
-impl<F> Vmap<F> {
+impl<F: Clone, A> Clone for Vmap<F, A> {
+    fn clone(&self) -> Self {
+        Vmap {
+            f: self.f.clone(),
+            args: PhantomData,
+            in_dims: self.in_dims.clone(),
+            out_dims: self.out_dims.clone(),
+            batch_size: self.batch_size,
+            policy: self.policy,
+        }
+    }
+}
+
+impl<F, A> std::fmt::Debug for Vmap<F, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vmap")
+            .field("in_dims", &self.in_dims)
+            .field("out_dims", &self.out_dims)
+            .field("batch_size", &self.batch_size)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, A> Vmap<F, A> {
     /// Sets where each input's batch dim is (see [`InDims`]).
     pub fn in_dims(mut self, in_dims: impl Into<InDims>) -> Self {
         self.in_dims = in_dims.into();
@@ -293,10 +324,10 @@ impl<F> Vmap<F> {
     /// Errors if `in_dims`/`out_dims` do not fit the inputs/outputs, if batched
     /// inputs disagree on the batch size, if nothing is batched and no batch size
     /// was given, or if the function itself errors (with the vmap level added).
-    pub fn call<A, O>(&self, args: A) -> Result<O>
+    pub fn call<I, O>(&self, args: I) -> Result<O>
     where
-        A: VmapInputs,
-        F: Fn(A::Inner) -> Result<O>,
+        I: VmapInputs<Inner = A>,
+        F: Fn(A) -> Result<O>,
         O: VmapOutputs,
     {
         let inputs = args.tensors();
@@ -313,7 +344,7 @@ impl<F> Vmap<F> {
                 None => Ok(t),
             })
             .collect::<Result<_>>()?;
-        let out = (self.f)(A::rebuild(wrapped)).map_err(|e| in_level(e, level.depth()))?;
+        let out = (self.f)(I::rebuild(wrapped)).map_err(|e| in_level(e, level.depth()))?;
         let outs = out.into_outputs();
         if let OutDims::Each(ds) = &self.out_dims {
             if ds.len() != outs.len() {
