@@ -55,10 +55,13 @@ impl LevelTensor for Traced {
     }
 }
 
+/// What a trace level saw: each op called at it, with its output's logical shape.
+type Log = Vec<(&'static str, Vec<usize>)>;
+
 /// The trace level's interpreter: records the op, unwraps its own tensors,
 /// calls the op again (the dispatcher sends it to the levels below), wraps.
 struct Trace {
-    log: RefCell<Vec<(&'static str, Vec<usize>)>>,
+    log: RefCell<Log>,
 }
 
 impl Interpreter for Trace {
@@ -97,10 +100,7 @@ impl Interpreter for Trace {
 }
 
 /// Runs `f` at a new trace level; returns its result and the ops it saw.
-fn trace(
-    f: impl FnOnce(Tensor) -> Result<Tensor>,
-    x: &Tensor,
-) -> Result<(Tensor, Vec<(&'static str, Vec<usize>)>)> {
+fn trace(f: impl FnOnce(Tensor) -> Result<Tensor>, x: &Tensor) -> Result<(Tensor, Log)> {
     let interp = Rc::new(Trace {
         log: RefCell::new(Vec::new()),
     });

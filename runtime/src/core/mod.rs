@@ -5,6 +5,8 @@
 pub(crate) mod alloc;
 pub(crate) mod broadcast;
 pub(crate) mod cast;
+#[cfg(feature = "ndarray-0-16")]
+mod compat;
 pub(crate) mod dims;
 pub(crate) mod dtype;
 pub(crate) mod error;

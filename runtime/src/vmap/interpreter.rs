@@ -145,8 +145,7 @@ impl VmapInterpreter {
         let fixed_arity = !entry
             .schema
             .returns
-            .iter()
-            .any(|r| *r == crate::schema::ArgType::TensorList);
+            .contains(&crate::schema::ArgType::TensorList);
         if fixed_arity && outs.len() != entry.schema.returns.len() {
             return Err(bug(format!(
                 "it returned {} outputs, the op schema `{}` has {}",
