@@ -63,7 +63,7 @@ impl RegisteredFn {
 pub struct Location {
     /// Source file.
     pub file: &'static str,
-    /// Line of the attribute.
+    /// Line of the registered function's name (the `fn` line, just below the attribute).
     pub line: u32,
     /// The registered function's name.
     pub function: &'static str,
