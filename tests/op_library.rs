@@ -1,14 +1,18 @@
 //! Every op of the built-in table, exhaustively under vmap: each sample input
 //! against the per-example loop for every in_dims combination, batch sizes 1 and
 //! 3, and nested vmap; each error input must error under every in_dims
-//! combination; and no op may reach the fallback loop.
+//! combination; and no op may reach the fallback loop. Also: every op declares
+//! sample and error inputs, and batches an empty batch.
 
 use std::collections::BTreeMap;
 
+use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, VmapStrategy};
 use batchrules::schema::OpKind;
-use batchrules::testing::{check_op, check_op_errors, op_infos, OpInfo};
-use batchrules::{set_fallback_policy, FallbackPolicy};
+use batchrules::testing::{
+    check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
+};
+use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 
@@ -20,17 +24,85 @@ fn infos() -> BTreeMap<&'static str, &'static OpInfo> {
 }
 
 #[test]
-fn every_op_has_samples_and_error_inputs_where_it_can_fail() {
+fn every_op_has_sample_and_error_inputs() {
+    // Every op of the table can be called wrongly (a bad dim, dtype, shape or
+    // size), so every op declares inputs it must reject as well as valid ones.
     let infos = infos();
     let reg = registry().unwrap();
-    let missing: Vec<&str> = reg
+    let (mut no_samples, mut no_errors) = (Vec::new(), Vec::new());
+    for name in reg
         .ops()
         .iter()
         .filter(|e| e.table.path == TABLE)
         .map(|e| e.name())
-        .filter(|name| infos.get(name).is_none_or(|i| (i.samples)().is_empty()))
-        .collect();
-    assert!(missing.is_empty(), "ops without sample inputs: {missing:?}");
+    {
+        let info = infos.get(name);
+        if info.is_none_or(|i| (i.samples)().is_empty()) {
+            no_samples.push(name);
+        }
+        if info.is_none_or(|i| (i.errors)().is_empty()) {
+            no_errors.push(name);
+        }
+    }
+    assert!(
+        no_samples.is_empty() && no_errors.is_empty(),
+        "ops without sample inputs: {no_samples:?}; ops without error inputs: {no_errors:?}"
+    );
+}
+
+#[test]
+fn every_op_batches_an_empty_batch() {
+    // A batch of 0 examples of each sample (one tensor argument batched at a
+    // time) gives the dense result's shape with a leading 0.
+    set_fallback_policy(FallbackPolicy::Error);
+    let reg = registry().unwrap();
+    let infos = infos();
+    let mut failures = Vec::new();
+    for entry in reg.ops().iter().filter(|e| e.table.path == TABLE) {
+        let Some(info) = infos.get(entry.name()) else {
+            continue;
+        };
+        for sample in (info.samples)() {
+            let tensors = sample_tensors(&sample);
+            let dense = call_op(entry, &sample).unwrap().into_vec();
+            for i in 0..tensors.len() {
+                let mut inputs = tensors.clone();
+                inputs[i] = tensors[i].broadcast_new_dim(0, 0).unwrap();
+                let in_dims: Vec<Option<i64>> =
+                    (0..tensors.len()).map(|k| (k == i).then_some(0)).collect();
+                let out = vmap(|ts: Vec<Tensor>| {
+                    Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec())
+                })
+                .in_dims(in_dims)
+                .call(&inputs[..]);
+                let expected: Vec<Vec<usize>> =
+                    dense.iter().map(|t| [&[0], t.shape()].concat()).collect();
+                match out {
+                    Ok(out) => {
+                        let got: Vec<Vec<usize>> = out.iter().map(|t| t.shape().to_vec()).collect();
+                        if got != expected {
+                            failures.push(format!(
+                                "{} {} (argument {i} batched): shapes {got:?}, expected {expected:?}",
+                                entry.name(),
+                                describe(&sample)
+                            ));
+                        }
+                    }
+                    Err(e) => failures.push(format!(
+                        "{} {} (argument {i} batched): {e}",
+                        entry.name(),
+                        describe(&sample)
+                    )),
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

@@ -21,6 +21,46 @@
 //! # assert_eq!(y.to_array::<f32>()?, ndarray::array![-1.0f32, 2.0].into_dyn());
 //! # Ok::<(), batchrules::Error>(())
 //! ```
+//!
+//! # Nothing batched never reaches a rule
+//!
+//! The dispatcher calls a rule only when at least one of its tensor arguments
+//! has a batch dim at the rule's level: an op call with nothing batched at a
+//! level never reaches that level's rules. So a rule has no "nothing batched"
+//! case to handle, and in a rule of one tensor argument its batch dim is always
+//! set.
+//!
+//! A rule of several tensor arguments still sees unbatched ones. It need not
+//! branch on them either: move each batch dim to the front if there is one
+//! ([`bdim_to_front`]), then compute physical dims with [`physical_dim`], which
+//! adds one for a batched operand and nothing for an unbatched one, and return
+//! `bdim.map(|_| 0)` as the output's batch dim. The same code then serves
+//! batched and unbatched operands, as functorch's `getPhysicalDim` and JAX's
+//! batchers do:
+//!
+//! ```
+//! use batchrules::batching::{bdim_to_front, physical_dim, RuleOutput};
+//! use batchrules::{ops, Tensor};
+//!
+//! // The rule of `narrow(Tensor self, int dim, int start, int length)`.
+//! fn narrow_rule(
+//!     x: &Tensor,
+//!     bdim: Option<usize>,
+//!     dim: i64,
+//!     start: i64,
+//!     length: i64,
+//! ) -> RuleOutput {
+//!     let x = bdim_to_front(x, bdim)?;
+//!     let d = physical_dim(&x, bdim.is_some(), dim)?;
+//!     Ok((ops::narrow(&x, d as i64, start, length)?, bdim.map(|_| 0)))
+//! }
+//! // A batch of 2 examples of shape [3], batch dim last: logical dim 0 is physical dim 1.
+//! let x = Tensor::from(ndarray::array![[1.0f64, 4.0], [2.0, 5.0], [3.0, 6.0]].into_dyn());
+//! let (y, b) = narrow_rule(&x, Some(1), 0, 1, 2)?;
+//! assert_eq!(b, Some(0));
+//! assert_eq!(y.to_array::<f64>()?, ndarray::array![[2.0, 3.0], [5.0, 6.0]].into_dyn());
+//! # Ok::<(), batchrules::Error>(())
+//! ```
 
 use crate::{Error, Result, Tensor};
 
@@ -28,11 +68,31 @@ use crate::{Error, Result, Tensor};
 pub type RuleOutput = Result<(Tensor, Option<usize>)>;
 
 /// The rank of `x` without its batch dim.
+///
+/// ```
+/// use batchrules::batching::logical_rank;
+/// use batchrules::Tensor;
+///
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[4, 2, 3])));
+/// assert_eq!(logical_rank(&x, Some(0)), 2);
+/// assert_eq!(logical_rank(&x, None), 3);
+/// ```
 pub fn logical_rank(x: &Tensor, bdim: Option<usize>) -> usize {
     x.ndim() - usize::from(bdim.is_some())
 }
 
-/// `x` with its batch dim (if any) moved to dim 0.
+/// `x` with its batch dim (if any) moved to dim 0; an unbatched `x` as it is.
+/// No data is copied.
+///
+/// ```
+/// use batchrules::batching::bdim_to_front;
+/// use batchrules::Tensor;
+///
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 4, 3])));
+/// assert_eq!(bdim_to_front(&x, Some(1))?.shape(), &[4, 2, 3]);
+/// assert_eq!(bdim_to_front(&x, None)?.shape(), &[2, 4, 3]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
     match bdim {
         Some(b) => x.moved_dim(b, 0),
@@ -43,20 +103,76 @@ pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
 /// Resolves a possibly negative logical dim against `logical_rank`, returning
 /// it in `0..logical_rank`. The meta has already validated `dim`; this errors
 /// rather than panics if called with one it did not.
+///
+/// ```
+/// use batchrules::batching::wrap_dim;
+///
+/// assert_eq!(wrap_dim(-1, 3)?, 2);
+/// assert_eq!(wrap_dim(0, 0)?, 0); // a 0-d tensor takes dims 0 and -1
+/// assert!(wrap_dim(3, 3).is_err());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
     // The same resolution the metas use, so a rule accepts exactly what they do.
     crate::core::dims::check_dim(dim, logical_rank)
 }
 
-/// The physical dim of logical `dim` once the batch dim is at the front.
-pub fn physical_dim(dim: i64, logical_rank: usize) -> Result<usize> {
-    Ok(wrap_dim(dim, logical_rank)? + 1)
+/// The physical dim of logical `dim` in `x`, whose batch dim, if it has one
+/// (`has_bdim`), is at the front (see [`bdim_to_front`]): `dim` resolved
+/// against the logical rank, plus one for the batch dim. So one rule body
+/// serves batched and unbatched operands (functorch's `getPhysicalDim`).
+///
+/// ```
+/// use batchrules::batching::physical_dim;
+/// use batchrules::Tensor;
+///
+/// // Logical shape [2, 3]: batched (batch dim at the front) and unbatched.
+/// let batched = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[4, 2, 3])));
+/// let plain = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 3])));
+/// assert_eq!(physical_dim(&batched, true, -1)?, 2);
+/// assert_eq!(physical_dim(&plain, false, -1)?, 1);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn physical_dim(x: &Tensor, has_bdim: bool, dim: i64) -> Result<usize> {
+    let front = usize::from(has_bdim);
+    Ok(wrap_dim(dim, x.ndim() - front)? + front)
+}
+
+/// The physical position in `x` (batch dim, if any, at the front, as for
+/// [`physical_dim`]) of a *new* dim inserted at logical position `dim`, as in
+/// `unsqueeze` or `stack`: `dim` may be in `-(r + 1)..=r` for logical rank `r`.
+///
+/// ```
+/// use batchrules::batching::physical_new_dim;
+/// use batchrules::Tensor;
+///
+/// // Logical shape [2, 3], batch dim at the front: a new last dim is physical dim 3.
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[4, 2, 3])));
+/// assert_eq!(physical_new_dim(&x, true, -1)?, 3);
+/// assert_eq!(physical_new_dim(&x, true, 0)?, 1);
+/// assert_eq!(physical_new_dim(&x, false, 0)?, 0);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn physical_new_dim(x: &Tensor, has_bdim: bool, dim: i64) -> Result<usize> {
+    let front = usize::from(has_bdim);
+    Ok(wrap_dim(dim, x.ndim() - front + 1)? + front)
 }
 
 /// `x` with its batch dim at the front and size-1 dims inserted after it until
 /// its logical rank is `rank`, so it broadcasts against other operands of
 /// logical rank `rank` with their batch dims at the front. An unbatched `x` is
 /// returned as is: NumPy broadcasting already aligns it to the trailing dims.
+///
+/// ```
+/// use batchrules::batching::align_to_front;
+/// use batchrules::Tensor;
+///
+/// // A batch of 4 vectors of length 3, batch dim last, aligned to logical rank 3.
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[3, 4])));
+/// assert_eq!(align_to_front(&x, Some(1), 3)?.shape(), &[4, 1, 1, 3]);
+/// assert_eq!(align_to_front(&x, None, 3)?.shape(), &[3, 4]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn align_to_front(x: &Tensor, bdim: Option<usize>, rank: usize) -> Result<Tensor> {
     let Some(b) = bdim else {
         return Ok(x.clone());
@@ -69,6 +185,16 @@ pub fn align_to_front(x: &Tensor, bdim: Option<usize>, rank: usize) -> Result<Te
 }
 
 /// The rule of a pointwise unary op: apply it to the physical tensor.
+///
+/// ```
+/// use batchrules::batching::unary_pointwise;
+/// use batchrules::{ops, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, -2.0]].into_dyn());
+/// let (y, b) = unary_pointwise(ops::abs, &x, Some(1))?;
+/// assert_eq!((y.shape(), b), (&[1, 2][..], Some(1)));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn unary_pointwise(
     op: impl FnOnce(&Tensor) -> Result<Tensor>,
     x: &Tensor,
@@ -77,16 +203,26 @@ pub fn unary_pointwise(
     Ok((op(x)?, bdim))
 }
 
-/// Prepares the operands of a broadcasting op: if any is batched, each batched
-/// one gets its batch dim at the front and size-1 dims after it up to the
-/// largest logical rank, so NumPy broadcasting lines up the batch dims and the
-/// logical dims alike. Returns the operands and the output's batch dim.
+/// Prepares the operands of a broadcasting op: each batched one gets its batch
+/// dim at the front and size-1 dims after it up to the largest logical rank
+/// ([`align_to_front`]), so NumPy broadcasting lines up the batch dims and the
+/// logical dims alike; unbatched ones stay as they are. Returns the operands
+/// and the output's batch dim (`Some(0)` if any operand is batched).
+///
+/// ```
+/// use batchrules::batching::broadcast_operands;
+/// use batchrules::Tensor;
+///
+/// // A batch of 4 examples of shape [3] (batch dim last), and a shared [2, 3].
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[3, 4])));
+/// let w = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 3])));
+/// let (ts, bdim) = broadcast_operands(&[(&x, Some(1)), (&w, None)])?;
+/// assert_eq!((ts[0].shape(), ts[1].shape(), bdim), (&[4, 1, 3][..], &[2, 3][..], Some(0)));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn broadcast_operands(
     operands: &[(&Tensor, Option<usize>)],
 ) -> Result<(Vec<Tensor>, Option<usize>)> {
-    if operands.iter().all(|(_, b)| b.is_none()) {
-        return Ok((operands.iter().map(|(t, _)| (*t).clone()).collect(), None));
-    }
     let rank = operands
         .iter()
         .map(|(t, b)| logical_rank(t, *b))
@@ -96,11 +232,25 @@ pub fn broadcast_operands(
         .iter()
         .map(|(t, b)| align_to_front(t, *b, rank))
         .collect::<Result<_>>()?;
-    Ok((aligned, Some(0)))
+    let batched = operands.iter().any(|(_, b)| b.is_some());
+    Ok((aligned, batched.then_some(0)))
 }
 
 /// The rule of a broadcasting binary op: [`broadcast_operands`], then the op
 /// itself on the physical tensors.
+///
+/// ```
+/// use batchrules::batching::binary_broadcast;
+/// use batchrules::{ops, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+/// let y = Tensor::from(ndarray::array![10.0f64, 20.0].into_dyn());
+/// // Example i of x is column i; y is shared.
+/// let (z, b) = binary_broadcast(ops::add, &x, Some(1), &y, None)?;
+/// assert_eq!(b, Some(0));
+/// assert_eq!(z.to_array::<f64>()?, ndarray::array![[11.0, 23.0], [12.0, 24.0]].into_dyn());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn binary_broadcast(
     op: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
     x: &Tensor,
@@ -115,6 +265,18 @@ pub fn binary_broadcast(
 /// The rule of a reduction over an optional dim (`None`: all dims), such as
 /// `sum(Tensor self, int? dim=None, bool keepdim=False)`: batch dim to the front,
 /// then reduce the physical dims that hold logical ones.
+///
+/// ```
+/// use batchrules::batching::reduce_dim;
+/// use batchrules::{ops, Tensor};
+///
+/// // Two examples of shape [3], batch dim last: each example sums to one value.
+/// let x = Tensor::from(ndarray::array![[1.0f64, 10.0], [2.0, 20.0], [3.0, 30.0]].into_dyn());
+/// let (y, b) = reduce_dim(ops::sum, &x, Some(1), None, false)?;
+/// assert_eq!(b, Some(0));
+/// assert_eq!(y.to_array::<f64>()?, ndarray::array![6.0, 60.0].into_dyn());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn reduce_dim(
     op: impl Fn(&Tensor, Option<i64>, bool) -> Result<Tensor>,
     x: &Tensor,
@@ -122,36 +284,45 @@ pub fn reduce_dim(
     dim: Option<i64>,
     keepdim: bool,
 ) -> RuleOutput {
-    let Some(b) = bdim else {
-        return Ok((op(x, dim, keepdim)?, None));
-    };
     let rank = logical_rank(x, bdim);
-    let mut t = x.moved_dim(b, 0)?;
+    let front = usize::from(bdim.is_some());
+    let mut t = bdim_to_front(x, bdim)?;
     match dim {
         // Reducing a 0-d example over "its" dim 0 leaves it as it is (up to the
         // result dtype): reduce a dummy size-1 dim instead of the batch dim.
-        Some(_) if rank == 0 => t = op(&t.unsqueezed(1)?, Some(1), false)?,
-        Some(d) => t = op(&t, Some(physical_dim(d, rank)? as i64), keepdim)?,
+        Some(_) if rank == 0 => t = op(&t.unsqueezed(front)?, Some(front as i64), false)?,
+        Some(d) => {
+            let p = physical_dim(&t, bdim.is_some(), d)?;
+            t = op(&t, Some(p as i64), keepdim)?;
+        }
         None => {
-            for d in (1..=rank).rev() {
+            for d in (front..rank + front).rev() {
                 t = op(&t, Some(d as i64), keepdim)?;
             }
         }
     }
-    Ok((t, Some(0)))
+    Ok((t, bdim.map(|_| 0)))
 }
 
 /// The rule of an op that acts on trailing dims only and treats leading dims as
 /// batch (`triu`, `tril`, ...): batch dim to the front, then the op as is.
+///
+/// ```
+/// use batchrules::batching::leading_batch;
+/// use batchrules::{ops, Tensor};
+///
+/// // Three 2x2 matrices, batch dim last.
+/// let x = Tensor::from(ndarray::ArrayD::<f64>::ones(ndarray::IxDyn(&[2, 2, 3])));
+/// let (y, b) = leading_batch(|t| ops::triu(t, 0), &x, Some(2))?;
+/// assert_eq!((y.shape(), b), (&[3, 2, 2][..], Some(0)));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn leading_batch(
     op: impl FnOnce(&Tensor) -> Result<Tensor>,
     x: &Tensor,
     bdim: Option<usize>,
 ) -> RuleOutput {
-    match bdim {
-        Some(b) => Ok((op(&x.moved_dim(b, 0)?)?, Some(0))),
-        None => Ok((op(x)?, None)),
-    }
+    Ok((op(&bdim_to_front(x, bdim)?)?, bdim.map(|_| 0)))
 }
 
 /// `x` with a size-1 dim inserted at logical position `dim` (`0..=` its logical
@@ -160,20 +331,40 @@ pub fn leading_batch(
 /// `[n]` (physical `[B, n]`) becomes a row `[B, 1, n]` for `dim = 0` and a
 /// column `[B, n, 1]` for `dim = 1`, so an op that treats leading dims as batch
 /// cannot mistake it for a matrix of `B` rows.
+///
+/// ```
+/// use batchrules::batching::unsqueeze_logical;
+/// use batchrules::Tensor;
+///
+/// // A batch of 4 vectors of length 3, batch dim last.
+/// let v = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[3, 4])));
+/// let (col, b) = unsqueeze_logical(&v, Some(1), 1)?;
+/// assert_eq!((col.shape(), b), (&[4, 3, 1][..], Some(0)));
+/// let (row, b) = unsqueeze_logical(&v, None, 0)?;
+/// assert_eq!((row.shape(), b), (&[1, 3, 4][..], None));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn unsqueeze_logical(
     x: &Tensor,
     bdim: Option<usize>,
     dim: usize,
 ) -> Result<(Tensor, Option<usize>)> {
-    match bdim {
-        Some(b) => Ok((x.moved_dim(b, 0)?.unsqueezed(dim + 1)?, Some(0))),
-        None => Ok((x.unsqueezed(dim)?, None)),
-    }
+    let front = usize::from(bdim.is_some());
+    let t = bdim_to_front(x, bdim)?.unsqueezed(dim + front)?;
+    Ok((t, bdim.map(|_| 0)))
 }
-
 /// The batch size: the size of the batch dim of the first batched tensor in
 /// `xs` (`bdims[i]` is where the batch dim of `xs[i]` is), or `None` if no
 /// tensor is batched.
+///
+/// ```
+/// use batchrules::batching::batch_size_of;
+/// use batchrules::Tensor;
+///
+/// let a = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 3])));
+/// let b = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[2, 5])));
+/// assert_eq!(batch_size_of(&[a, b], &[None, Some(1)]), Some(5));
+/// ```
 pub fn batch_size_of(xs: &[Tensor], bdims: &[Option<usize>]) -> Option<usize> {
     xs.iter()
         .zip(bdims)
@@ -185,8 +376,20 @@ pub fn batch_size_of(xs: &[Tensor], bdims: &[Option<usize>]) -> Option<usize> {
 /// new dim 0 of the batch size ([`Tensor::broadcast_new_dim`], which copies).
 /// For ops whose operands must agree in every dim, such as `cat` and `stack`.
 ///
-/// Errors if no tensor is batched: then the batch size is unknown (and there
-/// is nothing to batch; call the op itself instead).
+/// Errors if no tensor is batched, as the batch size is then unknown; a rule
+/// never sees that case (see [the module doc](self)).
+///
+/// ```
+/// use batchrules::batching::materialize_at_front;
+/// use batchrules::Tensor;
+///
+/// // A batch of 4 examples of shape [3] (batch dim last), and a shared [3].
+/// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[3, 4])));
+/// let y = Tensor::from(ndarray::ArrayD::<f32>::ones(ndarray::IxDyn(&[3])));
+/// let ts = materialize_at_front(&[x, y], &[Some(1), None])?;
+/// assert_eq!((ts[0].shape(), ts[1].shape()), (&[4, 3][..], &[4, 3][..]));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub fn materialize_at_front(xs: &[Tensor], bdims: &[Option<usize>]) -> Result<Vec<Tensor>> {
     if xs.len() != bdims.len() {
         return Err(Error::Tensor(format!(
@@ -209,16 +412,15 @@ pub fn materialize_at_front(xs: &[Tensor], bdims: &[Option<usize>]) -> Result<Ve
         .collect()
 }
 
-/// The physical position, once the batch dim is at the front, of a *new* dim
-/// inserted at logical position `dim` (as in `unsqueeze` or `stack`) into a
-/// tensor of logical rank `logical_rank`: `dim` may be in
-/// `-(logical_rank + 1)..=logical_rank`.
-pub fn physical_new_dim(dim: i64, logical_rank: usize) -> Result<usize> {
-    physical_dim(dim, logical_rank + 1)
-}
-
 /// A logical shape as the `int[]` argument of a shape op (`reshape`,
 /// `expand`), with `leading` (usually the batch size) put first.
+///
+/// ```
+/// use batchrules::batching::shape_arg;
+///
+/// assert_eq!(shape_arg(Some(4), &[2, 3]), vec![4, 2, 3]);
+/// assert_eq!(shape_arg(None, &[2, 3]), vec![2, 3]);
+/// ```
 pub fn shape_arg(leading: Option<usize>, shape: &[usize]) -> Vec<i64> {
     leading
         .into_iter()

@@ -46,12 +46,7 @@ fn generate(dtype: DType, shape: &[usize], value: impl Fn(usize) -> f64) -> Resu
             .map(Tensor::from)
             .map_err(|e| Error::Tensor(format!("cannot build a tensor of shape {shape:?}: {e}")))
     }
-    match dtype {
-        DType::Bool => go::<bool>(shape, value),
-        DType::I64 => go::<i64>(shape, value),
-        DType::F32 => go::<f32>(shape, value),
-        DType::F64 => go::<f64>(shape, value),
-    }
+    crate::each_dtype!(type dtype, T => go::<T>(shape, value))
 }
 
 /// `size` as a shape, or why it is not one (a negative size, or too many elements).

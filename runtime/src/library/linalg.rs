@@ -428,9 +428,6 @@ fn matmul_batched(
     b: &Tensor,
     b_bdim: Option<usize>,
 ) -> RuleOutput {
-    if a_bdim.is_none() && b_bdim.is_none() {
-        return Ok((ops::matmul(a, b)?, None));
-    }
     let (ra, rb) = (logical_rank(a, a_bdim), logical_rank(b, b_bdim));
     let a_row = ra == 1 && a_bdim.is_some();
     let b_col = rb == 1 && b_bdim.is_some();
@@ -456,7 +453,7 @@ fn matmul_batched(
         let row = out.ndim() - if rb == 1 { 1 } else { 2 };
         out = out.select(row, 0)?;
     }
-    Ok((out, Some(0)))
+    Ok((out, a_bdim.or(b_bdim).map(|_| 0)))
 }
 
 /// A matrix product with NumPy matmul semantics: the meta checks `$check`

@@ -1,11 +1,15 @@
-//! The built-in op library, one file per op family. Every op is registered with
-//! the same attributes a downstream crate uses.
+//! The built-in op library, one file per op family, each named after its op
+//! table (`ops/<family>.toml`). Every op is registered with the same attributes
+//! a downstream crate uses.
 
 mod binary;
-mod decompositions;
+mod composites;
+mod dims;
 mod factories;
+mod indexing;
+mod join;
 mod linalg;
 mod reduce;
 pub(crate) mod samples;
+mod shape;
 mod unary;
-mod views;

@@ -1,0 +1,414 @@
+//! Indexing ops: `index_select` and `gather`, which pick elements by an i64
+//! index tensor and copy them. Semantics follow PyTorch. The index values are
+//! data, not shapes, so the kernels check them (the metas check the index's
+//! dtype and shape).
+//!
+//! Their rules never materialize `self` when only the index is batched: the
+//! batch of indices is folded into the indexed dim instead.
+
+use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
+
+use super::dims::dim_in;
+use crate::batching::{
+    bdim_to_front, logical_rank, materialize_at_front, physical_dim, shape_arg, wrap_dim,
+};
+use crate::{
+    batching_rule, each_dtype, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
+    TensorMeta,
+};
+
+/// Checks `index` is an i64 tensor.
+fn require_i64_index(index: &TensorMeta) -> Result<()> {
+    if index.dtype() == DType::I64 {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "index must be an i64 tensor, got an index of dtype {} and shape {:?}",
+            index.dtype(),
+            index.shape()
+        )))
+    }
+}
+
+/// The i64 values of `index` as positions in a dim of `size`; errors on a
+/// value out of `0..size`.
+fn positions(index: &Tensor, size: usize) -> Result<Vec<usize>> {
+    let Data::I64(ix) = index.data()? else {
+        return Err(Error::invalid(format!(
+            "index must be an i64 tensor, got dtype {}",
+            index.dtype()
+        )));
+    };
+    ix.iter().map(|&v| checked_position(v, size)).collect()
+}
+
+/// `v` as a position in a dim of `size`. The message names only the value and
+/// the size: under vmap this runs on physical tensors, whose dims and shapes are
+/// not the ones the user wrote.
+fn checked_position(v: i64, size: usize) -> Result<usize> {
+    match usize::try_from(v) {
+        Ok(p) if p < size => Ok(p),
+        _ if size == 0 => Err(Error::invalid(format!(
+            "index {v} is out of range: the indexed dim has size 0"
+        ))),
+        _ => Err(Error::invalid(format!(
+            "index {v} is out of range for a dim of size {size} (valid: 0..={})",
+            size - 1
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// index_select
+
+#[meta(op = "index_select")]
+fn index_select_meta(x: &TensorMeta, dim: i64, index: &TensorMeta) -> Result<TensorMeta> {
+    require_i64_index(index)?;
+    if index.ndim() > 1 {
+        return Err(Error::invalid(format!(
+            "index must be 1-d (or 0-d), got shape {:?}",
+            index.shape()
+        )));
+    }
+    let d = dim_in(dim, x.shape())?;
+    let n: usize = index.shape().iter().product();
+    let mut shape = x.shape().to_vec();
+    if shape.is_empty() {
+        if n != 1 {
+            return Err(Error::invalid(format!(
+                "a 0-d tensor can only be indexed by an index of one element, got index shape {:?}",
+                index.shape()
+            )));
+        }
+    } else {
+        shape[d] = n;
+    }
+    Ok(TensorMeta::new(shape, x.dtype()))
+}
+
+fn index_select_array<T: Element>(a: &ArcArray<T, IxDyn>, d: usize, at: &[usize]) -> Tensor {
+    if a.ndim() == 0 {
+        // The one index is 0 (checked): the element itself.
+        return Tensor::from(a.clone());
+    }
+    Tensor::from(a.select(Axis(d), at))
+}
+
+#[kernel(op = "index_select")]
+fn index_select_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let d = dim_in(dim, x.shape())?;
+    // A 0-d tensor is indexed as if it had shape [1].
+    let size = x.shape().get(d).copied().unwrap_or(1);
+    let at = positions(index, size)?;
+    Ok(each_dtype!(x.data()?, a => index_select_array(a, d, &at)))
+}
+
+#[batching_rule(op = "index_select")]
+fn index_select_rule(
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    dim: i64,
+    index: &Tensor,
+    index_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    let rank = logical_rank(x, x_bdim);
+    match (x_bdim, index_bdim) {
+        (_, None) => {
+            // One index for every example: select along the physical dim.
+            let x = bdim_to_front(x, x_bdim)?;
+            let front = usize::from(x_bdim.is_some());
+            if rank == 0 {
+                // 0-d examples: select from [B, 1] and drop the 1.
+                let at = front as i64;
+                let out = ops::index_select(&x.unsqueezed(front)?, at, index)?;
+                return Ok((ops::squeeze(&out, Some(at))?, x_bdim.map(|_| 0)));
+            }
+            let d = physical_dim(&x, x_bdim.is_some(), dim)?;
+            Ok((ops::index_select(&x, d as i64, index)?, x_bdim.map(|_| 0)))
+        }
+        (None, Some(ib)) => {
+            // One index_select with the whole batch of indices, flattened; the
+            // selected dim is then split into (batch, indices).
+            let index = index.moved_dim(ib, 0)?;
+            let b = index.shape()[0];
+            let n: usize = index.shape()[1..].iter().product();
+            let flat = ops::reshape(&index, &[(b * n) as i64])?;
+            if rank == 0 {
+                let out = ops::index_select(&x.unsqueezed(0)?, 0, &flat)?;
+                return Ok((out, Some(0)));
+            }
+            let d = wrap_dim(dim, rank)?;
+            let out = ops::index_select(x, d as i64, &flat)?;
+            let mut split = out.shape().to_vec();
+            split.splice(d..=d, [b, n]);
+            Ok((ops::reshape(&out, &shape_arg(None, &split))?, Some(d)))
+        }
+        (Some(xb), Some(ib)) => {
+            // A gather along the selected dim, with each example's indices
+            // expanded over the other dims.
+            let mut x = x.moved_dim(xb, 0)?;
+            if rank == 0 {
+                x = x.unsqueezed(1)?;
+            }
+            let index = index.moved_dim(ib, 0)?;
+            let b = index.shape()[0];
+            let n: usize = index.shape()[1..].iter().product();
+            let d = physical_dim(&x, true, dim)?;
+            let mut target: Vec<i64> = vec![-1; x.ndim()];
+            let mut shape = vec![1i64; x.ndim()];
+            shape[0] = b as i64;
+            shape[d] = n as i64;
+            for (k, &s) in x.shape().iter().enumerate().skip(1) {
+                if k != d {
+                    target[k] = s as i64;
+                }
+            }
+            let index = ops::expand(&ops::reshape(&index, &shape)?, &target)?;
+            let mut out = ops::gather(&x, d as i64, &index)?;
+            if rank == 0 {
+                out = ops::squeeze(&out, Some(1))?;
+            }
+            Ok((out, Some(0)))
+        }
+    }
+}
+
+fn index_select_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 0i64, &i64s(&[5], 3)],
+        crate::args![&x, -1i64, &i64s(&[2], 4)],
+        crate::args![&x, 1i64, &i64s(&[0], 4)],
+        crate::args![&x, 0i64, &i64s(&[], 3)],
+        crate::args![&f32s(&[2, 3, 2]), 1i64, &i64s(&[4], 3)],
+        crate::args![&f64s(&[1, 3]), 0i64, &i64s(&[3], 1)],
+        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[2], 3)],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[1], 1)],
+        crate::args![&f64s(&[]), -1i64, &i64s(&[], 1)],
+        crate::args![&i64s(&[4], 9), 0i64, &i64s(&[3], 4)],
+        crate::args![&bools(&[2, 3]), 1i64, &i64s(&[4], 3)],
+    ]
+}
+
+fn index_select_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 2i64, &i64s(&[2], 3)],
+        crate::args![&x, -3i64, &i64s(&[2], 3)],
+        // Index values 3, 0, 7: out of range for a dim of size 3.
+        crate::args![&x, 0i64, &i64s(&[3], 10)],
+        // A 0-d index holding 3.
+        crate::args![&x, 0i64, &i64s(&[], 7)],
+        crate::args![&f64s(&[0, 3]), 0i64, &i64s(&[1], 1)],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[], 5)],
+        crate::args![&x, 0i64, &f64s(&[2])],
+        crate::args![&x, 0i64, &bools(&[2])],
+        crate::args![&x, 0i64, &i64s(&[2, 2], 3)],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[2], 1)],
+    ]
+}
+
+crate::op_samples!(
+    op = "index_select",
+    samples = index_select_samples,
+    errors = index_select_errors
+);
+
+// ---------------------------------------------------------------------------
+// gather
+
+/// `shape`, with a 0-d shape read as `[1]` (gather treats 0-d as 1-d).
+fn at_least_1d(shape: &[usize]) -> &[usize] {
+    if shape.is_empty() {
+        &[1]
+    } else {
+        shape
+    }
+}
+
+#[meta(op = "gather")]
+fn gather_meta(x: &TensorMeta, dim: i64, index: &TensorMeta) -> Result<TensorMeta> {
+    require_i64_index(index)?;
+    let (xs, is) = (at_least_1d(x.shape()), at_least_1d(index.shape()));
+    if xs.len() != is.len() {
+        return Err(Error::invalid(format!(
+            "index must have as many dims as self: self has shape {:?}, index has shape {:?}",
+            x.shape(),
+            index.shape()
+        )));
+    }
+    let d = dim_in(dim, x.shape())?;
+    // As in PyTorch, an empty index is not compared with self.
+    if !index.shape().contains(&0) {
+        if let Some(k) = (0..xs.len()).find(|&k| k != d && is[k] > xs[k]) {
+            return Err(Error::invalid(format!(
+                "index of shape {:?} is larger than self of shape {:?} in dim {k}; \
+                 only dim {d}, the gathered dim, may be larger",
+                index.shape(),
+                x.shape()
+            )));
+        }
+    }
+    Ok(TensorMeta::new(index.shape(), x.dtype()))
+}
+
+fn gather_array<T: Element>(
+    a: &ArcArray<T, IxDyn>,
+    d: usize,
+    index: &ArcArray<i64, IxDyn>,
+) -> Result<Tensor> {
+    // 0-d arrays are read as shape [1].
+    let src = match a.ndim() {
+        0 => a.view().insert_axis(Axis(0)),
+        _ => a.view(),
+    };
+    let idx = match index.ndim() {
+        0 => index.view().insert_axis(Axis(0)),
+        _ => index.view(),
+    };
+    if src.ndim() != idx.ndim() || d >= src.ndim() {
+        return Err(Error::invalid(format!(
+            "gather: index of shape {:?} does not fit self of shape {:?} at dim {d}",
+            index.shape(),
+            a.shape()
+        )));
+    }
+    let size = src.shape()[d];
+    let mut pos = vec![0usize; src.ndim()];
+    let mut out = Vec::with_capacity(idx.len());
+    for (p, &v) in idx.indexed_iter() {
+        pos.copy_from_slice(ndarray::Dimension::slice(&p));
+        pos[d] = checked_position(v, size)?;
+        let value = src.get(pos.as_slice()).ok_or_else(|| {
+            Error::invalid(format!(
+                "index of shape {:?} is larger than self of shape {:?} at position {pos:?}",
+                index.shape(),
+                a.shape()
+            ))
+        })?;
+        out.push(*value);
+    }
+    ArrayD::from_shape_vec(IxDyn(index.shape()), out)
+        .map(Tensor::from)
+        .map_err(|e| Error::invalid(format!("gather: {e}")))
+}
+
+#[kernel(op = "gather")]
+fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let d = dim_in(dim, x.shape())?;
+    let Data::I64(ix) = index.data()? else {
+        return Err(Error::invalid(format!(
+            "index must be an i64 tensor, got dtype {}",
+            index.dtype()
+        )));
+    };
+    each_dtype!(x.data()?, a => gather_array(a, d, ix))
+}
+
+#[batching_rule(op = "gather")]
+fn gather_rule(
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    dim: i64,
+    index: &Tensor,
+    index_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    let (x_rank, index_rank) = (logical_rank(x, x_bdim), logical_rank(index, index_bdim));
+    match (x_bdim, index_bdim) {
+        (None, Some(ib)) => {
+            // Only the index is batched: fold its batch dim into the gathered dim
+            // (which has no size constraint), gather once from the unbatched
+            // self, and split the dim again.
+            let x = if x_rank == 0 {
+                x.unsqueezed(0)?
+            } else {
+                x.clone()
+            };
+            let d = wrap_dim(dim, x_rank.max(1))?;
+            let mut index = index.moved_dim(ib, 0)?;
+            if index_rank == 0 {
+                index = index.unsqueezed(1)?;
+            }
+            let b = index.shape()[0];
+            let mut shape = index.shape()[1..].to_vec();
+            let index = index.moved_dim(0, d)?;
+            let mut folded = shape.clone();
+            folded[d] *= b;
+            let out = ops::gather(
+                &x,
+                d as i64,
+                &ops::reshape(&index, &shape_arg(None, &folded))?,
+            )?;
+            shape.insert(d, b);
+            let mut out = ops::reshape(&out, &shape_arg(None, &shape))?;
+            if index_rank == 0 {
+                out = ops::squeeze(&out, Some(1))?;
+            }
+            Ok((out, Some(d)))
+        }
+        _ => {
+            // Self is batched: both at the front (an unbatched index repeated
+            // over the batch); 0-d examples as [1].
+            let [mut x, mut index]: [Tensor; 2] =
+                materialize_at_front(&[x.clone(), index.clone()], &[x_bdim, index_bdim])?
+                    .try_into()
+                    .map_err(|_| Error::invalid("gather: expected two tensors"))?;
+            if x_rank == 0 {
+                x = x.unsqueezed(1)?;
+            }
+            if index_rank == 0 {
+                index = index.unsqueezed(1)?;
+            }
+            let d = physical_dim(&x, true, dim)?;
+            let mut out = ops::gather(&x, d as i64, &index)?;
+            if index_rank == 0 {
+                out = ops::squeeze(&out, Some(1))?;
+            }
+            Ok((out, Some(0)))
+        }
+    }
+}
+
+fn gather_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 0i64, &i64s(&[2, 4], 3)],
+        crate::args![&x, 1i64, &i64s(&[3, 2], 4)],
+        crate::args![&x, -1i64, &i64s(&[2, 6], 4)],
+        crate::args![&x, 0i64, &i64s(&[5, 1], 3)],
+        crate::args![&x, 1i64, &i64s(&[2, 0], 4)],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[], 1)],
+        crate::args![&f64s(&[]), -1i64, &i64s(&[3], 1)],
+        crate::args![&f64s(&[3]), 0i64, &i64s(&[], 3)],
+        crate::args![&f32s(&[4]), 0i64, &i64s(&[1], 4)],
+        crate::args![&i64s(&[2, 3], 5), 1i64, &i64s(&[1, 3], 3)],
+        crate::args![&bools(&[2, 2, 3]), 2i64, &i64s(&[1, 2, 5], 3)],
+        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[0, 2], 3)],
+    ]
+}
+
+fn gather_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 0i64, &i64s(&[4], 3)],
+        crate::args![&x, 0i64, &i64s(&[2, 5], 3)],
+        crate::args![&x, 1i64, &i64s(&[4, 2], 4)],
+        // Index values up to 8: out of range for a dim of size 4.
+        crate::args![&x, 1i64, &i64s(&[3, 4], 9)],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[], 5)],
+        crate::args![&x, 0i64, &f64s(&[2, 4])],
+        crate::args![&x, 2i64, &i64s(&[3, 4], 3)],
+        crate::args![&x, -3i64, &i64s(&[3, 4], 3)],
+        crate::args![&f64s(&[3]), 0i64, &i64s(&[1, 1], 3)],
+    ]
+}
+
+crate::op_samples!(
+    op = "gather",
+    samples = gather_samples,
+    errors = gather_errors
+);
