@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 
 use batchrules::dispatch::call_op;
-use batchrules::registry::{registry, VmapStrategy};
+use batchrules::registry::{registry, OpEntry, VmapStrategy};
 use batchrules::schema::OpKind;
 use batchrules::testing::{
     check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
 };
-use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Tensor};
+use batchrules::{set_fallback_policy, vmap, Arg, FallbackPolicy, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 
@@ -20,6 +20,18 @@ fn infos() -> BTreeMap<&'static str, &'static OpInfo> {
     op_infos()
         .filter(|i| i.table.path == TABLE)
         .map(|i| (i.op, i))
+        .collect()
+}
+
+/// The ops of the table that declare sample inputs, with their inputs.
+fn ops_with_inputs() -> Vec<(&'static OpEntry, &'static OpInfo)> {
+    let infos = infos();
+    registry()
+        .unwrap()
+        .ops()
+        .iter()
+        .filter(|e| e.table.path == TABLE)
+        .filter_map(|e| Some((e, *infos.get(e.name())?)))
         .collect()
 }
 
@@ -50,49 +62,46 @@ fn every_op_has_sample_and_error_inputs() {
     );
 }
 
+/// Calls `entry` on `sample` under vmap with tensor argument `i` made a batch
+/// of 0 examples (the others unbatched): each output must have the dense
+/// output's shape after a leading 0.
+fn check_empty_batch(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+    i: usize,
+) -> Result<(), String> {
+    let tensors = sample_tensors(sample);
+    let dense = call_op(entry, sample).map_err(|e| e.to_string())?;
+    let mut inputs = tensors.clone();
+    inputs[i] = tensors[i]
+        .broadcast_new_dim(0, 0)
+        .map_err(|e| e.to_string())?;
+    let in_dims: Vec<Option<i64>> = (0..tensors.len()).map(|k| (k == i).then_some(0)).collect();
+    let out = vmap(|ts: Vec<Tensor>| Ok(call_op(entry, &with_tensors(sample, &ts)?)?.into_vec()))
+        .in_dims(in_dims)
+        .call(&inputs[..])
+        .map_err(|e| e.to_string())?;
+    let got: Vec<Vec<usize>> = out.iter().map(|t| t.shape().to_vec()).collect();
+    let expected: Vec<Vec<usize>> = dense.iter().map(|t| [&[0], t.shape()].concat()).collect();
+    if got != expected {
+        return Err(format!("shapes {got:?}, expected {expected:?}"));
+    }
+    Ok(())
+}
+
 #[test]
 fn every_op_batches_an_empty_batch() {
-    // A batch of 0 examples of each sample (one tensor argument batched at a
-    // time) gives the dense result's shape with a leading 0.
     set_fallback_policy(FallbackPolicy::Error);
-    let reg = registry().unwrap();
-    let infos = infos();
     let mut failures = Vec::new();
-    for entry in reg.ops().iter().filter(|e| e.table.path == TABLE) {
-        let Some(info) = infos.get(entry.name()) else {
-            continue;
-        };
+    for (entry, info) in ops_with_inputs() {
         for sample in (info.samples)() {
-            let tensors = sample_tensors(&sample);
-            let dense = call_op(entry, &sample).unwrap().into_vec();
-            for i in 0..tensors.len() {
-                let mut inputs = tensors.clone();
-                inputs[i] = tensors[i].broadcast_new_dim(0, 0).unwrap();
-                let in_dims: Vec<Option<i64>> =
-                    (0..tensors.len()).map(|k| (k == i).then_some(0)).collect();
-                let out = vmap(|ts: Vec<Tensor>| {
-                    Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec())
-                })
-                .in_dims(in_dims)
-                .call(&inputs[..]);
-                let expected: Vec<Vec<usize>> =
-                    dense.iter().map(|t| [&[0], t.shape()].concat()).collect();
-                match out {
-                    Ok(out) => {
-                        let got: Vec<Vec<usize>> = out.iter().map(|t| t.shape().to_vec()).collect();
-                        if got != expected {
-                            failures.push(format!(
-                                "{} {} (argument {i} batched): shapes {got:?}, expected {expected:?}",
-                                entry.name(),
-                                describe(&sample)
-                            ));
-                        }
-                    }
-                    Err(e) => failures.push(format!(
-                        "{} {} (argument {i} batched): {e}",
-                        entry.name(),
-                        describe(&sample)
-                    )),
+            for i in 0..sample_tensors(&sample).len() {
+                if let Err(m) = check_empty_batch(entry, &sample, i) {
+                    let case = describe(&sample);
+                    failures.push(format!(
+                        "{} {case} (argument {i} batched): {m}",
+                        entry.name()
+                    ));
                 }
             }
         }
@@ -125,14 +134,9 @@ fn every_op_matches_the_loop_and_rejects_its_error_inputs() {
     // Any op reaching the fallback loop fails the call: this proves every
     // primitive is batched by its rule and every composite by its decomposition.
     set_fallback_policy(FallbackPolicy::Error);
-    let reg = registry().unwrap();
-    let infos = infos();
     let mut failures = Vec::new();
     let (mut ops, mut cases, mut error_cases) = (0, 0, 0);
-    for entry in reg.ops().iter().filter(|e| e.table.path == TABLE) {
-        let Some(info) = infos.get(entry.name()) else {
-            continue;
-        };
+    for (entry, info) in ops_with_inputs() {
         ops += 1;
         for sample in (info.samples)() {
             match check_op(entry, &sample) {
