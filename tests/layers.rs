@@ -84,8 +84,13 @@ fn crate_imports(source: &str) -> Vec<String> {
         let code = line.split("//").next().unwrap_or("");
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
-            // `$crate::` in exported macros resolves to the root too.
+            // `$crate::` inside an exported macro is a path of the code that
+            // invokes the macro, not of the module defining it.
+            let in_macro = rest[..at].ends_with('$');
             rest = &rest[at + "crate::".len()..];
+            if in_macro {
+                continue;
+            }
             if let Some(group) = rest.strip_prefix('{') {
                 let end = group.find('}').unwrap_or(group.len());
                 for item in group[..end].split(',') {
@@ -175,6 +180,8 @@ fn imports_only_point_down() {
 
 #[test]
 fn the_scanner_sees_grouped_and_plain_imports() {
-    let names = crate_imports("use crate::{a, b::c};\nlet x = crate::d::e(); // crate::f\n");
+    let names = crate_imports(
+        "use crate::{a, b::c};\nlet x = crate::d::e(); // crate::f\n$crate::g::h!();\n",
+    );
     assert_eq!(names, ["a", "b", "d"]);
 }

@@ -104,7 +104,7 @@ fn trace(f: impl FnOnce(Tensor) -> Result<Tensor>, x: &Tensor) -> Result<(Tensor
     let interp = Rc::new(Trace {
         log: RefCell::new(Vec::new()),
     });
-    let guard = dispatch::push_level(|_| interp.clone());
+    let guard = dispatch::push_level("trace", |_| interp.clone())?;
     let level = guard.id();
     let out = f(traced(x.clone(), level))?;
     let out = match out.downcast_level::<Traced>() {

@@ -460,3 +460,26 @@ fn check_vmap_takes_any_output_shape() {
     .unwrap();
     check_vmap(|xs| Ok(vec![ops::neg(&xs[0])?]), &[x]).unwrap();
 }
+
+/// `depth` nested vmaps around `ops::neg`, on a batch of 1 per level.
+fn nested_neg(depth: usize, x: &Tensor) -> Result<Tensor> {
+    if depth == 0 {
+        return ops::neg(x);
+    }
+    vmap(|y: Tensor| nested_neg(depth - 1, &y)).call(x)
+}
+
+#[test]
+fn nesting_is_bounded_by_an_error_not_a_stack_overflow() {
+    let max = batchrules::dispatch::MAX_DEPTH;
+    // Runs on a test thread (2 MiB of stack, like any spawned thread).
+    let x = Tensor::from_shape_vec(&vec![1; max + 1], vec![2.0f64]).unwrap();
+    let y = nested_neg(max, &x).unwrap();
+    assert_eq!(y.to_array::<f64>().unwrap().iter().next(), Some(&-2.0));
+    let x = Tensor::from_shape_vec(&vec![1; max + 2], vec![2.0f64]).unwrap();
+    let err = nested_neg(max + 1, &x).unwrap_err();
+    assert!(err.to_string().contains("cannot nest more than"), "{err}");
+    // Far beyond the limit: still an error, never an overflow.
+    let x = Tensor::from_shape_vec(&vec![1; 3001], vec![2.0f64]).unwrap();
+    assert!(nested_neg(3000, &x).is_err());
+}

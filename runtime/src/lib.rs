@@ -53,6 +53,7 @@ pub use dispatch::bench as __bench;
 #[doc(hidden)]
 pub use private as __private;
 
+pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT};
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};

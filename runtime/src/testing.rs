@@ -19,11 +19,10 @@
 
 use std::fmt;
 
-use crate::core::cast::cast;
 use crate::registry::OpEntry;
 use crate::schema::OpTable;
 use crate::vmap::VmapOutputs;
-use crate::{vmap, Arg, DType, Data, Error, Result, Tensor};
+use crate::{vmap, Arg, Data, Error, Result, Tensor};
 
 /// The arguments of one call of an op, tensors and scalars alike; build them
 /// with [`args!`](crate::args).
@@ -191,20 +190,43 @@ impl fmt::Display for Mismatch {
 
 impl std::error::Error for Mismatch {}
 
-/// The batch sizes every check runs with.
-pub const BATCH_SIZES: [usize; 2] = [1, 3];
+/// The batch sizes every check runs with (an empty batch too).
+pub const BATCH_SIZES: [usize; 3] = [0, 1, 3];
 
-/// Example `k` of a batch built from `sample`: floats are scaled and shifted so
-/// examples differ; integers and bools are kept (they are often indices or
-/// masks whose validity must be preserved).
+/// The most in_dims combinations (and, separately, nestings) one check runs.
+/// Beyond it a deterministic selection is checked: every input batched at dim
+/// 0, each input batched alone, and the rest spread over all combinations.
+pub const MAX_COMBINATIONS: usize = 48;
+
+/// Example `k` of a batch built from `sample`: floats are scaled and shifted,
+/// integers and bools are rotated (their flat values shifted by `k` places), so
+/// examples differ and a rule that mixes up examples is caught, while integer
+/// inputs keep their values (they are often indices whose validity must be
+/// preserved).
 pub fn example(sample: &Tensor, k: usize) -> Result<Tensor> {
     let a = 1.0 + 0.25 * k as f64;
     let b = 0.125 * k as f64;
-    Ok(match sample.data()? {
-        Data::F32(x) => Tensor::from(x.mapv(|v| v * a as f32 + b as f32)),
-        Data::F64(x) => Tensor::from(x.mapv(|v| v * a + b)),
-        _ => sample.clone(),
-    })
+    match sample.data()? {
+        Data::F32(x) => Ok(Tensor::from(x.mapv(|v| v * a as f32 + b as f32))),
+        Data::F64(x) => Ok(Tensor::from(x.mapv(|v| v * a + b))),
+        Data::I64(x) => rotated(x, k),
+        Data::Bool(x) => rotated(x, k),
+    }
+}
+
+/// `x` with its flat (row-major) values rotated left by `k` places.
+fn rotated<T: crate::Element>(
+    x: &ndarray::ArcArray<T, ndarray::IxDyn>,
+    k: usize,
+) -> Result<Tensor> {
+    let values: Vec<T> = x.iter().copied().collect();
+    let r = if values.is_empty() {
+        0
+    } else {
+        k % values.len()
+    };
+    let turned = values[r..].iter().chain(&values[..r]).copied().collect();
+    Tensor::from_shape_vec(x.shape(), turned)
 }
 
 /// Stacks tensors that are not batched at any vmap level (the helpers build
@@ -215,6 +237,11 @@ fn stack_unbatched(ts: &[Tensor], dim: usize) -> Result<Tensor> {
 
 /// Stacks `size` examples of `sample` along a new dim `dim`.
 fn batch_of(sample: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
+    if size == 0 {
+        let mut shape = sample.shape().to_vec();
+        shape.insert(dim.min(shape.len()), 0);
+        return crate::each_dtype!(type sample.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()));
+    }
     let examples = (0..size)
         .map(|k| example(sample, k))
         .collect::<Result<Vec<_>>>()?;
@@ -237,8 +264,9 @@ fn cartesian<T: Clone>(choices: &[Vec<T>]) -> Vec<Vec<T>> {
     })
 }
 
-/// Every in_dims combination: each input unbatched or batched at each position
-/// its batch dim can take (`0..=rank`).
+/// The in_dims combinations a check runs: each input unbatched or batched at
+/// each position its batch dim can take (`0..=rank`); all of them up to
+/// [`MAX_COMBINATIONS`], a deterministic selection beyond.
 pub fn in_dims_combinations(inputs: &[Tensor]) -> Vec<Vec<Option<usize>>> {
     let choices: Vec<Vec<Option<usize>>> = inputs
         .iter()
@@ -248,7 +276,53 @@ pub fn in_dims_combinations(inputs: &[Tensor]) -> Vec<Vec<Option<usize>>> {
                 .collect()
         })
         .collect();
-    cartesian(&choices)
+    select_combinations(&choices, MAX_COMBINATIONS)
+}
+
+/// At most `budget` combinations of one choice per slot: all of them if there
+/// are few enough; otherwise "choice 1 everywhere", "choice 1 in one slot and
+/// choice 0 elsewhere" for each slot, then combinations spread evenly over the
+/// rest, decoded from indices in mixed radix. Deterministic.
+fn select_combinations<T: Clone>(choices: &[Vec<T>], budget: usize) -> Vec<Vec<T>> {
+    let total = choices
+        .iter()
+        .try_fold(1usize, |acc, c| acc.checked_mul(c.len()));
+    if total.is_some_and(|t| t <= budget) {
+        return cartesian(choices);
+    }
+    if choices.iter().any(Vec::is_empty) {
+        return Vec::new();
+    }
+    let pick = |digits: &[usize]| -> Vec<T> {
+        choices
+            .iter()
+            .zip(digits)
+            .map(|(c, &d)| c[d % c.len()].clone())
+            .collect()
+    };
+    let n = choices.len();
+    let mut picked: Vec<Vec<usize>> = vec![vec![1; n]];
+    picked.extend((0..n).map(|i| (0..n).map(|j| usize::from(i == j)).collect()));
+    // The rest: a fixed-seed linear congruential walk over the digits.
+    let target = budget.max(n + 1);
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut attempts = 0;
+    while picked.len() < target && attempts < target * 16 {
+        attempts += 1;
+        let digits = choices
+            .iter()
+            .map(|c| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                ((state >> 33) as usize) % c.len()
+            })
+            .collect::<Vec<_>>();
+        if !picked.contains(&digits) {
+            picked.push(digits);
+        }
+    }
+    picked.iter().map(|d| pick(d)).collect()
 }
 
 /// The physical inputs of one case: each batched input replaced by `size`
@@ -293,27 +367,54 @@ fn compare(case: &str, got: &[Tensor], want: &[Tensor]) -> std::result::Result<(
     Ok(())
 }
 
-/// Compares values (as f64, with a tolerance for floats; NaN equals NaN).
+/// Compares values: integers and bools exactly, floats with a relative
+/// tolerance, where NaN equals NaN and an infinity equals only the same
+/// infinity.
 fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
-    let float = a.dtype().is_float();
-    let tol = if a.dtype() == DType::F32 { 1e-4 } else { 1e-9 };
-    let (Data::F64(x), Data::F64(y)) = (&*cast(a, DType::F64)?, &*cast(b, DType::F64)?) else {
-        return Ok(Some("values could not be compared".to_string()));
-    };
-    for ((idx, p), q) in x.indexed_iter().zip(y.iter()) {
-        let same = if float {
-            (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= tol * (1.0 + q.abs())
-        } else {
-            p == q
-        };
-        if !same {
-            return Ok(Some(format!(
-                "at index {:?} vmap gave {p}, the loop {q}",
-                ndarray::Dimension::slice(&idx)
-            )));
-        }
+    fn first_difference<T: Copy + fmt::Display>(
+        x: &ndarray::ArcArray<T, ndarray::IxDyn>,
+        y: &ndarray::ArcArray<T, ndarray::IxDyn>,
+        same: impl Fn(T, T) -> bool,
+    ) -> Option<String> {
+        x.indexed_iter()
+            .zip(y.iter())
+            .find(|((_, &p), &q)| !same(p, q))
+            .map(|((idx, p), q)| {
+                format!(
+                    "at index {:?} vmap gave {p}, the loop {q}",
+                    ndarray::Dimension::slice(&idx)
+                )
+            })
     }
-    Ok(None)
+    fn close(p: f64, q: f64, tol: f64) -> bool {
+        if p.is_nan() || q.is_nan() {
+            return p.is_nan() && q.is_nan();
+        }
+        if p.is_infinite() || q.is_infinite() {
+            return p == q;
+        }
+        (p - q).abs() <= tol * (1.0 + q.abs())
+    }
+    Ok(match (a.data()?, b.data()?) {
+        (Data::I64(x), Data::I64(y)) => first_difference(x, y, |p, q| p == q),
+        (Data::Bool(x), Data::Bool(y)) => first_difference(x, y, |p, q| p == q),
+        (Data::F32(x), Data::F32(y)) => {
+            first_difference(x, y, |p, q| close(f64::from(p), f64::from(q), 1e-4))
+        }
+        (Data::F64(x), Data::F64(y)) => first_difference(x, y, |p, q| close(p, q, 1e-9)),
+        (x, y) => Some(format!(
+            "vmap gave {} values, the loop {}",
+            x.dtype(),
+            y.dtype()
+        )),
+    })
+}
+
+/// An empty batch of tensors like `t`: shape `[0, ...t's shape]`.
+fn empty_batch_of(t: &Tensor) -> Result<Tensor> {
+    let mut shape = vec![0];
+    shape.extend_from_slice(t.shape());
+    crate::each_dtype!(type t.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()))
 }
 
 fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
@@ -364,21 +465,29 @@ where
         for &size in &BATCH_SIZES {
             let case = format!("in_dims {dims:?}, batch size {size}");
             let batched = batched_inputs(inputs, &dims, size).map_err(|e| err(&case, e))?;
-            let want = (0..size)
-                .map(|k| {
-                    let ex = inputs
-                        .iter()
-                        .zip(&dims)
-                        .map(|(t, d)| match d {
-                            Some(_) => example(t, k),
-                            None => Ok(t.clone()),
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    f(&ex)
-                })
-                .collect::<Result<Vec<_>>>()
-                .and_then(stack_outputs)
-                .map_err(|e| err(&format!("{case} (loop)"), e))?;
+            let example_inputs = |k: usize| {
+                inputs
+                    .iter()
+                    .zip(&dims)
+                    .map(|(t, d)| match d {
+                        Some(_) => example(t, k),
+                        None => Ok(t.clone()),
+                    })
+                    .collect::<Result<Vec<_>>>()
+            };
+            let want = if size == 0 {
+                // No examples: the outputs are empty, with the shapes one
+                // example's outputs have.
+                example_inputs(0)
+                    .and_then(|ex| f(&ex))
+                    .and_then(|outs| outs.iter().map(empty_batch_of).collect())
+            } else {
+                (0..size)
+                    .map(|k| f(&example_inputs(k)?))
+                    .collect::<Result<Vec<_>>>()
+                    .and_then(stack_outputs)
+            }
+            .map_err(|e| err(&format!("{case} (loop)"), e))?;
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
                 .batch_size(size)
@@ -400,7 +509,7 @@ where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
     let (outer, inner) = (2usize, 3usize);
-    let combos = cartesian(&vec![NESTINGS.to_vec(); inputs.len()]);
+    let combos = select_combinations(&vec![NESTINGS.to_vec(); inputs.len()], MAX_COMBINATIONS);
     let mut cases = 0;
     for combo in combos {
         let case = format!("nested vmap, (outer, inner) batched per input {combo:?}");
@@ -472,31 +581,38 @@ where
     Ok(cases)
 }
 
-/// Checks that `f` fails on `inputs` unbatched, and that `vmap(f)` fails too for
-/// every in_dims combination with at least one input batched, at every batch
-/// size in [`BATCH_SIZES`]: no op may accept under vmap what is invalid per
-/// example. Returns the number of cases checked.
+/// Checks that `f` fails on `inputs` unbatched, and that `vmap(f)` fails the
+/// same way for every in_dims combination with at least one input batched, at
+/// every non-empty batch size in [`BATCH_SIZES`]: no op may accept under vmap
+/// what is invalid per example. "The same way" means an error naming the same
+/// op first, with the same kind of innermost error: a [`Error::RuleBug`], a
+/// fallback refusal or an escaped-tensor error is not the error the example
+/// gives, so it does not count. Returns the number of cases checked.
 pub fn check_vmap_errors<F, O>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
 {
     let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
-    if let Ok(outs) = f(inputs) {
-        return Err(Mismatch {
-            case: "unbatched call".to_string(),
-            detail: format!(
-                "expected an error, got outputs of shapes {:?}",
-                outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
-            ),
-        });
-    }
+    let expected = match f(inputs) {
+        Ok(outs) => {
+            return Err(Mismatch {
+                case: "unbatched call".to_string(),
+                detail: format!(
+                    "expected an error, got outputs of shapes {:?}",
+                    outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
+                ),
+            })
+        }
+        Err(e) => e,
+    };
     let mut cases = 0;
     for dims in in_dims_combinations(inputs) {
         if dims.iter().all(Option::is_none) {
             continue;
         }
-        for &size in &BATCH_SIZES {
+        // An empty batch has no example to fail.
+        for &size in BATCH_SIZES.iter().filter(|&&s| s > 0) {
             let case = format!("in_dims {dims:?}, batch size {size}");
             let batched = batched_inputs(inputs, &dims, size).map_err(|e| Mismatch {
                 case: case.clone(),
@@ -505,17 +621,40 @@ where
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
                 .call(batched);
-            if let Ok(outs) = got {
-                return Err(Mismatch {
-                    case,
-                    detail: format!(
-                        "vmap accepted an input that is invalid per example, returning shapes {:?}",
-                        outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
-                    ),
-                });
+            match got {
+                Ok(outs) => {
+                    return Err(Mismatch {
+                        case,
+                        detail: format!(
+                            "vmap accepted an input that is invalid per example, returning shapes {:?}",
+                            outs.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
+                        ),
+                    })
+                }
+                Err(e) if !same_failure(&e, &expected) => {
+                    return Err(Mismatch {
+                        case,
+                        detail: format!(
+                            "vmap failed with a different error than the example: `{e}`; the example gives `{expected}`"
+                        ),
+                    })
+                }
+                Err(_) => {}
             }
             cases += 1;
         }
     }
     Ok(cases)
+}
+
+/// Whether `got` (under vmap) is the failure `want` (per example): the same
+/// op named first, and the same kind of innermost error, which is not a rule
+/// bug or a fallback refusal. (The innermost op may differ: a rule may find
+/// the problem through another op, e.g. `index_select`'s rule through
+/// `gather`.)
+fn same_failure(got: &Error, want: &Error) -> bool {
+    let (g, w) = (got.root(), want.root());
+    got.op() == want.op()
+        && std::mem::discriminant(g) == std::mem::discriminant(w)
+        && !matches!(g, Error::RuleBug { .. } | Error::Fallback { .. })
 }

@@ -1,21 +1,108 @@
-//! Size checks before allocating.
+//! The allocation guard: every tensor the library allocates is checked here
+//! first, so an absurd size is an `Err`, never an abort ("memory allocation of
+//! N bytes failed") or a capacity-overflow panic.
+//!
+//! Two limits apply. ndarray (like `Vec`) needs the product of a shape's
+//! non-zero dims, in bytes, to fit in `isize`; and no tensor may take more than
+//! the [allocation limit](set_allocation_limit), 16 GiB unless set otherwise.
+//! The second limit matters because Linux overcommits memory: reserving far
+//! more than the machine has can succeed and kill the process later, when the
+//! pages are touched.
 
-use crate::{Error, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The number of elements of `shape`, or an error if a tensor of that shape
-/// could not be allocated (ndarray and `Vec` would panic on it): the product of
-/// its non-zero dims, times 8 bytes per element, must fit in `isize`.
-pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    let limit = isize::MAX as usize / 8;
+use crate::{DType, Error, Result};
+
+/// The allocation limit unless [`set_allocation_limit`] changes it: 16 GiB.
+pub const DEFAULT_ALLOCATION_LIMIT: usize = 1 << 34;
+
+static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_ALLOCATION_LIMIT);
+static GENERATION: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the most bytes one tensor may take. An op whose output (per its meta,
+/// at the physical shape) would be larger returns an error naming the op and
+/// the size instead of allocating. The default is [`DEFAULT_ALLOCATION_LIMIT`].
+pub fn set_allocation_limit(bytes: usize) {
+    LIMIT.store(bytes, Ordering::Relaxed);
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The most bytes one tensor may take (see [`set_allocation_limit`]).
+pub fn allocation_limit() -> usize {
+    LIMIT.load(Ordering::Relaxed)
+}
+
+/// Changes whenever the limit does, so caches of checked sizes know to forget.
+pub(crate) fn limit_generation() -> usize {
+    GENERATION.load(Ordering::Relaxed)
+}
+
+/// The size in bytes of one element of `dtype`.
+pub(crate) fn element_size(dtype: DType) -> usize {
+    match dtype {
+        DType::Bool => 1,
+        DType::F32 => 4,
+        DType::I64 | DType::F64 => 8,
+    }
+}
+
+/// The number of elements of a `dtype` tensor of `shape`, or an error if such
+/// a tensor may not be allocated: its non-zero dims overflow what ndarray can
+/// index, or it takes more than the allocation limit.
+pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
+    let size = element_size(dtype);
+    let max_elements = isize::MAX as usize / size;
     let nonzero = shape
         .iter()
         .filter(|&&d| d != 0)
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d).filter(|&n| n <= limit));
-    match nonzero {
-        Some(_) if shape.contains(&0) => Ok(0),
-        Some(n) => Ok(n),
-        None => Err(Error::invalid(format!(
-            "a tensor of shape {shape:?} is too large to allocate"
-        ))),
+        .try_fold(1usize, |acc, &d| {
+            acc.checked_mul(d).filter(|&n| n <= max_elements)
+        });
+    let Some(nonzero) = nonzero else {
+        return Err(Error::invalid(format!(
+            "a {dtype} tensor of shape {shape:?} is too large to allocate: its element count overflows"
+        )));
+    };
+    let elements = if shape.contains(&0) { 0 } else { nonzero };
+    let bytes = elements * size;
+    let limit = allocation_limit();
+    if bytes > limit {
+        return Err(Error::invalid(format!(
+            "a {dtype} tensor of shape {shape:?} would take {bytes} bytes, over the allocation limit of {limit} bytes (see batchrules::set_allocation_limit)"
+        )));
+    }
+    Ok(elements)
+}
+
+/// [`check_alloc`] for code that is not an op (tensor methods, vmap's own
+/// stacking and broadcasting): the error names `what` instead.
+pub(crate) fn check_alloc_in(what: &str, shape: &[usize], dtype: DType) -> Result<usize> {
+    check_alloc(shape, dtype).map_err(|e| match e {
+        Error::InvalidArgument { message, .. } => Error::Tensor(format!("{what}: {message}")),
+        other => other,
+    })
+}
+
+/// [`check_alloc`] for an element type given as 8 bytes (the largest): the
+/// number of elements of `shape`.
+pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
+    check_alloc(shape, DType::F64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_shapes_are_errors() {
+        assert_eq!(check_alloc(&[2, 3], DType::F32).unwrap(), 6);
+        assert_eq!(check_alloc(&[0, 1 << 40], DType::F32).unwrap(), 0);
+        assert!(check_alloc(&[0, 1 << 62, 1 << 62], DType::F32).is_err());
+        assert!(check_alloc(&[1 << 40], DType::Bool).is_err());
+        assert!(check_alloc(&[usize::MAX, 2], DType::I64).is_err());
+        let err = check_alloc(&[1 << 32, 4], DType::F64)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("over the allocation limit"), "{err}");
     }
 }

@@ -63,6 +63,16 @@ pub enum Error {
         /// The disagreement.
         message: String,
     },
+    /// An error raised by another op (or by a tensor method) while running
+    /// `op`, the op the user called: a decomposition's constituent op, or an op
+    /// a batching rule calls. The inner error follows as context.
+    #[error("{op}: {source}")]
+    Inside {
+        /// The op the user called.
+        op: String,
+        /// The error raised inside it.
+        source: Box<Error>,
+    },
     /// An error raised inside a vmapped function, with the vmap level added.
     #[error("{source} (inside vmap level {level})")]
     InVmap {
@@ -91,6 +101,29 @@ fn list(problems: &[String]) -> String {
 }
 
 impl Error {
+    /// The op this error names first, if it names one (through
+    /// [`Error::InVmap`], which only adds the level after the message).
+    pub fn op(&self) -> Option<&str> {
+        match self {
+            Error::InvalidArgument { op, .. }
+            | Error::NotImplemented { op, .. }
+            | Error::Fallback { op, .. }
+            | Error::RuleBug { op, .. }
+            | Error::Inside { op, .. } => Some(op),
+            Error::InVmap { source, .. } => source.op(),
+            _ => None,
+        }
+    }
+
+    /// The innermost error: for [`Error::Inside`] and [`Error::InVmap`], the
+    /// error they wrap (recursively); otherwise `self`.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Inside { source, .. } | Error::InVmap { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
     /// Shorthand for an [`Error::InvalidArgument`] outside vmap (the dispatcher
     /// fills in the op name and level when a meta function returns it).
     pub fn invalid(message: impl fmt::Display) -> Self {

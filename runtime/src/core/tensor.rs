@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
+use crate::core::alloc::check_alloc_in;
 use crate::{each_dtype, DType, Error, Result};
 
 /// Dense storage of a tensor: one shared `ndarray` array per element type.
@@ -413,6 +414,7 @@ impl Tensor {
             Repr::Dense(d) => {
                 let mut shape = d.shape().to_vec();
                 shape.insert(dim, size);
+                check_alloc_in("Tensor::broadcast_new_dim", &shape, d.dtype())?;
                 Ok(Tensor::from_data(each_dtype!(&**d, a => {
                     let expanded = a.view().insert_axis(ndarray::Axis(dim));
                     match expanded.broadcast(IxDyn(&shape)) {
@@ -433,6 +435,11 @@ impl Tensor {
         let Some(first) = datas.first() else {
             return Err(Error::Tensor("cannot stack zero tensors".to_string()));
         };
+        let mut shape = first.shape().to_vec();
+        if dim <= shape.len() {
+            shape.insert(dim, datas.len());
+        }
+        check_alloc_in("stack", &shape, first.dtype())?;
         each_dtype!(type first.dtype(), T => {
             let views: Vec<_> = datas
                 .iter()

@@ -1,6 +1,7 @@
 //! The meta check of every op call, and the per-thread cache that makes it
 //! cheap: metas are pure functions of shapes, dtypes and scalar arguments.
 
+use crate::core::alloc::{check_alloc, limit_generation};
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::registry::{MetaFn, OpEntry};
 use crate::{Result, Tensor};
@@ -38,6 +39,12 @@ pub(crate) fn run_meta(
         .map(|a| a.try_map(|t| Ok(TensorMeta::of(t))))
         .collect::<Result<MetaArgs>>()?;
     let outs = meta(&metas).map_err(|e| name_error(e, entry.name(), at))?;
+    // The allocation guard, once per signature: no output may be too large to
+    // allocate. (Under vmap the shapes here are logical; the rule's and the
+    // fallback's own op calls are checked at their physical shapes.)
+    for out in &outs {
+        check_alloc(out.shape(), out.dtype()).map_err(|e| name_error(e, entry.name(), at))?;
+    }
     META_CACHE.with(|c| c.borrow_mut().store(entry.id, meta, metas, &outs));
     Ok(want_outputs.then_some(outs))
 }
@@ -49,7 +56,12 @@ type MetaArgs = smallvec::SmallVec<[Arg<TensorMeta>; 4]>;
 /// logical shapes at each vmap level and the physical shapes its rule uses).
 /// The function is part of the key because op ids are only unique within one
 /// registry.
-struct MetaCache(Vec<Slots>);
+struct MetaCache {
+    slots: Vec<Slots>,
+    /// The allocation limit's generation the remembered outputs were checked
+    /// against; a new limit empties the cache.
+    generation: usize,
+}
 
 /// How many signatures are remembered per op.
 const SLOTS: usize = 4;
@@ -65,7 +77,12 @@ struct Slots {
 
 thread_local! {
     static META_CACHE: std::cell::RefCell<MetaCache> =
-        const { std::cell::RefCell::new(MetaCache(Vec::new())) };
+        const {
+            std::cell::RefCell::new(MetaCache {
+                slots: Vec::new(),
+                generation: 0,
+            })
+        };
 }
 
 impl MetaCache {
@@ -77,7 +94,10 @@ impl MetaCache {
         args: &[Arg<Tensor>],
         want_outputs: bool,
     ) -> Option<Option<Outs<TensorMeta>>> {
-        self.0
+        if self.generation != limit_generation() {
+            return None;
+        }
+        self.slots
             .get(id)?
             .entries
             .iter()
@@ -91,10 +111,15 @@ impl MetaCache {
     }
 
     fn store(&mut self, id: usize, meta: MetaFn, key: MetaArgs, outs: &Outs<TensorMeta>) {
-        if self.0.len() <= id {
-            self.0.resize_with(id + 1, Slots::default);
+        let generation = limit_generation();
+        if self.generation != generation {
+            self.slots.clear();
+            self.generation = generation;
         }
-        let slots = &mut self.0[id];
+        if self.slots.len() <= id {
+            self.slots.resize_with(id + 1, Slots::default);
+        }
+        let slots = &mut self.slots[id];
         let at = slots.next;
         slots.entries[at] = Some((meta, key, outs.clone()));
         slots.next = (at + 1) % SLOTS;

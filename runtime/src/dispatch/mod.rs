@@ -20,7 +20,7 @@ mod meta_cache;
 
 use std::any::Any;
 
-pub use levels::{depth, escaped, interpreter, level_at, push_level, LevelGuard};
+pub use levels::{depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH};
 pub(crate) use meta_cache::run_meta;
 
 use crate::core::value::{Arg, Outs, TensorMeta};
@@ -148,7 +148,7 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
     interp
         .process(entry, args, live, metas.as_deref())
-        .map_err(|e| name_error(e, entry.name(), None))
+        .map_err(|e| attribute(e, entry.name()))
 }
 
 /// The highest transform level among the tensors of `args`.
@@ -224,7 +224,25 @@ fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tens
         op: entry.name().to_string(),
         message: "no kernel or decomposition is registered".to_string(),
     })?;
-    f(args).map_err(|e| name_error(e, entry.name(), None))
+    f(args).map_err(|e| attribute(e, entry.name()))
+}
+
+/// Makes an error raised while running `op` name `op` first: an unnamed
+/// error gets the name; an error of another op (a decomposition's constituent,
+/// an op a rule calls) or of a tensor method is wrapped in [`Error::Inside`],
+/// so the user sees the op they called and the inner error as context.
+pub(crate) fn attribute(e: Error, op: &str) -> Error {
+    match e.op() {
+        Some(o) if o == op => e,
+        Some("") => name_error(e, op, None),
+        _ => match e {
+            e @ (Error::Registry { .. } | Error::InVmap { .. }) => e,
+            e => Error::Inside {
+                op: op.to_string(),
+                source: Box::new(e),
+            },
+        },
+    }
 }
 
 /// Switches that exist only to measure what the checks cost (cargo feature

@@ -334,7 +334,7 @@ impl<F, A> Vmap<F, A> {
         let dims = resolve_in_dims(&self.in_dims, &inputs)?;
         let size = batch_size(&inputs, &dims, self.batch_size)?;
         let policy = self.policy;
-        let guard = push_level(|_| Rc::new(VmapInterpreter { size, policy }));
+        let guard = push_level("vmap", |_| Rc::new(VmapInterpreter { size, policy }))?;
         let level = guard.id();
         let wrapped: Inputs = inputs
             .into_iter()
@@ -373,14 +373,18 @@ impl<F, A> Vmap<F, A> {
 /// Adds the vmap level to an error from the vmapped function, unless the error
 /// already says which level it was checked at.
 fn in_level(e: Error, depth: usize) -> Error {
-    match e {
-        e @ Error::InvalidArgument { level: Some(_), .. } => e,
-        e @ (Error::Fallback { .. } | Error::RuleBug { .. }) => e,
-        e @ Error::InVmap { .. } => e,
-        other => Error::InVmap {
-            level: depth,
-            source: Box::new(other),
-        },
+    let says_level = matches!(
+        e.root(),
+        Error::InvalidArgument { level: Some(_), .. }
+            | Error::Fallback { .. }
+            | Error::RuleBug { .. }
+    );
+    if says_level || matches!(e, Error::InVmap { .. }) {
+        return e;
+    }
+    Error::InVmap {
+        level: depth,
+        source: Box::new(e),
     }
 }
 
@@ -490,6 +494,11 @@ fn finish_output(
         // A tensor of a level above this one (or of a dead one at this depth)
         // escaped the transform that created it.
         Some(l) if l.depth() >= level.depth() => Err(dispatch::escaped(t)),
-        _ => t.broadcast_new_dim(d, size),
+        // An output that does not depend on the batch is repeated along it.
+        _ => t.broadcast_new_dim(d, size).map_err(|e| {
+            Error::Vmap(format!(
+                "output {i} does not depend on the batch and is repeated {size} times: {e}"
+            ))
+        }),
     }
 }

@@ -1,0 +1,20 @@
+//! The allocation limit is a process-wide setting, so this test has a binary
+//! of its own (tests in one binary run concurrently).
+
+use batchrules::{ops, Tensor};
+
+#[test]
+fn the_allocation_limit_is_a_setting() {
+    let x = Tensor::from_shape_vec(&[4], vec![1.0f32; 4]).unwrap();
+    assert!(ops::expand(&x, &[1000, 4]).is_ok());
+    batchrules::set_allocation_limit(1000);
+    let err = ops::expand(&x, &[1000, 4]).unwrap_err();
+    batchrules::set_allocation_limit(batchrules::DEFAULT_ALLOCATION_LIMIT);
+    assert!(err.to_string().starts_with("expand: "), "{err}");
+    assert!(
+        err.to_string()
+            .contains("over the allocation limit of 1000 bytes"),
+        "{err}"
+    );
+    assert!(ops::expand(&x, &[1000, 4]).is_ok());
+}
