@@ -388,6 +388,17 @@ fn in_level(e: Error, depth: usize) -> Error {
     }
 }
 
+/// A dim for a message. `i64::MAX` stands for every `usize` dim at or beyond
+/// it (see `AsDim`), so it is shown as such rather than as a number the user
+/// may not have written.
+fn show_dim(d: i64) -> String {
+    if d == i64::MAX {
+        format!("{d} or larger")
+    } else {
+        d.to_string()
+    }
+}
+
 /// Resolved in_dims: one entry per input (inline up to four).
 type Dims = smallvec::SmallVec<[Option<usize>; 4]>;
 
@@ -418,7 +429,8 @@ fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Dims> {
             }
             if d < -rank || d >= rank {
                 return Err(Error::Vmap(format!(
-                    "in_dim {d} of input {i} is out of range for its shape {:?} (valid: {}..={})",
+                    "in_dim {} of input {i} is out of range for its shape {:?} (valid: {}..={})",
+                    show_dim(d),
                     t.shape(),
                     -rank,
                     rank - 1
@@ -480,7 +492,8 @@ fn finish_output(
     let rank = t.ndim() as i64 + 1;
     if out_dim < -rank || out_dim >= rank {
         return Err(Error::Vmap(format!(
-            "out_dim {out_dim} of output {i} is out of range: the output has logical shape {:?}, so with its batch dim it has {rank} dims (valid: {}..={})",
+            "out_dim {} of output {i} is out of range: the output has logical shape {:?}, so with its batch dim it has {rank} dims (valid: {}..={})",
+            show_dim(out_dim),
             t.shape(),
             -rank,
             rank - 1
