@@ -351,6 +351,9 @@ fn composite_with_batched_constituents_never_reaches_the_fallback() {
     assert!(cases > 0);
 }
 
+/// The full comparison with the meta runs in debug builds only (release
+/// builds run the structural checks, below).
+#[cfg(debug_assertions)]
 #[test]
 fn rule_self_check_reports_a_wrong_rule() {
     let x = t(&[3, 4]);
@@ -486,4 +489,45 @@ fn nesting_is_bounded_by_an_error_not_a_stack_overflow() {
     // Far beyond the limit: still an error, never an overflow.
     let x = Tensor::from_shape_vec(&vec![1; 3001], vec![2.0f64]).unwrap();
     assert!(nested_neg(3000, &x).is_err());
+}
+
+mod structural {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "lost_batch_dim(Tensor self) -> Tensor"
+kind = "primitive"
+"#
+    );
+}
+
+#[meta(op = "lost_batch_dim", table = structural)]
+fn lost_batch_dim_meta(x: &TensorMeta) -> Result<TensorMeta> {
+    Ok(x.clone())
+}
+#[kernel(op = "lost_batch_dim", table = structural)]
+fn lost_batch_dim_kernel(x: &Tensor) -> Result<Tensor> {
+    Ok(x.clone())
+}
+#[batching_rule(op = "lost_batch_dim", table = structural)]
+fn lost_batch_dim_rule(x: &Tensor, _bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+    // Bug: a batch dim past the end of the output.
+    Ok((x.clone(), Some(x.ndim())))
+}
+
+#[test]
+fn rule_structural_checks_run_in_every_build() {
+    // In a release build this used to panic (`index < len`) while wrapping.
+    let err = vmap(|x: Tensor| structural::lost_batch_dim(&x))
+        .call(&t(&[3, 4]))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RuleBug { op, .. } if op == "lost_batch_dim"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("output 0 has shape [3, 4] with batch dim 2, which is not a dim of size 3 (the batch size)"),
+        "{err}"
+    );
 }
