@@ -1,7 +1,7 @@
 //! Hostile input: absurd sizes are errors naming the op (never an abort), and
 //! an error raised inside an op's implementation names the op the user called.
 
-use batchrules::{ops, vmap, DType, Error, Tensor};
+use batchrules::{ops, vmap, Arg, DType, Error, Tensor};
 use ndarray::{array, Array};
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -91,4 +91,56 @@ fn errors_inside_a_batching_rule_name_the_op_called() {
         .call(&x)
         .unwrap_err();
     names(&err, "index_select");
+}
+
+mod ragged {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "first_n(Tensor self) -> Tensor"
+kind = "primitive"
+doc = "The first x[0] elements of x: a data-dependent shape, so no batching rule (and a meta that cannot know the shape)."
+"#
+    );
+}
+
+#[batchrules::meta(op = "first_n", table = ragged)]
+fn first_n_meta(x: &batchrules::TensorMeta) -> batchrules::Result<batchrules::TensorMeta> {
+    Ok(x.clone())
+}
+
+#[batchrules::kernel(op = "first_n", table = ragged)]
+fn first_n_kernel(x: &Tensor) -> batchrules::Result<Tensor> {
+    let a = x.to_array::<i64>()?;
+    let n = usize::try_from(a[[0]]).unwrap_or(0).min(a.len());
+    Tensor::from_shape_vec(&[n], a.iter().take(n).copied().collect())
+}
+
+#[test]
+fn a_fallback_whose_examples_differ_in_shape_names_the_op() {
+    batchrules::set_fallback_policy(batchrules::FallbackPolicy::Silent);
+    let x = Tensor::from(array![[1i64, 5, 6], [2, 7, 8]].into_dyn());
+    let err = vmap(|x| ragged::first_n(&x)).call(&x).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("op `first_n` (fallback loop): output 0 differs between examples"),
+        "{err}"
+    );
+}
+
+#[test]
+fn erased_calls_are_checked_against_the_schema() {
+    let reg = batchrules::registry::registry().unwrap();
+    let neg = reg.find("batchrules::ops", "neg").unwrap();
+    let x = Arg::Tensor(f32s(&[2]));
+    // An extra trailing argument used to be ignored.
+    let err = batchrules::dispatch::call_op(neg, &[x.clone(), Arg::Int(3)]).unwrap_err();
+    names(&err, "neg");
+    assert!(err.to_string().contains("expected 1 arguments"), "{err}");
+    // The wrong kind of argument.
+    let triu = reg.find("batchrules::ops", "triu").unwrap();
+    let err = batchrules::dispatch::call_op(triu, &[x.clone(), Arg::Float(0.0)]).unwrap_err();
+    names(&err, "triu");
+    assert!(err.to_string().contains("argument 1 (`diagonal`)"), "{err}");
+    assert!(batchrules::dispatch::call_op(neg, &[x]).is_ok());
 }
