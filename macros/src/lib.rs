@@ -1,16 +1,26 @@
 //! Procedural macros of [batchrules](https://docs.rs/batchrules): the op-table
 //! generator and the four registration attributes. Use them through the
 //! `batchrules` crate, which re-exports them and documents each one.
+//!
+//! Layout: [`registration`] (the attributes) and [`table`] (`op_table!`) each
+//! go parse → typed AST → validate → expand, reporting to one diagnostics
+//! context ([`ctxt`]); [`role`] is the role vocabulary both share with the
+//! runtime, [`schema`] the schema strings, [`types`] the spelling of types.
 
-mod attr;
+mod ctxt;
+mod registration;
+mod role;
 mod schema;
 mod table;
 mod types;
 
 use proc_macro::TokenStream;
 
+use role::Role;
+
 /// Generates the typed op functions, op ids and schema constants of an op table.
-/// See `batchrules::op_table`.
+/// Use it as `batchrules::op_table!`, which passes the runtime crate's path;
+/// see `batchrules::op_table`.
 #[proc_macro]
 pub fn op_table(input: TokenStream) -> TokenStream {
     table::expand(input.into()).into()
@@ -19,23 +29,23 @@ pub fn op_table(input: TokenStream) -> TokenStream {
 /// Registers a dense kernel for a primitive op. See `batchrules::kernel`.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    attr::expand(attr::Role::Kernel, attr.into(), item.into()).into()
+    registration::expand(Role::Kernel, attr.into(), item.into()).into()
 }
 
 /// Registers a meta function (checks and output shape). See `batchrules::meta`.
 #[proc_macro_attribute]
 pub fn meta(attr: TokenStream, item: TokenStream) -> TokenStream {
-    attr::expand(attr::Role::Meta, attr.into(), item.into()).into()
+    registration::expand(Role::Meta, attr.into(), item.into()).into()
 }
 
 /// Registers a batching rule for a primitive op. See `batchrules::batching_rule`.
 #[proc_macro_attribute]
 pub fn batching_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
-    attr::expand(attr::Role::BatchingRule, attr.into(), item.into()).into()
+    registration::expand(Role::BatchingRule, attr.into(), item.into()).into()
 }
 
 /// Registers the decomposition of a composite op. See `batchrules::decompose`.
 #[proc_macro_attribute]
 pub fn decompose(attr: TokenStream, item: TokenStream) -> TokenStream {
-    attr::expand(attr::Role::Decompose, attr.into(), item.into()).into()
+    registration::expand(Role::Decomposition, attr.into(), item.into()).into()
 }

@@ -1,5 +1,7 @@
 //! Parsing of schema strings such as `triu(Tensor self, int diagonal=0) -> Tensor`,
-//! and the Rust signatures each role gets from a schema.
+//! and the Rust signature each role's function gets from a schema.
+
+use crate::role::Role;
 
 /// A schema type without optionality.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +28,7 @@ impl Base {
         }
     }
 
-    fn is_tensor(self) -> bool {
+    pub fn is_tensor(self) -> bool {
         matches!(self, Base::Tensor | Base::TensorList)
     }
 }
@@ -44,15 +46,6 @@ pub struct Schema {
     pub name: String,
     pub args: Vec<Arg>,
     pub returns: Vec<Base>,
-}
-
-/// The function roles a schema defines signatures for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum SigRole {
-    /// Kernels, decompositions and the typed op function.
-    Kernel,
-    Meta,
-    Rule,
 }
 
 /// A role's signature in the normalized spelling shared with the attribute
@@ -262,12 +255,8 @@ pub fn parse(schema: &str) -> Result<Schema, String> {
 
 impl Schema {
     /// The normalized parameter type of `arg` for `role` (not counting batch dims).
-    fn param_type(arg: &Arg, role: SigRole) -> String {
-        let tensor = if role == SigRole::Meta {
-            "TensorMeta"
-        } else {
-            "Tensor"
-        };
+    fn param_type(arg: &Arg, role: Role) -> String {
+        let tensor = role.tensor();
         let base = match arg.ty {
             Base::Tensor => format!("&{tensor}"),
             Base::TensorList => format!("&[{tensor}]"),
@@ -284,7 +273,10 @@ impl Schema {
         }
     }
 
-    pub fn signature(&self, role: SigRole) -> Signature {
+    /// The signature of a function registered as `role` (a decomposition has
+    /// the kernel's; so does the typed op function).
+    pub fn signature(&self, role: Role) -> Signature {
+        let role = role.signature_role();
         let mut params = Vec::new();
         let mut param_names = Vec::new();
         let mut shown = Vec::new();
@@ -294,7 +286,7 @@ impl Schema {
             shown.push(format!("{ident}: {ty}"));
             params.push(ty);
             param_names.push(arg.name.clone());
-            if role == SigRole::Rule && arg.ty.is_tensor() {
+            if role == Role::BatchingRule && arg.ty.is_tensor() {
                 let bdim = if arg.ty == Base::TensorList {
                     "&[Option<usize>]"
                 } else {
@@ -307,12 +299,10 @@ impl Schema {
         }
         let item = |b: Base| -> String {
             match (role, b) {
-                (SigRole::Kernel, Base::Tensor) => "Tensor".into(),
-                (SigRole::Kernel, _) => "Vec<Tensor>".into(),
-                (SigRole::Meta, Base::Tensor) => "TensorMeta".into(),
-                (SigRole::Meta, _) => "Vec<TensorMeta>".into(),
-                (SigRole::Rule, Base::Tensor) => "(Tensor, Option<usize>)".into(),
-                (SigRole::Rule, _) => "(Vec<Tensor>, Vec<Option<usize>>)".into(),
+                (Role::BatchingRule, Base::Tensor) => "(Tensor, Option<usize>)".into(),
+                (Role::BatchingRule, _) => "(Vec<Tensor>, Vec<Option<usize>>)".into(),
+                (_, Base::Tensor) => role.tensor().into(),
+                (_, _) => format!("Vec<{}>", role.tensor()),
             }
         };
         let inner = if self.returns.len() == 1 {
@@ -344,7 +334,7 @@ mod tests {
         assert_eq!(s.args.len(), 3);
         assert!(s.args[1].optional);
         assert_eq!(s.returns, vec![Base::Tensor, Base::Tensor]);
-        let rule = s.signature(SigRole::Rule);
+        let rule = s.signature(Role::BatchingRule);
         assert_eq!(
             rule.params,
             vec!["&Tensor", "Option<usize>", "Option<i64>", "bool"]

@@ -3,8 +3,14 @@
 //!
 //! Paths are reduced to their last segment (`batchrules::Tensor` is `Tensor`),
 //! lifetimes are dropped, and `Result<T, Error>` is written `Result<T>`.
+//!
+//! The spelling is what the compile-time messages show and what the common
+//! mistakes (`i32` for `i64`, `Tensor` for `&Tensor`) are judged by. Whether a
+//! type *is* the expected one is decided by the compiler on the real types (see
+//! `registration::expand`); a spelling made only of [`KNOWN`] names is trusted
+//! to reject, one with any other name (an alias) is left to the real types.
 
-use syn::{GenericArgument, PathArguments, ReturnType, Type};
+use syn::{GenericArgument, PathArguments, Type};
 
 pub fn normalize(ty: &Type) -> String {
     match ty {
@@ -75,10 +81,66 @@ fn tidy(s: &str) -> String {
     out
 }
 
-pub fn normalize_return(ret: &ReturnType) -> String {
-    match ret {
-        ReturnType::Default => String::new(),
-        ReturnType::Type(_, ty) => normalize(ty),
+/// The type names the spelling check judges by: those of the schema
+/// signatures and the usual wrong guesses. A type spelled with another name
+/// (`&T` for an alias `T`) is judged on the real type only.
+pub const KNOWN: &[&str] = &[
+    "Tensor",
+    "TensorMeta",
+    "DType",
+    "Option",
+    "Result",
+    "Vec",
+    "Error",
+    "String",
+    "Box",
+    "Rc",
+    "Arc",
+    "Cow",
+    "bool",
+    "char",
+    "str",
+    "f32",
+    "f64",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+];
+
+/// Whether the spelling of `ty` decides: every type name in it is [`KNOWN`]
+/// (or it is a form no schema type has, such as `dyn Trait` or `fn()`).
+pub fn spelling_decides(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => spelling_decides(&r.elem),
+        Type::Slice(s) => spelling_decides(&s.elem),
+        Type::Array(a) => spelling_decides(&a.elem),
+        Type::Tuple(t) => t.elems.iter().all(spelling_decides),
+        Type::Paren(p) => spelling_decides(&p.elem),
+        Type::Group(g) => spelling_decides(&g.elem),
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().is_some_and(|last| {
+            KNOWN.iter().any(|k| last.ident == k)
+                && match &last.arguments {
+                    PathArguments::AngleBracketed(a) => a.args.iter().all(|g| match g {
+                        GenericArgument::Type(t) => spelling_decides(t),
+                        _ => true,
+                    }),
+                    PathArguments::None => true,
+                    PathArguments::Parenthesized(_) => false,
+                }
+        }),
+        // A projection or a macro may name any type.
+        Type::Path(_) | Type::Macro(_) | Type::Verbatim(_) => false,
+        // Never a schema type, whatever the names in it.
+        _ => true,
     }
 }
 
@@ -119,5 +181,18 @@ mod tests {
         assert_eq!(n("&[Option<usize>]"), "&[Option<usize>]");
         assert_eq!(n("impl AsRef<Tensor>"), "impl AsRef<Tensor>");
         assert_eq!(n("&dyn std::any::Any"), "&dyn std::any::Any");
+    }
+
+    #[test]
+    fn spelling_decides_on_known_names_only() {
+        let d = |s: &str| spelling_decides(&syn::parse_str(s).unwrap());
+        assert!(d("&batchrules::Tensor"));
+        assert!(d("Option<&[i64]>"));
+        assert!(d("std::result::Result<Tensor, Error>"));
+        assert!(d("&fake::Tensor"));
+        assert!(d("&dyn Alias"));
+        assert!(!d("&T"));
+        assert!(!d("Option<MyInt>"));
+        assert!(!d("<X as Tr>::Out"));
     }
 }

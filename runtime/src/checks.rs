@@ -8,8 +8,14 @@
 //!
 //! Each check returns `None` when it passes (or when an earlier check already
 //! reports the problem, so one mistake yields one error).
+//!
+//! The signature checks compare spellings (`&Tensor`, `Option<i64>`): that is
+//! what their messages show. The real types are compared by the trait solver
+//! (the attributes assert `UserType: ParamIs<Expected>` against the types the
+//! op table generated); [`param_slot`] and [`return_slot`] say which of those
+//! assertions are on, so a spelling already reported is not reported twice.
 
-use crate::schema::{OpKind, OpSchema, Role};
+use crate::schema::{ArgType, OpKind, OpSchema, Role};
 
 const CAP: usize = 1536;
 
@@ -30,12 +36,17 @@ impl Msg {
 
     const fn push(mut self, s: &str) -> Self {
         let bytes = s.as_bytes();
-        // Truncate on a char boundary if the message is too long.
-        if self.len + bytes.len() > CAP {
-            return self;
+        // What fits, cut back to a char boundary (a UTF-8 continuation byte is
+        // `0b10xx_xxxx`), so the message stays valid text.
+        let mut end = bytes.len();
+        if self.len + end > CAP {
+            end = CAP - self.len;
+            while end > 0 && end < bytes.len() && bytes[end] & 0xC0 == 0x80 {
+                end -= 1;
+            }
         }
         let mut i = 0;
-        while i < bytes.len() {
+        while i < end {
             self.buf[self.len] = bytes[i];
             self.len += 1;
             i += 1;
@@ -130,15 +141,35 @@ const fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-const fn find<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a OpSchema> {
+/// The index of the op `name` in `ops`.
+const fn position(ops: &[OpSchema], name: &str) -> Option<usize> {
     let mut i = 0;
     while i < ops.len() {
         if eq(ops[i].name, name) {
-            return Some(&ops[i]);
+            return Some(i);
         }
         i += 1;
     }
     None
+}
+
+const fn find<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a OpSchema> {
+    match position(ops, name) {
+        Some(i) => Some(&ops[i]),
+        None => None,
+    }
+}
+
+/// Whether any argument of `op` is a tensor (or a tensor list, or optional one).
+const fn has_tensor_args(op: &OpSchema) -> bool {
+    let mut i = 0;
+    while i < op.args.len() {
+        if matches!(op.args[i].ty, ArgType::Tensor | ArgType::TensorList) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// The closest declared name, if it is close enough to be a likely typo.
@@ -189,6 +220,12 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push(" is a composite op: it has no kernel of its own and always runs its decomposition, so this kernel would never run. Write `#[decompose(op = \"")
                 .push(op.name)
                 .push("\")]` to implement it in terms of other ops, or declare it `kind = \"primitive\"` in its op table to give it a kernel."),
+        ),
+        (OpKind::Primitive, Role::BatchingRule) if !has_tensor_args(op) => Some(
+            m.code(op.name)
+                .push(" takes no tensor arguments, so no call to it has a batch dim: vmap never batches it (it runs its `#[kernel]`, and the plain tensor it returns broadcasts against batched ones), so a batching rule registered for it would never run. Remove this `#[batching_rule]`, or give `")
+                .push(op.name)
+                .push("` a `Tensor` argument in its op table if its calls are to be batched."),
         ),
         (OpKind::Primitive, Role::Decomposition) => Some(
             m.code(op.name)
@@ -258,8 +295,10 @@ pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize)
     Some(expected(m, op, role))
 }
 
-/// Checks the type of parameter `index` (0-based) as the macro normalized it.
-/// Skipped when the arity is wrong (that error says it all).
+/// Checks the spelling of parameter `index` (0-based) as the macro normalized
+/// it. Skipped when the arity is wrong (that error says it all), and when the
+/// spelling does not `decide` (it names a type the check does not know, such
+/// as an alias: the real types are compared instead).
 pub const fn check_param(
     ops: &[OpSchema],
     name: &str,
@@ -267,12 +306,13 @@ pub const fn check_param(
     count: usize,
     index: usize,
     found: &str,
+    decides: bool,
 ) -> Option<Msg> {
     let Some(op) = usable(ops, name, role) else {
         return None;
     };
     let sig = op.signature(role);
-    if sig.params.len() != count || index >= count || eq(sig.params[index], found) {
+    if !decides || sig.params.len() != count || index >= count || eq(sig.params[index], found) {
         return None;
     }
     let is_bdim =
@@ -303,13 +343,20 @@ pub const fn check_param(
     Some(expected(m, op, role))
 }
 
-/// Checks the return type as the macro normalized it (`""` for none).
-pub const fn check_return(ops: &[OpSchema], name: &str, role: Role, found: &str) -> Option<Msg> {
+/// Checks the spelling of the return type as the macro normalized it (`""`
+/// for none); skipped as [`check_param`] is.
+pub const fn check_return(
+    ops: &[OpSchema],
+    name: &str,
+    role: Role,
+    found: &str,
+    decides: bool,
+) -> Option<Msg> {
     let Some(op) = usable(ops, name, role) else {
         return None;
     };
     let sig = op.signature(role);
-    if eq(sig.ret, found) {
+    if !decides || eq(sig.ret, found) {
         return None;
     }
     let m = Msg::new()
@@ -327,6 +374,79 @@ pub const fn check_return(ops: &[OpSchema], name: &str, role: Role, found: &str)
     Some(expected(m.code(sig.ret).push("."), op, role))
 }
 
+/// Which op's expected type the real-type assertion on parameter `index`
+/// compares with: the op's index in the table, or `usize::MAX` (no op: the
+/// assertion is off) when a check above already reports a problem with the op
+/// or this parameter.
+pub const fn param_slot(
+    ops: &[OpSchema],
+    name: &str,
+    role: Role,
+    count: usize,
+    index: usize,
+    found: &str,
+    decides: bool,
+) -> usize {
+    let (Some(i), Some(op)) = (position(ops, name), usable(ops, name, role)) else {
+        return usize::MAX;
+    };
+    let sig = op.signature(role);
+    if sig.params.len() != count || index >= count {
+        return usize::MAX;
+    }
+    if check_param(ops, name, role, count, index, found, decides).is_some() {
+        return usize::MAX;
+    }
+    i
+}
+
+/// [`param_slot`] for the return type.
+pub const fn return_slot(
+    ops: &[OpSchema],
+    name: &str,
+    role: Role,
+    found: &str,
+    decides: bool,
+) -> usize {
+    let (Some(i), Some(_)) = (position(ops, name), usable(ops, name, role)) else {
+        return usize::MAX;
+    };
+    if check_return(ops, name, role, found, decides).is_some() {
+        return usize::MAX;
+    }
+    i
+}
+
+/// Where the shim finds parameter `index` of a function registered as `role`
+/// for `name`: `(true, k)` for the batch dim of argument `k` (a batching rule's
+/// parameter after a tensor), `(false, k)` for argument `k`. Read from the
+/// schema, so a parameter's type may be spelled any way (an alias).
+pub const fn param_source(ops: &[OpSchema], name: &str, role: Role, index: usize) -> (bool, usize) {
+    let Some(op) = usable(ops, name, role) else {
+        return (false, index);
+    };
+    if !matches!(role, Role::BatchingRule) {
+        return (false, index);
+    }
+    // Walk the rule's parameters: each argument, then its batch dim if a tensor.
+    let mut param = 0;
+    let mut arg = 0;
+    while arg < op.args.len() {
+        if param == index {
+            return (false, arg);
+        }
+        param += 1;
+        if matches!(op.args[arg].ty, ArgType::Tensor | ArgType::TensorList) {
+            if param == index {
+                return (true, arg);
+            }
+            param += 1;
+        }
+        arg += 1;
+    }
+    (false, index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +457,18 @@ mod tests {
         assert_eq!(distance("sofmax", "softmax"), 1);
         assert_eq!(distance("tiru", "triu"), 2);
         assert_eq!(distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn long_messages_are_cut_on_a_char_boundary() {
+        // Three bytes short of full: `é` (2 bytes) fits, `€` (3) does not.
+        let mut m = Msg::new();
+        while m.len < CAP - 3 {
+            m = m.push("a");
+        }
+        let m = m.push("é€");
+        assert_eq!(m.len, CAP - 1);
+        assert!(m.as_str().ends_with("aé"));
     }
 
     #[test]

@@ -65,7 +65,8 @@ pub use vmap::{
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
 /// generates, in the invoking module, one typed function per op, the schema
-/// constants the attribute macros check against, and the table's registration.
+/// constants and expected types the attribute macros check against, and the
+/// table's registration.
 ///
 /// Each entry gives a schema string and a kind:
 ///
@@ -77,13 +78,26 @@ pub use vmap::{
 /// ```
 ///
 /// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
-/// `ScalarType`, each optionally followed by `?`; arguments may have defaults;
-/// an op returns `Tensor`, `Tensor[]` or a tuple `(Tensor, Tensor)`. A malformed
-/// entry fails the build with the table's line.
+/// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
+/// `Tensor[]` or a tuple of up to three `Tensor`s. An argument may be written with
+/// a default (`int diagonal=0`): it is checked against the type and shown in the
+/// generated function's documentation, but not applied: the generated function
+/// takes every argument. A malformed entry fails the build with the table's line.
+///
+/// Several files make one table (`op_table!("a.toml", "b.toml")`), and the TOML
+/// can be written inline (`op_table!(toml = r#"..."#)`).
 ///
 /// The built-in table is [`ops`]; a downstream crate declares its own the same
-/// way and points its attributes at it with `table = path::to::module`.
-pub use batchrules_macros::op_table;
+/// way and points its attributes at it with `table = path::to::module`. The
+/// generated code names this crate through the table module, so a crate that
+/// renames the dependency (`br = { package = "batchrules", ... }`) writes
+/// `br::op_table!` and it works the same.
+#[macro_export]
+macro_rules! op_table {
+    ($($input:tt)*) => {
+        $crate::__private::op_table_impl! { crate = $crate; $($input)* }
+    };
+}
 
 /// Registers the dense kernel of a **primitive** op.
 ///
@@ -95,7 +109,10 @@ pub use batchrules_macros::op_table;
 /// fit the schema fails the build.
 ///
 /// Keys: `op = "name"` (required), `table = path` (the module of the op table;
-/// default `batchrules::ops`). See the [guide] for the whole story.
+/// default `batchrules::ops`), `crate = path` (this crate as your Cargo.toml
+/// names it, e.g. `crate = br`: the default table is then `br::ops`). The function
+/// must be declared at module level: not in an `impl` block, where the
+/// registration cannot name it. See the [guide] for the whole story.
 ///
 /// ```
 /// # pub mod ops {
@@ -157,7 +174,9 @@ pub use batchrules_macros::meta;
 /// `&[Option<usize>]` after `&[Tensor]`); the rule returns each output with its
 /// batch dim, `Result<(Tensor, Option<usize>)>`. Rules never check shapes (the
 /// meta already did). A rule on a composite op fails the build: the composite
-/// is decomposed before vmap sees it, so the rule would never run.
+/// is decomposed before vmap sees it, so the rule would never run. So does a
+/// rule on an op without tensor arguments (a factory such as `zeros`): vmap
+/// never batches it.
 ///
 /// ```
 /// # pub mod ops {

@@ -1,16 +1,43 @@
 //! Items the generated code refers to. Not a public API.
+//!
+//! Generated code reaches this module only through an op table's hidden
+//! `__rt` re-export of it (`op_table!` makes it from `$crate`), never as
+//! `::batchrules::__private`, so it works whatever name a crate gives the
+//! runtime in its Cargo.toml.
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-pub use crate::checks::{check_arity, check_op, check_param, check_return};
+pub use crate::checks::{
+    check_arity, check_op, check_param, check_return, param_slot, param_source, return_slot,
+};
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
 pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
-pub use crate::schema::Role;
+pub use crate::schema::{self, Role};
+pub use crate::{DType, Error, Result, Tensor, TensorMeta};
+pub use batchrules_macros::op_table as op_table_impl;
 pub use inventory;
 
-use crate::{Error, Result};
+/// The type of parameter `INDEX` of the functions with signature `SIGNATURE`
+/// (0 kernel and decomposition, 1 meta, 2 batching rule) of one op: each op
+/// table implements it for its `__Op<N>`, N the op's index, with the types it
+/// generates; the attributes assert that the user's parameter types are these.
+pub trait ParamType<const SIGNATURE: u8, const INDEX: usize> {
+    /// The expected type, with `'a` for its references.
+    type Type<'a>;
+}
+
+/// The return type of the functions with signature `SIGNATURE` of one op; see
+/// [`ParamType`].
+pub trait ReturnType<const SIGNATURE: u8> {
+    /// The expected type.
+    type Type;
+}
+
+/// The expected type of an assertion that is off (the op is unknown, or a
+/// compile-time check already reports the parameter).
+pub struct Skip;
 
 fn shim_error(what: &str, index: usize) -> Error {
     Error::NotImplemented {

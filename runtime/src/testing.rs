@@ -80,7 +80,7 @@ macro_rules! op_samples {
     (op = $op:literal, samples = $samples:path, errors = $errors:path $(,)?) => {
         $crate::__private::inventory::submit! {
             $crate::testing::OpInfo {
-                table: &::batchrules::ops::__TABLE,
+                table: &$crate::ops::__TABLE,
                 op: $op,
                 samples: $samples,
                 errors: $errors,

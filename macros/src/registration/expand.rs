@@ -1,0 +1,348 @@
+//! Expansion of a registration. The output is the user's function, unchanged
+//! but for items at the start of its body:
+//!
+//! * `const` checks the compiler evaluates against the op table (the op exists,
+//!   the role fits its kind, the arity, each parameter's and the return type's
+//!   spelling), each failing the build with a message pointed at the user's
+//!   tokens;
+//! * assertions that each parameter and the return type *is* the type the op
+//!   table expects (so a look-alike type fails and an alias passes);
+//! * the shim that unpacks erased arguments and calls the function, and its
+//!   `inventory` registration.
+//!
+//! Everything is one item, so the output is also one item where an attribute
+//! cannot work, inside an `impl` block: there the function is an associated
+//! function, which the registration cannot name, and the build fails with one
+//! message saying so (see [`registration`]).
+//!
+//! Runtime paths all go through the table module, `#table::__rt`, which
+//! `op_table!` points at the runtime crate under whatever name the user's crate
+//! gives it.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::{Item, Stmt};
+
+use super::ast::{Param, Registration};
+use super::attr::VmapMode;
+use super::valid::mentions_impl;
+use crate::role::Role;
+use crate::types;
+
+/// The spans of the first and last token of `tokens`.
+fn span_range(tokens: &dyn ToTokens) -> (Span, Span) {
+    let mut spans = tokens.to_token_stream().into_iter().map(|t| t.span());
+    let first = spans.next().unwrap_or_else(Span::call_site);
+    (first, spans.last().unwrap_or(first))
+}
+
+/// A `const` item that fails the build with the message `call` returns, if any.
+/// The failing expression is made of tokens carrying the first and the last
+/// span of the user's tokens, so rustc points at all of them, not just the
+/// first one.
+fn check((first, last): (Span, Span), call: TokenStream) -> TokenStream {
+    let open = quote_spanned!(first=> ::core::panic!);
+    let args = quote_spanned!(last=> ("{}", msg.as_str()));
+    quote_spanned! {first=>
+        const _: () = {
+            if let ::core::option::Option::Some(msg) = #call {
+                #open #args
+            }
+        };
+    }
+}
+
+pub fn registration(r: &Registration) -> TokenStream {
+    let items = [
+        spelling_checks(r),
+        type_assertions(r),
+        registration_items(r),
+    ];
+    let mut func = r.func.clone();
+    let stmts = items
+        .into_iter()
+        .map(|tokens| Stmt::Item(Item::Verbatim(tokens)));
+    func.block.stmts.splice(0..0, stmts);
+    func.into_token_stream()
+}
+
+/// The paths every part of the expansion uses.
+struct Paths {
+    /// The runtime crate's hidden module, through the table: `#table::__rt`.
+    rt: TokenStream,
+    /// The schemas: `#table::__SCHEMA`.
+    schema: TokenStream,
+    /// `#rt::Role::Kernel`
+    role: TokenStream,
+}
+
+impl Paths {
+    fn new(r: &Registration) -> Self {
+        let table = &r.table;
+        let rt = quote!(#table::__rt);
+        let variant = r.role.variant();
+        Paths {
+            role: quote!(#rt::Role::#variant),
+            schema: quote!(#table::__SCHEMA),
+            rt,
+        }
+    }
+}
+
+/// The `const` checks on the op and on the spelling of the signature.
+fn spelling_checks(r: &Registration) -> TokenStream {
+    let Paths { rt, schema, role } = Paths::new(r);
+    let table = &r.table;
+    let op = &r.op;
+    let sig = &r.func.sig;
+    let count = r.params.len();
+    let mut checks = vec![check(
+        (op.span(), op.span()),
+        quote!(#rt::check_op(#schema, #table::__PATH, #op, #role)),
+    )];
+    checks.push(check(
+        (sig.paren_token.span.open(), sig.paren_token.span.close()),
+        quote!(#rt::check_arity(#schema, #op, #role, #count)),
+    ));
+    for (i, p) in r.params.iter().enumerate() {
+        let Param {
+            ty,
+            spelling,
+            decides,
+        } = p;
+        checks.push(check(
+            span_range(ty),
+            quote!(#rt::check_param(#schema, #op, #role, #count, #i, #spelling, #decides)),
+        ));
+    }
+    let ret_span = match &r.ret.ty {
+        None => {
+            let close = sig.paren_token.span.close();
+            (close, close)
+        }
+        Some(t) => span_range(t),
+    };
+    let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
+    checks.push(check(
+        ret_span,
+        quote!(#rt::check_return(#schema, #op, #role, #spelling, #decides)),
+    ));
+    quote!(#(#checks)*)
+}
+
+/// Assertions, evaluated by the trait solver, that each parameter and the
+/// return type are the types the op table generated for this op and role:
+/// `<UserType as ParamIs<Expected, CHECKED, N>>::OK`. `CHECKED` is false when a
+/// `const` check above already reports the parameter (or the op is unknown),
+/// so one mistake gives one error.
+fn type_assertions(r: &Registration) -> TokenStream {
+    let Paths { rt, schema, role } = Paths::new(r);
+    let table = &r.table;
+    let op = &r.op;
+    let attr = format!("#[{}]", r.role.attr());
+    let op_name = r.op.value();
+    let signature = r.role.signature_index();
+    let count = r.params.len();
+    let param_message = format!(
+        "parameter {{N}} of the `{attr}` for `{op_name}` has type `{{Self}}`, but the op table passes `{{E}}`, a different type (the compiler compares the types themselves, not their names). Write `{{E}}`, or an alias of it."
+    );
+    let return_message = format!(
+        "the `{attr}` for `{op_name}` returns `{{Self}}`, but it must return `{{E}}`, a different type (the compiler compares the types themselves, not their names). Write `{{E}}`, or an alias of it."
+    );
+    let params = r.params.iter().enumerate().map(|(i, p)| {
+        let ty = types::erase_lifetimes(&p.ty);
+        let (spelling, decides) = (&p.spelling, p.decides);
+        let slot = format_ident!("P{i}");
+        let number = i + 1;
+        quote! {
+            const #slot: usize = #rt::param_slot(#schema, #op, #role, #count, #i, #spelling, #decides);
+            let () = <#ty as ParamIs<
+                <#table::__Op<{ #slot }> as #rt::ParamType<#signature, #i>>::Type<'_>,
+                { #slot != usize::MAX },
+                #number,
+            >>::OK;
+        }
+    });
+    let ret = match &r.ret.ty {
+        // `impl Trait` cannot be named here; its spelling check already fails.
+        Some(ty) if mentions_impl(ty) => None,
+        Some(ty) => Some(types::erase_lifetimes(ty).into_token_stream()),
+        None => {
+            let close = r.func.sig.paren_token.span.close();
+            Some(quote_spanned!(close=> ()))
+        }
+    };
+    let ret = ret.map(|ty| {
+        let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
+        quote! {
+            const R: usize = #rt::return_slot(#schema, #op, #role, #spelling, #decides);
+            let () = <#ty as ReturnIs<
+                <#table::__Op<{ R }> as #rt::ReturnType<#signature>>::Type,
+                { R != usize::MAX },
+            >>::OK;
+        }
+    });
+    quote! {
+        const _: () = {
+            #[diagnostic::on_unimplemented(message = #param_message, label = "expected `{E}`")]
+            trait ParamIs<E: ?Sized, const CHECKED: bool, const N: usize> {
+                const OK: () = ();
+            }
+            impl<T: ?Sized, const N: usize> ParamIs<T, true, N> for T {}
+            impl<T: ?Sized, E: ?Sized, const N: usize> ParamIs<E, false, N> for T {}
+            #[diagnostic::on_unimplemented(message = #return_message, label = "expected `{E}`")]
+            trait ReturnIs<E: ?Sized, const CHECKED: bool> {
+                const OK: () = ();
+            }
+            impl<T: ?Sized> ReturnIs<T, true> for T {}
+            impl<T: ?Sized, E: ?Sized> ReturnIs<E, false> for T {}
+            #[allow(clippy::let_unit_value)]
+            fn _types() {
+                #(#params)*
+                #ret
+            }
+        };
+    }
+}
+
+/// The shim and its registration.
+///
+/// The shim calls the function by name. That name resolves only where the
+/// function is an item of a module: inside an `impl` block it is an associated
+/// function, which nothing nested in it can name, and inside another
+/// function's body it is not an item of any module. So the registration is two
+/// nested blocks: the inner one imports the module's items (`use self::*`),
+/// which finds the function where it is a module item; the outer one declares
+/// a stand-in of the same name, which is found only otherwise, and which fails
+/// one trait assertion whose message says what to do.
+fn registration_items(r: &Registration) -> TokenStream {
+    let Paths { rt, .. } = Paths::new(r);
+    let table = &r.table;
+    let op = &r.op;
+    let name = &r.func.sig.ident;
+    let item_ty = match r.role {
+        Role::Meta => quote!(#rt::TensorMeta),
+        _ => quote!(#rt::Tensor),
+    };
+
+    // The arguments, unpacked through probes: a parameter type that the checks
+    // reject does not also produce a trait error here. Whether a parameter is
+    // an argument or a batch dim (and which) is read from the schema.
+    let schema = quote!(#table::__SCHEMA);
+    let variant = r.role.variant();
+    let call_args: Vec<TokenStream> = r
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ty = types::erase_lifetimes(&p.ty);
+            if r.role == Role::BatchingRule {
+                quote!({
+                    const SOURCE: (bool, usize) =
+                        #rt::param_source(#schema, #op, #rt::Role::#variant, #i);
+                    if SOURCE.0 {
+                        (&&#rt::Probe::<#rt::BDim, #ty>::new()).bdim(bdims, SOURCE.1)?
+                    } else {
+                        (&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, SOURCE.1)?
+                    }
+                })
+            } else {
+                quote!((&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, #i)?)
+            }
+        })
+        .collect();
+
+    // Where the function is not a module item, `#name(...)` builds the
+    // stand-in instead of calling it, and this assertion fails.
+    let ret_ty = match &r.ret.ty {
+        Some(ty) if mentions_impl(ty) => None,
+        Some(ty) => Some(types::erase_lifetimes(ty).into_token_stream()),
+        None => Some(quote!(())),
+    };
+    let module_level = ret_ty.map(|ret_ty| {
+        let span = name.span();
+        quote_spanned!(span=> module_level::<_, #ret_ty>(&ret);)
+    });
+    let module_level_message = format!(
+        "`{}` is on `{name}`, which is not declared at module level: it is an associated function in an `impl` block (or a function inside another function's body), and the registration cannot name it there. Move `{name}` out to module level; to keep an associated function, register a module-level function that calls it.",
+        r.attribute()
+    );
+    let module_level_label = "declared inside an `impl` block or a function body";
+    let stand_in_params: Vec<_> = (0..r.params.len()).map(|i| format_ident!("P{i}")).collect();
+
+    let shim = format_ident!("__batchrules_{}_shim", r.role.attr());
+    let probes = quote! {
+        #[allow(unused_imports)]
+        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _};
+    };
+    let (shim_fn, func_value) = match r.role {
+        Role::BatchingRule => (
+            quote! {
+                fn #shim(
+                    args: &[#rt::Arg<#rt::Tensor>],
+                    bdims: &[#rt::BDim],
+                ) -> #rt::Result<#rt::Outs<#rt::BatchedOutput>> {
+                    #probes
+                    let ret = #name(#(#call_args),*);
+                    #module_level
+                    (&&#rt::RetProbe::<#rt::BatchedOutput, _>::new(ret)).outputs()
+                }
+            },
+            quote!(#rt::RegisteredFn::BatchingRule(#shim)),
+        ),
+        _ => (
+            quote! {
+                fn #shim(
+                    args: &[#rt::Arg<#item_ty>],
+                ) -> #rt::Result<#rt::Outs<#item_ty>> {
+                    #probes
+                    let ret = #name(#(#call_args),*);
+                    #module_level
+                    (&&#rt::RetProbe::<#item_ty, _>::new(ret)).outputs()
+                }
+            },
+            match r.role {
+                Role::Kernel => quote!(#rt::RegisteredFn::Kernel(#shim)),
+                Role::Meta => quote!(#rt::RegisteredFn::Meta(#shim)),
+                _ => {
+                    let mode = match r.vmap {
+                        VmapMode::Fallback => quote!(Fallback),
+                        VmapMode::Decompose => quote!(Decompose),
+                    };
+                    quote!(#rt::RegisteredFn::Decomposition(#shim, #rt::DecomposeVmap::#mode))
+                }
+            },
+        ),
+    };
+    let name_str = name.to_string();
+    let loc_span = name.span();
+    let file = quote_spanned!(loc_span=> ::core::file!());
+    let line = quote_spanned!(loc_span=> ::core::line!());
+    quote! {
+        const _: () = {
+            #[allow(non_camel_case_types, dead_code)]
+            struct #name<#(#stand_in_params),*>(#(#stand_in_params),*);
+            const _: () = {
+                #[allow(unused_imports)]
+                use self::*;
+                #[diagnostic::on_unimplemented(message = #module_level_message, label = #module_level_label)]
+                trait DeclaredAtModuleLevel<R> {}
+                impl<T> DeclaredAtModuleLevel<T> for T {}
+                fn module_level<T: DeclaredAtModuleLevel<R>, R>(_: &T) {}
+                #shim_fn
+                #rt::inventory::submit! {
+                    #rt::Registration {
+                        table: &#table::__TABLE,
+                        op: #op,
+                        func: #func_value,
+                        location: #rt::Location {
+                            file: #file,
+                            line: #line,
+                            function: #name_str,
+                        },
+                    }
+                }
+            };
+        };
+    }
+}

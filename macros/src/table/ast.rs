@@ -1,0 +1,232 @@
+//! The typed form of an `op_table!` invocation: the runtime crate's path, the
+//! table texts, and the ops they declare, each schema parsed and validated.
+//! Every problem of every entry goes to the [`Ctxt`], with its table line.
+
+use std::path::PathBuf;
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::quote;
+use serde::Deserialize;
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token};
+
+use crate::ctxt::Ctxt;
+use crate::schema::{self, Schema};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableFile {
+    #[serde(default)]
+    op: Vec<toml::Spanned<Entry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    schema: toml::Spanned<String>,
+    kind: toml::Spanned<String>,
+    #[serde(default)]
+    doc: String,
+}
+
+pub struct Op {
+    pub schema: Schema,
+    /// The schema string as written.
+    pub text: String,
+    pub kind: Kind,
+    pub doc: String,
+}
+
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Primitive,
+    Composite,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Primitive => "primitive",
+            Kind::Composite => "composite",
+        }
+    }
+}
+
+/// The macro's input: `crate = $crate;` (passed by `batchrules::op_table!`;
+/// `::batchrules` when absent), then the table's files or inline TOML.
+pub struct Input {
+    pub krate: TokenStream,
+    pub sources: Sources,
+}
+
+/// Where the table comes from: one or more files, or TOML written inline.
+pub enum Sources {
+    Files(Vec<LitStr>),
+    Inline(LitStr),
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let krate = if input.peek(Token![crate]) && input.peek2(Token![=]) {
+            input.parse::<Token![crate]>()?;
+            input.parse::<Token![=]>()?;
+            // The path as given (`$crate` from the runtime's `op_table!`),
+            // up to the `;`.
+            let mut path = TokenStream::new();
+            while !input.is_empty() && !input.peek(Token![;]) {
+                path.extend([input.parse::<TokenTree>()?]);
+            }
+            input.parse::<Token![;]>()?;
+            path
+        } else {
+            quote!(::batchrules)
+        };
+        Ok(Input {
+            krate,
+            sources: input.parse()?,
+        })
+    }
+}
+
+impl Parse for Sources {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            let files = syn::punctuated::Punctuated::<LitStr, Token![,]>::parse_terminated(input)?;
+            return Ok(Sources::Files(files.into_iter().collect()));
+        }
+        let key: Ident = input.parse()?;
+        if key != "toml" {
+            return Err(syn::Error::new(
+                key.span(),
+                "expected a path or `toml = \"...\"`",
+            ));
+        }
+        input.parse::<Token![=]>()?;
+        Ok(Sources::Inline(input.parse()?))
+    }
+}
+
+/// One table text to parse: what to call it in messages, and where to point.
+pub struct Text<'a> {
+    lit: &'a LitStr,
+    name: String,
+    source: String,
+}
+
+/// Reads the table texts. Returns the files to track and the texts; a file
+/// that cannot be read is reported to `cx` and skipped.
+pub fn read<'a>(cx: &Ctxt, src: &'a Sources) -> (Vec<PathBuf>, Vec<Text<'a>>) {
+    match src {
+        Sources::Inline(lit) => (
+            Vec::new(),
+            vec![Text {
+                lit,
+                name: "(inline)".to_string(),
+                source: lit.value(),
+            }],
+        ),
+        Sources::Files(lits) => {
+            let Ok(dir) = std::env::var("CARGO_MANIFEST_DIR") else {
+                cx.error_at(
+                    Span::call_site(),
+                    "CARGO_MANIFEST_DIR is not set; build with cargo",
+                );
+                return (Vec::new(), Vec::new());
+            };
+            let mut paths = Vec::new();
+            let mut texts = Vec::new();
+            for lit in lits {
+                let path = PathBuf::from(&dir).join(lit.value());
+                match std::fs::read_to_string(&path) {
+                    Ok(source) => {
+                        paths.push(path);
+                        texts.push(Text {
+                            lit,
+                            name: lit.value(),
+                            source,
+                        });
+                    }
+                    Err(e) => cx.error_spanned_by(
+                        lit,
+                        format!("cannot read op table `{}`: {e}", path.display()),
+                    ),
+                }
+            }
+            (paths, texts)
+        }
+    }
+}
+
+fn line_of(source: &str, offset: usize) -> usize {
+    source[..offset.min(source.len())].matches('\n').count() + 1
+}
+
+/// Parses and validates the table texts; every problem goes to `cx`, with the
+/// table's name and line, pointed at the table's literal.
+pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
+    // (op, "file:line" where it is declared)
+    let mut ops: Vec<(Op, String)> = Vec::new();
+    for Text { lit, name, source } in texts {
+        let file: TableFile = match toml::from_str(source) {
+            Ok(f) => f,
+            Err(e) => {
+                let at = e
+                    .span()
+                    .map_or(String::new(), |s| format!(":{}", line_of(source, s.start)));
+                cx.error_spanned_by(lit, format!("op table {name}{at}: {}", e.message()));
+                continue;
+            }
+        };
+        for entry in file.op {
+            let entry_line = line_of(source, entry.span().start);
+            let entry = entry.into_inner();
+            let line = line_of(source, entry.schema.span().start);
+            let text = entry.schema.get_ref().clone();
+            let kind = match entry.kind.get_ref().as_str() {
+                "primitive" => Some(Kind::Primitive),
+                "composite" => Some(Kind::Composite),
+                other => {
+                    cx.error_spanned_by(lit, format!(
+                        "op table {name}:{}: kind `{other}` of `{}` is not `primitive` or `composite`; write `kind = \"primitive\"` for an op with a kernel, `kind = \"composite\"` for one implemented by other ops",
+                        line_of(source, entry.kind.span().start),
+                        text.split('(').next().unwrap_or("").trim()
+                    ));
+                    None
+                }
+            };
+            let parsed = match schema::parse(&text) {
+                Ok(s) => Some(s),
+                Err(msg) => {
+                    cx.error_spanned_by(
+                        lit,
+                        format!("op table {name}:{line}: malformed schema `{text}`: {msg}"),
+                    );
+                    None
+                }
+            };
+            let (Some(schema), Some(kind)) = (parsed, kind) else {
+                continue;
+            };
+            if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
+                let first = first
+                    .strip_prefix(&format!("{name}:"))
+                    .map_or_else(|| first.clone(), |l| format!("line {l}"));
+                cx.error_spanned_by(lit, format!(
+                    "op table {name}:{entry_line}: op `{}` is already declared at {first}; each op is declared once: rename or remove one of the entries",
+                    schema.name
+                ));
+                continue;
+            }
+            ops.push((
+                Op {
+                    schema,
+                    text,
+                    kind,
+                    doc: entry.doc,
+                },
+                format!("{name}:{entry_line}"),
+            ));
+        }
+    }
+    ops.into_iter().map(|(o, _)| o).collect()
+}

@@ -1,0 +1,241 @@
+//! The items `op_table!` writes into the invoking module.
+//!
+//! Every runtime path goes through `__rt`, a hidden re-export of the runtime's
+//! `__private` module made from the crate path the runtime's `op_table!`
+//! passes (`$crate`), so the table works under any name the user's
+//! Cargo.toml gives the runtime. The registration attributes reach the
+//! runtime the same way, as `path::to::table::__rt`.
+
+use std::path::PathBuf;
+
+use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream, TokenTree};
+use quote::{format_ident, quote};
+
+use super::ast::{Kind, Op};
+use crate::role::Role;
+use crate::schema::{self, Schema};
+
+/// Rewrites the bare names of a normalized type (`Tensor`, `Option`, ...) into
+/// paths (into the runtime through `__rt`, into `core` and `std`), so the
+/// generated code does not depend on what the module imports.
+fn qualify(ty: &str) -> TokenStream {
+    let tokens: TokenStream = ty.parse().unwrap_or_default();
+    qualify_tokens(tokens)
+}
+
+fn qualify_tokens(tokens: TokenStream) -> TokenStream {
+    let mut out = TokenStream::new();
+    for tt in tokens {
+        match tt {
+            TokenTree::Ident(id) if id == "Option" => {
+                out.extend(quote!(::core::option::Option));
+            }
+            TokenTree::Ident(id) if id == "Vec" => out.extend(quote!(::std::vec::Vec)),
+            TokenTree::Ident(id)
+                if ["Tensor", "TensorMeta", "DType", "Result"]
+                    .contains(&id.to_string().as_str()) =>
+            {
+                out.extend(quote!(__rt::#id));
+            }
+            TokenTree::Group(g) => {
+                let mut ng = Group::new(g.delimiter(), qualify_tokens(g.stream()));
+                ng.set_span(g.span());
+                out.extend([TokenTree::Group(ng)]);
+            }
+            other => out.extend([other]),
+        }
+    }
+    out
+}
+
+fn str_list(items: &[String]) -> TokenStream {
+    quote!(&[#(#items),*])
+}
+
+fn role_signature(schema: &Schema, role: Role) -> TokenStream {
+    let sig = schema.signature(role);
+    let params = str_list(&sig.params);
+    let names = str_list(&sig.param_names);
+    let ret = &sig.ret;
+    let display = &sig.display;
+    quote! {
+        __rt::schema::RoleSignature {
+            params: #params,
+            param_names: #names,
+            ret: #ret,
+            display: #display,
+        }
+    }
+}
+
+fn schema_const(op: &Op) -> TokenStream {
+    let s = &op.schema;
+    let name = &s.name;
+    let text = &op.text;
+    let doc = &op.doc;
+    let kind = match op.kind {
+        Kind::Primitive => quote!(Primitive),
+        Kind::Composite => quote!(Composite),
+    };
+    let args = s.args.iter().map(|a| {
+        let name = &a.name;
+        let ty = Ident::new(a.ty.variant(), Span::call_site());
+        let optional = a.optional;
+        let default = match &a.default {
+            Some(d) => quote!(::core::option::Option::Some(#d)),
+            None => quote!(::core::option::Option::None),
+        };
+        quote! {
+            __rt::schema::ArgSchema {
+                name: #name,
+                ty: __rt::schema::ArgType::#ty,
+                optional: #optional,
+                default: #default,
+            }
+        }
+    });
+    let returns = s.returns.iter().map(|b| {
+        let ty = Ident::new(b.variant(), Span::call_site());
+        quote!(__rt::schema::ArgType::#ty)
+    });
+    let kernel = role_signature(s, Role::Kernel);
+    let meta = role_signature(s, Role::Meta);
+    let rule = role_signature(s, Role::BatchingRule);
+    quote! {
+        __rt::schema::OpSchema {
+            name: #name,
+            kind: __rt::schema::OpKind::#kind,
+            schema: #text,
+            args: &[#(#args),*],
+            returns: &[#(#returns),*],
+            doc: #doc,
+            kernel: #kernel,
+            meta: #meta,
+            rule: #rule,
+        }
+    }
+}
+
+/// The types a function registered for the op at `index` must have, one impl
+/// per parameter and per return of each signature: what the attributes'
+/// assertions compare the user's real types with.
+fn expected_types(op: &Op, index: usize) -> TokenStream {
+    let mut impls = TokenStream::new();
+    for role in Role::SIGNATURES {
+        let sig = op.schema.signature(role);
+        let s = role.signature_index();
+        for (i, param) in sig.params.iter().enumerate() {
+            let ty = qualify(&param.replace('&', "&'a "));
+            impls.extend(quote! {
+                impl __rt::ParamType<#s, #i> for __Op<#index> {
+                    type Type<'a> = #ty;
+                }
+            });
+        }
+        let ret = qualify(&sig.ret);
+        impls.extend(quote! {
+            impl __rt::ReturnType<#s> for __Op<#index> {
+                type Type = #ret;
+            }
+        });
+    }
+    impls
+}
+
+fn op_function(op: &Op, index: usize) -> TokenStream {
+    let s = &op.schema;
+    let fn_name = format_ident!("{}", schema::rust_ident(&s.name));
+    let sig = s.signature(Role::Kernel);
+    let params: Vec<Ident> = s
+        .args
+        .iter()
+        .map(|a| format_ident!("{}", schema::rust_ident(&a.name)))
+        .collect();
+    let types: Vec<TokenStream> = sig.params.iter().map(|t| qualify(t)).collect();
+    let ret = qualify(&sig.ret);
+    let mut doc = String::new();
+    if !op.doc.is_empty() {
+        doc.push_str(op.doc.trim());
+        doc.push_str("\n\n");
+    }
+    doc.push_str(&format!("Schema: `{}` ({} op).", op.text, op.kind.as_str()));
+    let defaults: Vec<String> = s
+        .args
+        .iter()
+        .filter_map(|a| {
+            a.default
+                .as_ref()
+                .map(|d| format!("`{}` = `{d}`", schema::rust_ident(&a.name)))
+        })
+        .collect();
+    if !defaults.is_empty() {
+        doc.push_str(&format!(
+            "\n\nSchema defaults: {} (documentation only: the function takes every argument).",
+            defaults.join(", ")
+        ));
+    }
+    quote! {
+        #[doc = #doc]
+        #[allow(clippy::too_many_arguments)]
+        pub fn #fn_name(#(#params: #types),*) -> #ret {
+            let args = [#(__rt::IntoArg::into_arg(#params)),*];
+            let outs = __rt::call(&__TABLE, #index, &args)?;
+            __rt::Outputs::from_outputs(outs)
+        }
+    }
+}
+
+pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream {
+    let schemas = ops.iter().map(schema_const);
+    let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
+    let types = ops.iter().enumerate().map(|(i, op)| expected_types(op, i));
+    let count = ops.len();
+    // Rebuild when a table file changes.
+    let tracked = paths.iter().map(|p| {
+        let p = p.display().to_string();
+        let arg = Group::new(Delimiter::Parenthesis, quote!(#p));
+        quote!(const _: &str = ::core::include_str! #arg;)
+    });
+    quote! {
+        #(#tracked)*
+
+        /// The runtime crate, under the name this crate gives it: every path of
+        /// the generated code, here and in the registration attributes, goes
+        /// through it.
+        #[doc(hidden)]
+        pub use #krate::__private as __rt;
+
+        /// The module path of this op table.
+        #[doc(hidden)]
+        pub const __PATH: &str = ::core::module_path!();
+
+        /// The schemas of this table, read by the attribute macros' compile-time checks.
+        #[doc(hidden)]
+        pub const __SCHEMA: &[__rt::schema::OpSchema; #count] = &[#(#schemas),*];
+
+        /// This table, as the registry indexes it.
+        #[doc(hidden)]
+        pub static __TABLE: __rt::schema::OpTable = __rt::schema::OpTable::new(__PATH, __SCHEMA);
+
+        __rt::inventory::submit! {
+            __rt::schema::TableRegistration(&__TABLE)
+        }
+
+        /// The op at index `N` of this table, for the attributes' type
+        /// assertions; `usize::MAX` stands for no op (a check that is off).
+        #[doc(hidden)]
+        pub struct __Op<const N: usize>;
+
+        impl<const S: u8, const I: usize> __rt::ParamType<S, I> for __Op<{ usize::MAX }> {
+            type Type<'a> = __rt::Skip;
+        }
+
+        impl<const S: u8> __rt::ReturnType<S> for __Op<{ usize::MAX }> {
+            type Type = __rt::Skip;
+        }
+
+        #(#types)*
+
+        #(#functions)*
+    }
+}
