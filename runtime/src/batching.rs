@@ -69,6 +69,9 @@ pub type RuleOutput = Result<(Tensor, Option<usize>)>;
 
 /// The rank of `x` without its batch dim.
 ///
+/// A 0-d `x` has no dim to be a batch dim; given one anyway, its logical rank
+/// is 0 (the helpers that return a `Result` reject such a batch dim instead).
+///
 /// ```
 /// use batchrules::batching::logical_rank;
 /// use batchrules::Tensor;
@@ -76,9 +79,21 @@ pub type RuleOutput = Result<(Tensor, Option<usize>)>;
 /// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[4, 2, 3])));
 /// assert_eq!(logical_rank(&x, Some(0)), 2);
 /// assert_eq!(logical_rank(&x, None), 3);
+/// assert_eq!(logical_rank(&Tensor::scalar(1.0f32), Some(0)), 0);
 /// ```
 pub fn logical_rank(x: &Tensor, bdim: Option<usize>) -> usize {
-    x.ndim() - usize::from(bdim.is_some())
+    x.ndim().saturating_sub(usize::from(bdim.is_some()))
+}
+
+/// The logical rank of `x` when its batch dim, if it has one (`has_bdim`), is
+/// at the front; an error if `x` is 0-d and so has no dim to be the batch dim.
+fn front_logical_rank(x: &Tensor, has_bdim: bool) -> Result<usize> {
+    x.ndim().checked_sub(usize::from(has_bdim)).ok_or_else(|| {
+        Error::Tensor(format!(
+            "a tensor of shape {:?} has no dim to be its batch dim",
+            x.shape()
+        ))
+    })
 }
 
 /// `x` with its batch dim (if any) moved to dim 0; an unbatched `x` as it is.
@@ -135,7 +150,7 @@ pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
 /// ```
 pub fn physical_dim(x: &Tensor, has_bdim: bool, dim: i64) -> Result<usize> {
     let front = usize::from(has_bdim);
-    Ok(wrap_dim(dim, x.ndim() - front)? + front)
+    Ok(wrap_dim(dim, front_logical_rank(x, has_bdim)?)? + front)
 }
 
 /// The physical position in `x` (batch dim, if any, at the front, as for
@@ -155,7 +170,7 @@ pub fn physical_dim(x: &Tensor, has_bdim: bool, dim: i64) -> Result<usize> {
 /// ```
 pub fn physical_new_dim(x: &Tensor, has_bdim: bool, dim: i64) -> Result<usize> {
     let front = usize::from(has_bdim);
-    Ok(wrap_dim(dim, x.ndim() - front + 1)? + front)
+    Ok(wrap_dim(dim, front_logical_rank(x, has_bdim)? + 1)? + front)
 }
 
 /// `x` with its batch dim at the front and size-1 dims inserted after it until
@@ -350,7 +365,13 @@ pub fn unsqueeze_logical(
     dim: usize,
 ) -> Result<(Tensor, Option<usize>)> {
     let front = usize::from(bdim.is_some());
-    let t = bdim_to_front(x, bdim)?.unsqueezed(dim + front)?;
+    let at = dim.checked_add(front).ok_or_else(|| {
+        Error::Tensor(format!(
+            "cannot insert a dim at logical position {dim} into a tensor of shape {:?}",
+            x.shape()
+        ))
+    })?;
+    let t = bdim_to_front(x, bdim)?.unsqueezed(at)?;
     Ok((t, bdim.map(|_| 0)))
 }
 /// The batch size: the size of the batch dim of the first batched tensor in
@@ -415,16 +436,21 @@ pub fn materialize_at_front(xs: &[Tensor], bdims: &[Option<usize>]) -> Result<Ve
 /// A logical shape as the `int[]` argument of a shape op (`reshape`,
 /// `expand`), with `leading` (usually the batch size) put first.
 ///
+/// A size above `i64::MAX` (no tensor has one) becomes `i64::MAX`, which every
+/// shape op rejects as too large, rather than wrapping to a negative size
+/// (`-1` would mean "infer this size").
+///
 /// ```
 /// use batchrules::batching::shape_arg;
 ///
 /// assert_eq!(shape_arg(Some(4), &[2, 3]), vec![4, 2, 3]);
 /// assert_eq!(shape_arg(None, &[2, 3]), vec![2, 3]);
+/// assert_eq!(shape_arg(None, &[usize::MAX]), vec![i64::MAX]);
 /// ```
 pub fn shape_arg(leading: Option<usize>, shape: &[usize]) -> Vec<i64> {
     leading
         .into_iter()
         .chain(shape.iter().copied())
-        .map(|s| s as i64)
+        .map(|s| i64::try_from(s).unwrap_or(i64::MAX))
         .collect()
 }

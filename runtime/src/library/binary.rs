@@ -280,7 +280,27 @@ fn clamp_meta(x: &TensorMeta, min: Option<f64>, max: Option<f64>) -> Result<Tens
     if x.dtype() == DType::Bool {
         return Err(Error::invalid("is not defined for bool tensors"));
     }
+    if x.dtype() == DType::I64 {
+        for (name, bound) in [("min", min), ("max", max)] {
+            if bound.is_some_and(f64::is_nan) {
+                return Err(Error::invalid(format!(
+                    "`{name}` is NaN, which an i64 tensor cannot be clamped to"
+                )));
+            }
+        }
+    }
     Ok(x.clone())
+}
+
+/// A bound of a clamp of an i64 tensor, as an i64: rounded inward (`min` up,
+/// `max` down, so the result is the integers within the bounds), then
+/// saturated to the i64 range. An integral `f64` in range converts exactly, so
+/// the comparisons with the elements are exact (not through `f64`, which
+/// rounds above 2^53). The meta has rejected NaN.
+fn i64_bound(bound: f64, lower: bool) -> i64 {
+    let rounded = if lower { bound.ceil() } else { bound.floor() };
+    // `as` saturates: below -2^63 is i64::MIN, at or above 2^63 is i64::MAX.
+    rounded as i64
 }
 
 #[kernel(op = "clamp")]
@@ -291,16 +311,10 @@ fn clamp_kernel(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor
     );
     match x.data()? {
         Data::I64(a) => {
-            // Integer bounds round inward; applied in PyTorch's order (max wins).
-            let (lo, hi) = (lo.ceil(), hi.floor());
-            Ok(Tensor::from(a.mapv(|v| {
-                let v = if (v as f64) < lo { lo as i64 } else { v };
-                if (v as f64) > hi {
-                    hi as i64
-                } else {
-                    v
-                }
-            })))
+            // Applied in PyTorch's order, `min(max(x, lo), hi)`: when the
+            // bounds cross, `max` wins.
+            let (lo, hi) = (i64_bound(lo, true), i64_bound(hi, false));
+            Ok(Tensor::from(a.mapv(|v| v.max(lo).min(hi))))
         }
         Data::F32(a) => Ok(Tensor::from(
             a.mapv(|v| fmin(fmax(v, lo as f32), hi as f32)),
@@ -364,11 +378,30 @@ fn where_errors() -> Vec<crate::testing::Sample> {
 
 fn clamp_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
+    // Around 2^53, where f64 stops holding every integer, and near the i64 limits.
+    let big = i64v(
+        &[6],
+        &[
+            (1 << 53) - 1,
+            1 << 53,
+            (1 << 53) + 1,
+            i64::MAX,
+            i64::MIN,
+            (1 << 62) + 1,
+        ],
+    );
+    let two_53 = 9_007_199_254_740_992.0;
     vec![
         crate::args![&f64s(&[2, 3]), Some(-0.5), Some(0.5)],
         crate::args![&f32s(&[4]), None::<f64>, Some(0.0)],
         crate::args![&i64s(&[5], 9), Some(2.5), None::<f64>],
         crate::args![&f64s(&[]), Some(1.0), Some(-1.0)],
+        crate::args![&big, None::<f64>, Some(two_53)],
+        crate::args![&big, Some(two_53), None::<f64>],
+        crate::args![&big, Some(-1e19), Some(1e19)],
+        crate::args![&big, Some(f64::NEG_INFINITY), Some(f64::INFINITY)],
+        crate::args![&big, Some(1e19), None::<f64>],
+        crate::args![&f64s(&[3]), Some(f64::NAN), None::<f64>],
     ]
 }
 
@@ -377,6 +410,8 @@ fn clamp_errors() -> Vec<crate::testing::Sample> {
     vec![
         crate::args![&f64s(&[2]), None::<f64>, None::<f64>],
         crate::args![&bools(&[2]), Some(0.0), None::<f64>],
+        crate::args![&i64s(&[2], 3), Some(f64::NAN), None::<f64>],
+        crate::args![&i64s(&[2], 3), Some(0.0), Some(f64::NAN)],
     ]
 }
 

@@ -20,8 +20,35 @@ fn softmax_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
     along_dim_meta(x, dim)
 }
 
+/// Whether `dim` of `x` (its logical shape, under vmap too) has size 0. A 0-d
+/// tensor's dim holds its one element.
+fn empty_dim(x: &Tensor, dim: i64) -> Result<bool> {
+    Ok(x.ndim() > 0 && x.shape()[check_dim(dim, x.ndim())?] == 0)
+}
+
+/// The number of elements a reduction of `x` over `dim` (all dims when
+/// `None`) combines: the size of `dim`, or every element.
+fn reduced_count(x: &Tensor, dim: Option<i64>) -> Result<usize> {
+    Ok(match dim {
+        Some(d) if x.ndim() > 0 => x.shape()[check_dim(d, x.ndim())?],
+        _ => x.shape().iter().product(),
+    })
+}
+
+/// `m` with its infinite entries replaced by 0 (NaN stays): the shift that
+/// keeps `x - m` from being `inf - inf` (PyTorch's `logsumexp` does the same).
+fn finite_shift(m: &Tensor) -> Result<Tensor> {
+    let like = TensorMeta::of(m);
+    let infinite = ops::eq(&ops::abs(m)?, &scalar_like(&like, f64::INFINITY))?;
+    ops::where_(&infinite, &scalar_like(&like, 0.0), m)
+}
+
 #[decompose(op = "softmax")]
 fn softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
+    if empty_dim(x, dim)? {
+        // As in PyTorch: nothing to normalize, so the (empty) input's shape.
+        return Ok(x.clone());
+    }
     let shifted = ops::sub(x, &ops::amax(x, Some(dim), true)?)?;
     let e = ops::exp(&shifted)?;
     ops::div(&e, &ops::sum(&e, Some(dim), true)?)
@@ -30,12 +57,18 @@ fn softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
 #[meta(op = "logsumexp")]
 fn logsumexp_meta(x: &TensorMeta, dim: i64, keepdim: bool) -> Result<TensorMeta> {
     along_dim_meta(x, dim)?;
-    reduce_meta(x, Some(dim), keepdim, true)
+    reduce_meta(x, Some(dim), keepdim, false)
 }
 
 #[decompose(op = "logsumexp")]
 fn logsumexp_decomposition(x: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor> {
-    let m = ops::amax(x, Some(dim), true)?;
+    if empty_dim(x, dim)? {
+        // As in PyTorch: the log of an empty sum, log(0) = -inf.
+        return ops::log(&ops::sum(&ops::exp(x)?, Some(dim), keepdim)?);
+    }
+    // Shifted by the maximum, unless it is infinite: all -inf gives
+    // log(0) + 0 = -inf and a +inf gives log(inf) + 0 = +inf (not NaN).
+    let m = finite_shift(&ops::amax(x, Some(dim), true)?)?;
     let s = ops::sum(&ops::exp(&ops::sub(x, &m)?)?, Some(dim), keepdim)?;
     // The maximum once, squeezed to the result's shape when keepdim is off (a
     // 0-d input has no dim to squeeze).
@@ -54,6 +87,10 @@ fn log_softmax_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
 
 #[decompose(op = "log_softmax")]
 fn log_softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
+    if empty_dim(x, dim)? {
+        // As in PyTorch: nothing to normalize, so the (empty) input's shape.
+        return Ok(x.clone());
+    }
     // `x - logsumexp(x)`, written out so the shifted values are computed once:
     // `(x - m) - log(sum(exp(x - m)))` with `m` the maximum along `dim`.
     let shifted = ops::sub(x, &ops::amax(x, Some(dim), true)?)?;
@@ -80,14 +117,19 @@ fn var_decomposition(
     keepdim: bool,
 ) -> Result<Tensor> {
     // `x.shape()` is the logical shape, under vmap too.
-    let n: usize = match dim {
-        Some(d) if x.ndim() > 0 => x.shape()[check_dim(d, x.ndim())?],
-        _ => x.shape().iter().product(),
-    };
+    let n = reduced_count(x, dim)?;
     let centered = ops::sub(x, &ops::mean(x, dim, true)?)?;
     let squares = ops::sum(&ops::mul(&centered, &centered)?, dim, keepdim)?;
-    let divisor = scalar_like(&TensorMeta::of(x), (n as i64 - correction) as f64);
-    ops::div(&squares, &divisor)
+    // As PyTorch: divide by max(0, N - correction), in i128 so no correction
+    // overflows; a correction of N or more divides by 0 (inf, or NaN where the
+    // squares sum to 0). An empty reduction is NaN whatever the correction
+    // (PyTorch fills it with NaN): 0 / 0.
+    let divisor = if n == 0 {
+        0.0
+    } else {
+        (n as i128 - i128::from(correction)).max(0) as f64
+    };
+    ops::div(&squares, &scalar_like(&TensorMeta::of(x), divisor))
 }
 
 #[meta(op = "mse_loss")]
@@ -290,6 +332,10 @@ fn cross_entropy_samples() -> Vec<crate::testing::Sample> {
         crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 0i64],
         crate::args![&f32s(&[2, 5]), &i64s(&[2], 5), 2i64],
         crate::args![&f64s(&[3]), &i64s(&[], 3), 1i64],
+        // No rows: the mean is NaN, the sum 0 (PyTorch).
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 1i64],
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 2i64],
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 0i64],
     ]
 }
 
@@ -323,6 +369,14 @@ fn layer_norm_samples() -> Vec<crate::testing::Sample> {
             Some(&f32s(&[4])),
             None::<&Tensor>,
             1e-3
+        ],
+        crate::args![&f64s(&[0, 4]), &[4i64][..], Some(&w), Some(&w), 1e-5],
+        crate::args![
+            &f64s(&[2, 0]),
+            &[0i64][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
         ],
     ]
 }
@@ -358,6 +412,20 @@ fn layer_norm_errors() -> Vec<crate::testing::Sample> {
             None::<&Tensor>,
             1e-5
         ],
+        crate::args![
+            &f64s(&[3, 4]),
+            &[i64::MIN][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
+        crate::args![
+            &f64s(&[3, 4]),
+            &[i64::MAX, 4][..],
+            None::<&Tensor>,
+            None::<&Tensor>,
+            1e-5
+        ],
     ]
 }
 
@@ -377,6 +445,22 @@ crate::op_samples!(
     errors = layer_norm_errors
 );
 
+/// Rows of edge values: all -inf, a +inf, a NaN, mixed infinities.
+fn infinite_rows() -> Tensor {
+    use crate::library::samples::*;
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    f64v(
+        &[5, 3],
+        &[
+            -inf, -inf, -inf, //
+            inf, 1.0, -2.0, //
+            nan, 1.0, 2.0, //
+            inf, -inf, 0.5, //
+            -inf, 3.0, -inf,
+        ],
+    )
+}
+
 fn softmax_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
@@ -384,6 +468,12 @@ fn softmax_samples() -> Vec<crate::testing::Sample> {
         crate::args![&f64s(&[2, 3]), 0i64],
         crate::args![&f32s(&[4]), 0i64],
         crate::args![&f64s(&[]), 0i64],
+        // Empty dims: an empty result (PyTorch), and a non-empty dim of an
+        // empty tensor.
+        crate::args![&f64s(&[2, 0]), 1i64],
+        crate::args![&f64s(&[0]), 0i64],
+        crate::args![&f64s(&[0, 3]), 1i64],
+        crate::args![&infinite_rows(), -1i64],
     ]
 }
 
@@ -402,6 +492,12 @@ fn logsumexp_samples() -> Vec<crate::testing::Sample> {
         crate::args![&f64s(&[2, 3]), 0i64, true],
         crate::args![&f32s(&[4]), 0i64, false],
         crate::args![&f64s(&[]), 0i64, true],
+        // An empty dim gives -inf (PyTorch: the log of an empty sum).
+        crate::args![&f64s(&[2, 0]), 1i64, false],
+        crate::args![&f64s(&[2, 0]), -1i64, true],
+        crate::args![&f64s(&[0, 3]), 1i64, false],
+        crate::args![&infinite_rows(), 1i64, false],
+        crate::args![&infinite_rows(), -1i64, true],
     ]
 }
 
@@ -410,7 +506,6 @@ fn logsumexp_errors() -> Vec<crate::testing::Sample> {
     vec![
         crate::args![&f64s(&[2, 3]), 2i64, false],
         crate::args![&i64s(&[3], 4), 0i64, false],
-        crate::args![&f64s(&[2, 0]), 1i64, false],
     ]
 }
 
@@ -421,6 +516,16 @@ fn var_samples() -> Vec<crate::testing::Sample> {
         crate::args![&f64s(&[3, 4]), Some(-2i64), 0i64, true],
         crate::args![&f32s(&[5]), None::<i64>, 1i64, false],
         crate::args![&f64s(&[2, 3]), None::<i64>, 0i64, true],
+        // Corrections of N and beyond divide by max(0, N - correction) = 0;
+        // negative ones by more than N (PyTorch).
+        crate::args![&f64s(&[3, 4]), Some(1i64), 4i64, false],
+        crate::args![&f64s(&[3, 4]), Some(1i64), 7i64, false],
+        crate::args![&f64s(&[3, 4]), Some(1i64), i64::MAX, false],
+        crate::args![&f64s(&[3, 4]), Some(0i64), i64::MIN, true],
+        crate::args![&f32s(&[5]), None::<i64>, -1i64, false],
+        // Empty reductions: NaN.
+        crate::args![&f64s(&[2, 0]), Some(1i64), 1i64, false],
+        crate::args![&f64s(&[0]), None::<i64>, 0i64, false],
     ]
 }
 
@@ -439,6 +544,10 @@ fn mse_samples() -> Vec<crate::testing::Sample> {
         crate::args![&f64s(&[2, 3]), &f64s(&[3]), 0i64],
         crate::args![&f32s(&[4]), &f32s(&[4]), 2i64],
         crate::args![&f64s(&[]), &f64s(&[]), 1i64],
+        // Empty: the mean is NaN, the sum 0 (PyTorch).
+        crate::args![&f64s(&[0]), &f64s(&[0]), 1i64],
+        crate::args![&f64s(&[2, 0]), &f64s(&[0]), 2i64],
+        crate::args![&f64s(&[0, 3]), &f64s(&[3]), 0i64],
     ]
 }
 

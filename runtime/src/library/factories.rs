@@ -44,7 +44,7 @@ fn generate(dtype: DType, shape: &[usize], value: impl Fn(usize) -> f64) -> Resu
         let values = (0..n).map(|i| T::from_f64(value(i))).collect();
         ArrayD::from_shape_vec(IxDyn(shape), values)
             .map(Tensor::from)
-            .map_err(|e| Error::Tensor(format!("cannot build a tensor of shape {shape:?}: {e}")))
+            .map_err(|e| Error::invalid(format!("cannot build a tensor of shape {shape:?}: {e}")))
     }
     crate::each_dtype!(type dtype, T => go::<T>(shape, value))
 }

@@ -270,7 +270,7 @@ fn gather_array<T: Element>(
     };
     if src.ndim() != idx.ndim() || d >= src.ndim() {
         return Err(Error::invalid(format!(
-            "gather: index of shape {:?} does not fit self of shape {:?} at dim {d}",
+            "index of shape {:?} does not fit self of shape {:?} at dim {d}",
             index.shape(),
             a.shape()
         )));
@@ -292,7 +292,7 @@ fn gather_array<T: Element>(
     }
     ArrayD::from_shape_vec(IxDyn(index.shape()), out)
         .map(Tensor::from)
-        .map_err(|e| Error::invalid(format!("gather: {e}")))
+        .map_err(|e| Error::invalid(format!("cannot shape the result: {e}")))
 }
 
 #[kernel(op = "gather")]
@@ -354,7 +354,7 @@ fn gather_rule(
             let [mut x, mut index]: [Tensor; 2] =
                 materialize_at_front(&[x.clone(), index.clone()], &[x_bdim, index_bdim])?
                     .try_into()
-                    .map_err(|_| Error::invalid("gather: expected two tensors"))?;
+                    .map_err(|_| Error::invalid("expected two tensors"))?;
             if x_rank == 0 {
                 x = x.unsqueezed(1)?;
             }

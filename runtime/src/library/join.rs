@@ -81,7 +81,14 @@ fn cat_shape(shapes: &[&[usize]], dim: i64) -> Result<(Vec<usize>, usize)> {
                  they must agree in every dim but dim {d}, and differ in dim {k}"
             )));
         }
-        out[d] += s[d];
+        // Checked: sizes of tensors with no elements can be huge, and their sum
+        // can overflow.
+        out[d] = out[d].checked_add(s[d]).ok_or_else(|| {
+            Error::invalid(format!(
+                "the concatenated dim {d} would have more than {} entries",
+                usize::MAX
+            ))
+        })?;
     }
     Ok((out, d))
 }

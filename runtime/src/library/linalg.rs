@@ -46,7 +46,7 @@ fn mask<T: Element>(
         let mut view = out
             .view_mut()
             .into_shape_with_order((matrices, rows, cols))
-            .map_err(|e| Error::Tensor(format!("cannot view {:?} as matrices: {e}", a.shape())))?;
+            .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", a.shape())))?;
         for mut matrix in view.outer_iter_mut() {
             for (i, mut row) in matrix.outer_iter_mut().enumerate() {
                 row.slice_mut(ndarray::s![zeroed(i, cols)])
@@ -57,9 +57,14 @@ fn mask<T: Element>(
     Ok(Tensor::from(out))
 }
 
-/// `i + diagonal` clamped to `0..=cols`: the first column on or above the diagonal.
-fn diagonal_column(i: usize, diagonal: i64, cols: usize) -> usize {
-    (i as i64 + diagonal).clamp(0, cols as i64) as usize
+/// `i + offset` clamped to `0..=cols`: for `offset = diagonal`, the first
+/// column on or above the diagonal. Computed in `i128`, where neither the sum
+/// nor `diagonal + 1` can overflow for any `i64` diagonal (so `triu(x,
+/// i64::MAX)` zeroes everything and `triu(x, i64::MIN)` keeps everything, as
+/// in PyTorch); the clamped value fits `usize`.
+fn diagonal_column(i: usize, offset: i128, cols: usize) -> usize {
+    let column = (i as i128 + offset).clamp(0, cols as i128);
+    usize::try_from(column).unwrap_or(cols)
 }
 
 #[meta(op = "triu")]
@@ -70,7 +75,7 @@ fn triu_meta(x: &TensorMeta, _diagonal: i64) -> Result<TensorMeta> {
 #[kernel(op = "triu")]
 fn triu_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {
     // Keep col - row >= diagonal: zero the columns before row + diagonal.
-    each_dtype!(x.data()?, a => mask(a, |i, cols| 0..diagonal_column(i, diagonal, cols)))
+    each_dtype!(x.data()?, a => mask(a, |i, cols| 0..diagonal_column(i, diagonal.into(), cols)))
 }
 
 #[batching_rule(op = "triu")]
@@ -86,7 +91,8 @@ fn tril_meta(x: &TensorMeta, _diagonal: i64) -> Result<TensorMeta> {
 #[kernel(op = "tril")]
 fn tril_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {
     // Keep col - row <= diagonal: zero the columns after row + diagonal.
-    each_dtype!(x.data()?, a => mask(a, |i, cols| diagonal_column(i, diagonal + 1, cols)..cols))
+    let after = i128::from(diagonal) + 1;
+    each_dtype!(x.data()?, a => mask(a, |i, cols| diagonal_column(i, after, cols)..cols))
 }
 
 #[batching_rule(op = "tril")]
@@ -103,6 +109,11 @@ fn triangle_samples() -> Vec<crate::testing::Sample> {
         crate::args![&i64s(&[2, 2, 3], 9), 0i64],
         crate::args![&bools(&[3, 3]), 2i64],
         crate::args![&f64s(&[0, 2]), 0i64],
+        // Diagonals at and near the i64 limits: everything or nothing kept.
+        crate::args![&f64s(&[3, 4]), i64::MAX],
+        crate::args![&f64s(&[3, 4]), i64::MAX - 1],
+        crate::args![&f64s(&[3, 4]), i64::MIN],
+        crate::args![&i64s(&[2, 4, 3], 9), i64::MIN + 1],
     ]
 }
 
@@ -210,12 +221,8 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
     let r = x.ndim();
     let (rows, cols) = (x.shape()[r - 2], x.shape()[r - 1]);
     let batch = x.shape()[..r - 2].iter().product();
-    x.to_shape((batch, rows, cols)).map_err(|e| {
-        Error::Tensor(format!(
-            "matmul: cannot view {:?} as matrices: {e}",
-            x.shape()
-        ))
-    })
+    x.to_shape((batch, rows, cols))
+        .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
 }
 
 /// The matrix product of `a` and `b` with NumPy `matmul` semantics.
@@ -274,11 +281,11 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
         // product, `[count * n, k] @ [k, m]`, instead of `count` small ones.
         let a2 = a3
             .to_shape((count * n, k))
-            .map_err(|e| Error::Tensor(format!("matmul: cannot fold the batch into rows: {e}")))?;
+            .map_err(|e| Error::invalid(format!("cannot fold the batch into rows: {e}")))?;
         let mut out2 = out
             .view_mut()
             .into_shape_with_order((count * n, m))
-            .map_err(|e| Error::Tensor(format!("matmul: cannot view the output: {e}")))?;
+            .map_err(|e| Error::invalid(format!("cannot view the output: {e}")))?;
         general_mat_mul(
             T::one(),
             &a2,
@@ -309,7 +316,9 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
     };
     // Small products straight on the row-major buffers: `general_mat_mul`'s
     // packing costs more than the arithmetic there (about 100 ns for 4 x 4 x 4).
-    if n * k * m <= SMALL_GEMM {
+    // (Checked: `n * m` and `n * k` fit, but `n * k * m` need not.)
+    let work = n.checked_mul(k).and_then(|nk| nk.checked_mul(m));
+    if work.is_some_and(|w| w <= SMALL_GEMM) {
         if let (Some(av), Some(bv), Some(cv)) = (a3.as_slice(), b3.as_slice(), out.as_slice_mut()) {
             for (t, c) in cv.chunks_exact_mut((n * m).max(1)).enumerate().take(count) {
                 let (ia, ib) = entries(t);
@@ -329,7 +338,10 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
         );
     };
     #[cfg(feature = "rayon")]
-    if count > 1 && count * n * m * k >= crate::core::broadcast::PARALLEL_ELEMENTS * 4 {
+    if count > 1
+        && work.map_or(usize::MAX, |w| w.saturating_mul(count))
+            >= crate::core::broadcast::PARALLEL_ELEMENTS * 4
+    {
         use rayon::prelude::*;
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
@@ -390,7 +402,7 @@ fn finish_matmul<T>(
         shape.push(m);
     }
     out.into_shape_with_order(IxDyn(&shape))
-        .map_err(|e| Error::Tensor(format!("matmul: cannot shape the result as {shape:?}: {e}")))
+        .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")))
 }
 
 /// The dense matrix product of two tensors (dtype promotion; see [`matmul_arrays`]).

@@ -72,8 +72,8 @@ reduction! {
 }
 
 crate::op_samples!(op = "sum", samples = sum_samples, errors = reduce_errors);
-crate::op_samples!(op = "amax", samples = reduce_samples, errors = amax_errors);
-crate::op_samples!(op = "amin", samples = reduce_samples, errors = amax_errors);
+crate::op_samples!(op = "amax", samples = extreme_samples, errors = amax_errors);
+crate::op_samples!(op = "amin", samples = extreme_samples, errors = amax_errors);
 crate::op_samples!(op = "mean", samples = mean_samples, errors = mean_errors);
 crate::op_samples!(
     op = "argmax",
@@ -305,9 +305,46 @@ fn reduce_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
+/// Rows of edge values (infinities, NaN) for the float reductions.
+fn infinite_rows() -> Tensor {
+    use crate::library::samples::*;
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    f64v(
+        &[4, 3],
+        &[
+            -inf, -inf, -inf, //
+            inf, 1.0, -inf, //
+            2.0, nan, inf, //
+            1.0, -0.0, 0.0,
+        ],
+    )
+}
+
+/// i64 values near the limits: sums wrap, extremes and indices are exact.
+fn big_ints() -> Tensor {
+    use crate::library::samples::*;
+    i64v(
+        &[2, 3],
+        &[i64::MAX, 1, (1 << 53) + 1, i64::MIN, -1, 1 << 53],
+    )
+}
+
+/// Edge values over every dim.
+fn edge_samples(floats: bool) -> Vec<crate::testing::Sample> {
+    let mut s = Vec::new();
+    for dim in [None, Some(0i64), Some(-1)] {
+        s.push(crate::args![&infinite_rows(), dim, false]);
+        if !floats {
+            s.push(crate::args![&big_ints(), dim, true]);
+        }
+    }
+    s
+}
+
 fn sum_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     let mut s = reduce_samples();
+    s.extend(edge_samples(false));
     s.push(crate::args![&bools(&[3, 2]), Some(1i64), false]);
     s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
     s.push(crate::args![&f64s(&[0]), None::<i64>, false]);
@@ -329,6 +366,8 @@ fn mean_samples() -> Vec<crate::testing::Sample> {
         .filter(|a| a[0].tensors().iter().all(|t| t.dtype().is_float()))
         .collect();
     s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
+    s.push(crate::args![&f64s(&[0]), None::<i64>, true]);
+    s.extend(edge_samples(true));
     s
 }
 
@@ -339,9 +378,15 @@ fn mean_errors() -> Vec<crate::testing::Sample> {
     s
 }
 
+fn extreme_samples() -> Vec<crate::testing::Sample> {
+    let mut s = reduce_samples();
+    s.extend(edge_samples(false));
+    s
+}
+
 fn argmax_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
-    let mut s = reduce_samples();
+    let mut s = extreme_samples();
     s.push(crate::args![&bools(&[2, 3]), None::<i64>, true]);
     s.push(crate::args![&i64s(&[3, 2], 2), Some(0i64), false]);
     s

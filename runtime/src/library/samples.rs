@@ -34,3 +34,15 @@ pub(crate) fn i64s(shape: &[usize], modulo: i64) -> Tensor {
 pub(crate) fn bools(shape: &[usize]) -> Tensor {
     build(shape, |i| (i * 5 + 1) % 3 == 0)
 }
+
+/// An f64 tensor of `shape` holding `values` (row-major), for edge values
+/// (infinities, NaN) the generated samples avoid.
+pub(crate) fn f64v(shape: &[usize], values: &[f64]) -> Tensor {
+    Tensor::from_shape_vec(shape, values.to_vec()).expect("shape and values agree")
+}
+
+/// An i64 tensor of `shape` holding `values` (row-major), for edge values
+/// (near the i64 limits, above 2^53).
+pub(crate) fn i64v(shape: &[usize], values: &[i64]) -> Tensor {
+    Tensor::from_shape_vec(shape, values.to_vec()).expect("shape and values agree")
+}
