@@ -2,10 +2,10 @@
 //! generator and the four registration attributes. Use them through the
 //! `batchrules` crate, which re-exports them and documents each one.
 //!
-//! Layout: [`registration`] (the attributes) and [`table`] (`op_table!`) each
+//! Layout: `registration` (the attributes) and `table` (`op_table!`) each
 //! go parse → typed AST → validate → expand, reporting to one diagnostics
-//! context ([`ctxt`]); [`role`] is the role vocabulary both share with the
-//! runtime, [`schema`] the schema strings, [`types`] the spelling of types.
+//! context (`ctxt`); `role` is the role vocabulary both share with the
+//! runtime, `schema` the schema strings, `types` the spelling of types.
 
 mod ctxt;
 mod registration;

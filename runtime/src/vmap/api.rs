@@ -313,7 +313,7 @@ impl<F, A> Vmap<F, A> {
     }
 
     /// Sets the fallback policy for ops dispatched at this vmap's level,
-    /// overriding [`set_fallback_policy`].
+    /// overriding [`set_fallback_policy`](crate::set_fallback_policy).
     pub fn fallback(mut self, policy: FallbackPolicy) -> Self {
         self.policy = Some(policy);
         self
