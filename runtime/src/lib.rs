@@ -173,7 +173,15 @@ pub use batchrules_macros::meta;
 /// Each tensor parameter is followed by its batch dim (`Option<usize>`, or
 /// `&[Option<usize>]` after `&[Tensor]`); the rule returns each output with its
 /// batch dim, `Result<(Tensor, Option<usize>)>`. Rules never check shapes (the
-/// meta already did). A rule on a composite op fails the build: the composite
+/// meta already did).
+///
+/// The dispatcher calls a rule only when at least one of its tensor arguments
+/// has a batch dim at the rule's level (an op call with nothing batched at a
+/// level never reaches that level's rules), so a rule has no "nothing batched"
+/// case to handle; the helpers in [`batching`] serve batched and unbatched
+/// operands with one code path.
+///
+/// A rule on a composite op fails the build: the composite
 /// is decomposed before vmap sees it, so the rule would never run. So does a
 /// rule on an op without tensor arguments (a factory such as `zeros`): vmap
 /// never batches it.
