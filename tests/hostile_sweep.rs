@@ -1,10 +1,11 @@
 //! A hostile-input sweep driven by the op table, not a hand-written list.
 //!
-//! 1. For every op of the built-in table and each of its sample inputs, every
-//!    scalar argument is replaced in turn by hostile values (integers at
-//!    `i64::MIN`, `i64::MAX`, `-1`, `0`, `2^40`, `2^62`, as a scalar, as a
-//!    one-element list, and in each position of a list; floats at NaN, ±inf
-//!    and `1e308`). Each call is made dense and under vmap (every in_dims
+//! 1. For every op of the built-in table and each of its sample and error
+//!    inputs, every scalar argument is replaced in turn by hostile values
+//!    (integers at `i64::MIN`, `i64::MIN + 1`, `-2^62`, `-1`, `0`, `2^40`,
+//!    `2^62`, `i64::MAX - 1`, `i64::MAX`, as a scalar, as a one- and a
+//!    two-element list, and in each position of a list; floats at NaN, ±inf,
+//!    ±1e308 and large integers). Each call is made dense and under vmap (every in_dims
 //!    combination within the testing budget, batch sizes 0, 1 and 3, nested):
 //!    the result must be an `Err` naming the op, or agree with the
 //!    per-example loop. A panic anywhere fails the sweep; an abort kills it.
@@ -23,8 +24,27 @@ use proptest::prelude::*;
 
 const TABLE: &str = "batchrules::ops";
 
-const INTS: [i64; 6] = [i64::MIN, i64::MAX, -1, 0, 1 << 40, 1 << 62];
-const FLOATS: [f64; 5] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e308, -0.0];
+const INTS: [i64; 9] = [
+    i64::MIN,
+    i64::MIN + 1,
+    -(1 << 62),
+    -1,
+    0,
+    1 << 40,
+    1 << 62,
+    i64::MAX - 1,
+    i64::MAX,
+];
+const FLOATS: [f64; 8] = [
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    1e308,
+    -1e308,
+    9.3e18,
+    4e15,
+    -0.0,
+];
 
 /// Every hostile variant of `sample`: one scalar argument replaced at a time.
 fn variants(sample: &Sample) -> Vec<Sample> {
@@ -118,7 +138,7 @@ fn every_scalar_argument_at_hostile_values() {
     let mut variants_tried = 0;
     for info in op_infos().filter(|i| i.table.path == TABLE) {
         let entry = reg.find(TABLE, info.op).unwrap();
-        for sample in (info.samples)() {
+        for sample in (info.samples)().into_iter().chain((info.errors)()) {
             for variant in variants(&sample) {
                 variants_tried += 1;
                 probe(entry, &variant, &mut tally);
