@@ -54,28 +54,12 @@ impl Role {
         Ident::new(name, Span::call_site())
     }
 
-    /// The roles whose functions have a signature of their own: a
-    /// decomposition has the kernel's (the runtime's `OpSchema::{kernel, meta,
-    /// rule}`).
-    pub const SIGNATURES: [Role; 3] = [Role::Kernel, Role::Meta, Role::BatchingRule];
-
     /// The role whose signature this role's function has (a decomposition has
     /// the kernel's).
     pub fn signature_role(self) -> Role {
         match self {
             Role::Decomposition => Role::Kernel,
             other => other,
-        }
-    }
-
-    /// The const generic argument that names this role's signature in the
-    /// generated type assertions (`ParamType<SIGNATURE, INDEX>`); the op table
-    /// and the attributes both take it from here.
-    pub fn signature_index(self) -> u8 {
-        match self.signature_role() {
-            Role::Meta => 1,
-            Role::BatchingRule => 2,
-            _ => 0,
         }
     }
 

@@ -10,10 +10,10 @@
 //! reports the problem, so one mistake yields one error).
 //!
 //! The signature checks compare spellings (`&Tensor`, `Option<i64>`): that is
-//! what their messages show. The real types are compared by the trait solver
-//! (the attributes assert `UserType: ParamIs<Expected>` against the types the
-//! op table generated); [`param_slot`] and [`return_slot`] say which of those
-//! assertions are on, so a spelling already reported is not reported twice.
+//! what their messages show. The real types are compared by the trait solver:
+//! the attributes assert `UserType: ParamIs<Expected>`, with the expected type
+//! named by the code [`param_code`] (or [`return_code`]) computes from the
+//! schema, or switched off where a spelling check already reports the problem.
 
 use crate::schema::{ArgType, OpKind, OpSchema, Role};
 
@@ -374,11 +374,40 @@ pub const fn check_return(
     Some(expected(m.code(sig.ret).push("."), op, role))
 }
 
-/// Which op's expected type the real-type assertion on parameter `index`
-/// compares with: the op's index in the table, or `usize::MAX` (no op: the
-/// assertion is off) when a check above already reports a problem with the op
-/// or this parameter.
-pub const fn param_slot(
+/// The kinds of parameter types, for the real-type assertions: the schema's
+/// argument types, and the two batch-dim parameters of a batching rule.
+pub struct ParamKind;
+
+impl ParamKind {
+    /// `Tensor`
+    pub const TENSOR: u8 = 0;
+    /// `Tensor[]`
+    pub const TENSOR_LIST: u8 = 1;
+    /// `int`
+    pub const INT: u8 = 2;
+    /// `int[]`
+    pub const INT_LIST: u8 = 3;
+    /// `float`
+    pub const FLOAT: u8 = 4;
+    /// `bool`
+    pub const BOOL: u8 = 5;
+    /// `ScalarType`
+    pub const SCALAR_TYPE: u8 = 6;
+    /// `Option<usize>`, after a `Tensor`.
+    pub const BDIM: u8 = 7;
+    /// `&[Option<usize>]`, after a `Tensor[]`.
+    pub const BDIM_LIST: u8 = 8;
+    /// No type: the assertion is off (see [`param_code`]).
+    pub const OFF: u8 = u8::MAX;
+}
+
+/// The expected type of parameter `index` (0-based) of a function registered
+/// as `role` for `name`, as the code the real-type
+/// assertion compares the user's type with: `(kind, optional, meta)`. Its kind
+/// is [`ParamKind::OFF`] (the assertion is off) when a check above already
+/// reports a problem with the op or with this parameter, so one mistake gives
+/// one error.
+pub const fn param_code(
     ops: &[OpSchema],
     name: &str,
     role: Role,
@@ -386,35 +415,67 @@ pub const fn param_slot(
     index: usize,
     found: &str,
     decides: bool,
-) -> usize {
-    let (Some(i), Some(op)) = (position(ops, name), usable(ops, name, role)) else {
-        return usize::MAX;
+) -> (u8, bool, bool) {
+    const OFF: (u8, bool, bool) = (ParamKind::OFF, false, false);
+    let Some(op) = usable(ops, name, role) else {
+        return OFF;
     };
-    let sig = op.signature(role);
-    if sig.params.len() != count || index >= count {
-        return usize::MAX;
+    if op.signature(role).params.len() != count
+        || index >= count
+        || check_param(ops, name, role, count, index, found, decides).is_some()
+    {
+        return OFF;
     }
-    if check_param(ops, name, role, count, index, found, decides).is_some() {
-        return usize::MAX;
+    let (is_bdim, arg) = param_source(ops, name, role, index);
+    if arg >= op.args.len() {
+        return OFF;
     }
-    i
+    let arg = &op.args[arg];
+    let list = matches!(arg.ty, ArgType::TensorList);
+    if is_bdim {
+        return match list {
+            true => (ParamKind::BDIM_LIST, false, false),
+            false => (ParamKind::BDIM, false, false),
+        };
+    }
+    let kind = match arg.ty {
+        ArgType::Tensor => ParamKind::TENSOR,
+        ArgType::TensorList => ParamKind::TENSOR_LIST,
+        ArgType::Int => ParamKind::INT,
+        ArgType::IntList => ParamKind::INT_LIST,
+        ArgType::Float => ParamKind::FLOAT,
+        ArgType::Bool => ParamKind::BOOL,
+        ArgType::ScalarType => ParamKind::SCALAR_TYPE,
+    };
+    let tensor = matches!(arg.ty, ArgType::Tensor | ArgType::TensorList);
+    (kind, arg.optional, tensor && matches!(role, Role::Meta))
 }
 
-/// [`param_slot`] for the return type.
-pub const fn return_slot(
+/// [`param_code`] for the return type: `(count, list, signature)`, the number
+/// of returned tensors, whether it is one `Tensor[]`, and the signature (0
+/// kernel and decomposition, 1 meta, 2 batching rule); `(0, false, 0)` when
+/// the assertion is off.
+pub const fn return_code(
     ops: &[OpSchema],
     name: &str,
     role: Role,
     found: &str,
     decides: bool,
-) -> usize {
-    let (Some(i), Some(_)) = (position(ops, name), usable(ops, name, role)) else {
-        return usize::MAX;
+) -> (u8, bool, u8) {
+    const OFF: (u8, bool, u8) = (0, false, 0);
+    let Some(op) = usable(ops, name, role) else {
+        return OFF;
     };
-    if check_return(ops, name, role, found, decides).is_some() {
-        return usize::MAX;
+    if check_return(ops, name, role, found, decides).is_some() || op.returns.is_empty() {
+        return OFF;
     }
-    i
+    let signature = match role {
+        Role::Kernel | Role::Decomposition => 0,
+        Role::Meta => 1,
+        Role::BatchingRule => 2,
+    };
+    let list = matches!(op.returns[0], ArgType::TensorList);
+    (op.returns.len() as u8, list, signature)
 }
 
 /// Where the shim finds parameter `index` of a function registered as `role`

@@ -9,7 +9,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 pub use crate::checks::{
-    check_arity, check_op, check_param, check_return, param_slot, param_source, return_slot,
+    check_arity, check_op, check_param, check_return, param_code, param_source, return_code,
+    ParamKind,
 };
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
@@ -19,18 +20,27 @@ pub use crate::{DType, Error, Result, Tensor, TensorMeta};
 pub use batchrules_macros::op_table as op_table_impl;
 pub use inventory;
 
-/// The type of parameter `INDEX` of the functions with signature `SIGNATURE`
-/// (0 kernel and decomposition, 1 meta, 2 batching rule) of one op: each op
-/// table implements it for its `__Op<N>`, N the op's index, with the types it
-/// generates; the attributes assert that the user's parameter types are these.
-pub trait ParamType<const SIGNATURE: u8, const INDEX: usize> {
-    /// The expected type, with `'a` for its references.
-    type Type<'a>;
+/// A parameter type of a schema signature, as const generics: the argument
+/// `KIND` (see [`ParamKind`]), whether it is optional (`T?`), and whether the
+/// function is a meta (tensors as `TensorMeta`). [`param_code`] computes it
+/// from an op's schema; the attributes assert that the user's parameter type
+/// is `<Code<..> as ParamType>::Type`, so every op of every table shares these
+/// few impls.
+pub struct Code<const KIND: u8, const OPTIONAL: bool, const META: bool>;
+
+/// A return type of a schema signature, as const generics: the number of
+/// returned tensors, whether it is one `Tensor[]`, and the signature
+/// (0 kernel and decomposition, 1 meta, 2 batching rule). See [`return_code`].
+pub struct ReturnCode<const COUNT: u8, const LIST: bool, const SIGNATURE: u8>;
+
+/// The Rust type of a [`Code`], with `'a` for its references.
+pub trait ParamType<'a> {
+    /// The expected type.
+    type Type;
 }
 
-/// The return type of the functions with signature `SIGNATURE` of one op; see
-/// [`ParamType`].
-pub trait ReturnType<const SIGNATURE: u8> {
+/// The Rust type of a [`ReturnCode`].
+pub trait ReturnType {
     /// The expected type.
     type Type;
 }
@@ -38,6 +48,88 @@ pub trait ReturnType<const SIGNATURE: u8> {
 /// The expected type of an assertion that is off (the op is unknown, or a
 /// compile-time check already reports the parameter).
 pub struct Skip;
+
+/// The impls of [`ParamType`], and the spelling of each type as the schema
+/// signatures write it (the tests check that the two agree).
+macro_rules! param_types {
+    ($(($kind:ident, $opt:literal, $meta:tt) => $ty:ty, $spelling:literal;)*) => {
+        $(param_types!(@impl $kind, $opt, $meta, $ty);)*
+
+        #[cfg(test)]
+        #[allow(clippy::extra_unused_lifetimes)] // `'a` is in the types
+        fn param_type_names<'a>() -> Vec<(&'static str, &'static str)> {
+            vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
+        }
+    };
+    (@impl $kind:ident, $opt:literal, any, $ty:ty) => {
+        impl<'a, const META: bool> ParamType<'a> for Code<{ ParamKind::$kind }, $opt, META> {
+            type Type = $ty;
+        }
+    };
+    (@impl $kind:ident, $opt:literal, $meta:literal, $ty:ty) => {
+        impl<'a> ParamType<'a> for Code<{ ParamKind::$kind }, $opt, $meta> {
+            type Type = $ty;
+        }
+    };
+}
+
+param_types! {
+    (TENSOR, false, false) => &'a Tensor, "&Tensor";
+    (TENSOR, true, false) => Option<&'a Tensor>, "Option<&Tensor>";
+    (TENSOR, false, true) => &'a TensorMeta, "&TensorMeta";
+    (TENSOR, true, true) => Option<&'a TensorMeta>, "Option<&TensorMeta>";
+    (TENSOR_LIST, false, false) => &'a [Tensor], "&[Tensor]";
+    (TENSOR_LIST, false, true) => &'a [TensorMeta], "&[TensorMeta]";
+    (INT, false, any) => i64, "i64";
+    (INT, true, any) => Option<i64>, "Option<i64>";
+    (INT_LIST, false, any) => &'a [i64], "&[i64]";
+    (INT_LIST, true, any) => Option<&'a [i64]>, "Option<&[i64]>";
+    (FLOAT, false, any) => f64, "f64";
+    (FLOAT, true, any) => Option<f64>, "Option<f64>";
+    (BOOL, false, any) => bool, "bool";
+    (BOOL, true, any) => Option<bool>, "Option<bool>";
+    (SCALAR_TYPE, false, any) => DType, "DType";
+    (SCALAR_TYPE, true, any) => Option<DType>, "Option<DType>";
+    (BDIM, false, false) => Option<usize>, "Option<usize>";
+    (BDIM_LIST, false, false) => &'a [Option<usize>], "&[Option<usize>]";
+    (OFF, false, false) => Skip, "";
+}
+
+/// The impls of [`ReturnType`], and their spellings.
+macro_rules! return_types {
+    ($(($count:literal, $list:literal, $sig:literal) => $ty:ty, $spelling:literal;)*) => {
+        $(
+            impl ReturnType for ReturnCode<$count, $list, $sig> {
+                type Type = $ty;
+            }
+        )*
+
+        #[cfg(test)]
+        fn return_type_names() -> Vec<(&'static str, &'static str)> {
+            vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
+        }
+    };
+}
+
+return_types! {
+    (1, false, 0) => Result<Tensor>, "Result<Tensor>";
+    (1, true, 0) => Result<Vec<Tensor>>, "Result<Vec<Tensor>>";
+    (2, false, 0) => Result<(Tensor, Tensor)>, "Result<(Tensor, Tensor)>";
+    (3, false, 0) => Result<(Tensor, Tensor, Tensor)>, "Result<(Tensor, Tensor, Tensor)>";
+    (1, false, 1) => Result<TensorMeta>, "Result<TensorMeta>";
+    (1, true, 1) => Result<Vec<TensorMeta>>, "Result<Vec<TensorMeta>>";
+    (2, false, 1) => Result<(TensorMeta, TensorMeta)>, "Result<(TensorMeta, TensorMeta)>";
+    (3, false, 1) => Result<(TensorMeta, TensorMeta, TensorMeta)>,
+        "Result<(TensorMeta, TensorMeta, TensorMeta)>";
+    (1, false, 2) => Result<(Tensor, Option<usize>)>, "Result<(Tensor, Option<usize>)>";
+    (1, true, 2) => Result<(Vec<Tensor>, Vec<Option<usize>>)>,
+        "Result<(Vec<Tensor>, Vec<Option<usize>>)>";
+    (2, false, 2) => Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>,
+        "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>";
+    (3, false, 2) => Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>,
+        "Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>";
+    (0, false, 0) => Skip, "";
+}
 
 fn shim_error(what: &str, index: usize) -> Error {
     Error::NotImplemented {
@@ -121,5 +213,42 @@ pub trait ProbeRetFallback<X> {
 impl<X, R> ProbeRetFallback<X> for RetProbe<X, R> {
     fn outputs(&self) -> Result<Outs<X>> {
         Err(shim_error("return value", 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `core::option::Option<&batchrules::core::tensor::Tensor>` as the schema
+    /// signatures spell it: `Option<&Tensor>`.
+    fn spelling(type_name: &str) -> String {
+        let mut out = String::new();
+        let mut word = String::new();
+        let mut chars = type_name.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_alphanumeric() || c == '_' {
+                word.push(c);
+            } else if c == ':' && chars.peek() == Some(&':') {
+                chars.next();
+                word.clear();
+            } else {
+                out.push_str(&word);
+                word.clear();
+                out.push(c);
+            }
+        }
+        out.push_str(&word);
+        out.replace(", Error>", ">")
+    }
+
+    #[test]
+    fn expected_types_are_spelled_as_the_schema_signatures() {
+        for (name, spelled) in param_type_names().into_iter().chain(return_type_names()) {
+            if spelled.is_empty() {
+                continue;
+            }
+            assert_eq!(spelling(name), spelled, "{name}");
+        }
     }
 }

@@ -131,17 +131,16 @@ fn spelling_checks(r: &Registration) -> TokenStream {
 }
 
 /// Assertions, evaluated by the trait solver, that each parameter and the
-/// return type are the types the op table generated for this op and role:
-/// `<UserType as ParamIs<Expected, CHECKED, N>>::OK`. `CHECKED` is false when a
-/// `const` check above already reports the parameter (or the op is unknown),
-/// so one mistake gives one error.
+/// return type are the types the op's schema gives this role:
+/// `<UserType as ParamIs<Expected, CHECKED, N>>::OK`, the expected type named
+/// by a code the runtime computes from the op table (`param_code`). `CHECKED`
+/// is false when a `const` check above already reports the parameter (or the
+/// op is unknown), so one mistake gives one error.
 fn type_assertions(r: &Registration) -> TokenStream {
     let Paths { rt, schema, role } = Paths::new(r);
-    let table = &r.table;
     let op = &r.op;
     let attr = format!("#[{}]", r.role.attr());
     let op_name = r.op.value();
-    let signature = r.role.signature_index();
     let count = r.params.len();
     let param_message = format!(
         "parameter {{N}} of the `{attr}` for `{op_name}` has type `{{Self}}`, but the op table passes `{{E}}`, a different type (the compiler compares the types themselves, not their names). Write `{{E}}`, or an alias of it."
@@ -152,13 +151,14 @@ fn type_assertions(r: &Registration) -> TokenStream {
     let params = r.params.iter().enumerate().map(|(i, p)| {
         let ty = types::erase_lifetimes(&p.ty);
         let (spelling, decides) = (&p.spelling, p.decides);
-        let slot = format_ident!("P{i}");
+        let code = format_ident!("P{i}");
         let number = i + 1;
         quote! {
-            const #slot: usize = #rt::param_slot(#schema, #op, #role, #count, #i, #spelling, #decides);
+            const #code: (u8, bool, bool) =
+                #rt::param_code(#schema, #op, #role, #count, #i, #spelling, #decides);
             let () = <#ty as ParamIs<
-                <#table::__Op<{ #slot }> as #rt::ParamType<#signature, #i>>::Type<'_>,
-                { #slot != usize::MAX },
+                <#rt::Code<{ #code.0 }, { #code.1 }, { #code.2 }> as #rt::ParamType<'_>>::Type,
+                { #code.0 != #rt::ParamKind::OFF },
                 #number,
             >>::OK;
         }
@@ -175,10 +175,10 @@ fn type_assertions(r: &Registration) -> TokenStream {
     let ret = ret.map(|ty| {
         let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
         quote! {
-            const R: usize = #rt::return_slot(#schema, #op, #role, #spelling, #decides);
+            const R: (u8, bool, u8) = #rt::return_code(#schema, #op, #role, #spelling, #decides);
             let () = <#ty as ReturnIs<
-                <#table::__Op<{ R }> as #rt::ReturnType<#signature>>::Type,
-                { R != usize::MAX },
+                <#rt::ReturnCode<{ R.0 }, { R.1 }, { R.2 }> as #rt::ReturnType>::Type,
+                { R.0 != 0 },
             >>::OK;
         }
     });

@@ -116,32 +116,6 @@ fn schema_const(op: &Op) -> TokenStream {
     }
 }
 
-/// The types a function registered for the op at `index` must have, one impl
-/// per parameter and per return of each signature: what the attributes'
-/// assertions compare the user's real types with.
-fn expected_types(op: &Op, index: usize) -> TokenStream {
-    let mut impls = TokenStream::new();
-    for role in Role::SIGNATURES {
-        let sig = op.schema.signature(role);
-        let s = role.signature_index();
-        for (i, param) in sig.params.iter().enumerate() {
-            let ty = qualify(&param.replace('&', "&'a "));
-            impls.extend(quote! {
-                impl __rt::ParamType<#s, #i> for __Op<#index> {
-                    type Type<'a> = #ty;
-                }
-            });
-        }
-        let ret = qualify(&sig.ret);
-        impls.extend(quote! {
-            impl __rt::ReturnType<#s> for __Op<#index> {
-                type Type = #ret;
-            }
-        });
-    }
-    impls
-}
-
 fn op_function(op: &Op, index: usize) -> TokenStream {
     let s = &op.schema;
     let fn_name = format_ident!("{}", schema::rust_ident(&s.name));
@@ -188,7 +162,6 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
 pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream {
     let schemas = ops.iter().map(schema_const);
     let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
-    let types = ops.iter().enumerate().map(|(i, op)| expected_types(op, i));
     let count = ops.len();
     // Rebuild when a table file changes.
     let tracked = paths.iter().map(|p| {
@@ -220,21 +193,6 @@ pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream 
         __rt::inventory::submit! {
             __rt::schema::TableRegistration(&__TABLE)
         }
-
-        /// The op at index `N` of this table, for the attributes' type
-        /// assertions; `usize::MAX` stands for no op (a check that is off).
-        #[doc(hidden)]
-        pub struct __Op<const N: usize>;
-
-        impl<const S: u8, const I: usize> __rt::ParamType<S, I> for __Op<{ usize::MAX }> {
-            type Type<'a> = __rt::Skip;
-        }
-
-        impl<const S: u8> __rt::ReturnType<S> for __Op<{ usize::MAX }> {
-            type Type = __rt::Skip;
-        }
-
-        #(#types)*
 
         #(#functions)*
     }
