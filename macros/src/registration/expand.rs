@@ -10,10 +10,11 @@
 //! * the shim that unpacks erased arguments and calls the function, and its
 //!   `inventory` registration.
 //!
-//! Everything is one item, so the output is also one item where an attribute
-//! cannot work, inside an `impl` block: there the function is an associated
-//! function, which the registration cannot name, and the build fails with one
-//! message saying so (see [`registration`]).
+//! The output is one item, the function, so it is also valid where the
+//! registration cannot work: inside an `impl` block, where the function is an
+//! associated function, or inside another function's body. There the
+//! registration cannot name the function, and the build fails with one
+//! message saying so (see [`registration_items`]).
 //!
 //! Runtime paths all go through the table module, `#table::__rt`, which
 //! `op_table!` points at the runtime crate under whatever name the user's crate
