@@ -106,7 +106,8 @@ macro_rules! op_table {
 /// `T?` as `Option<T>`) and returns `Result<Tensor>`. The op's meta has already
 /// checked the arguments, so the kernel does not repeat checks. Registering a
 /// kernel for a composite op, for an unknown op, or with a signature that does not
-/// fit the schema fails the build.
+/// fit the schema fails the build. The compiler compares the types themselves, so
+/// an alias of `Tensor` is accepted and another type named `Tensor` is not.
 ///
 /// Keys: `op = "name"` (required), `table = path` (the module of the op table;
 /// default `batchrules::ops`), `crate = path` (this crate as your Cargo.toml
