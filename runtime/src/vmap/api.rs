@@ -2,7 +2,6 @@
 //! output shapes a vmapped function may take.
 
 use std::marker::PhantomData;
-use std::rc::Rc;
 
 use crate::core::value::{Outputs, Outs};
 use crate::dispatch::{self, push_level};
@@ -334,7 +333,9 @@ impl<F, A> Vmap<F, A> {
         let dims = resolve_in_dims(&self.in_dims, &inputs)?;
         let size = batch_size(&inputs, &dims, self.batch_size)?;
         let policy = self.policy;
-        let guard = push_level("vmap", |_| Rc::new(VmapInterpreter { size, policy }))?;
+        let guard = push_level("vmap", |id| {
+            VmapInterpreter::at_depth(id.depth(), size, policy)
+        })?;
         let level = guard.id();
         let wrapped: Inputs = inputs
             .into_iter()

@@ -72,7 +72,7 @@ pub(crate) fn level_size(level: LevelId) -> Result<usize> {
         .and_then(|i| {
             i.as_any()
                 .downcast_ref::<VmapInterpreter>()
-                .map(|v| v.size)
+                .map(VmapInterpreter::size)
         })
         .ok_or_else(|| {
             Error::Vmap(format!(

@@ -2,6 +2,9 @@
 //! its decomposition, or the fallback loop. The dispatcher has already run the
 //! op's meta on the logical shapes.
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::dispatch::Interpreter;
 use crate::registry::{OpEntry, VmapStrategy};
@@ -11,11 +14,51 @@ use super::batched::Batched;
 use super::fallback::{self, FallbackPolicy};
 
 /// The state of one vmap level.
+///
+/// The fields are cells so that one allocation serves every vmap call at the
+/// same depth on a thread (see [`VmapInterpreter::at_depth`]): levels are
+/// strictly nested, so at most one vmap call uses it at a time, and a tensor
+/// that escaped an earlier call is recognized by its level's token, never by
+/// this object.
 pub(crate) struct VmapInterpreter {
     /// The batch size.
-    pub(crate) size: usize,
+    size: Cell<usize>,
     /// The fallback policy of this vmap call (`None`: the global one).
-    pub(crate) policy: Option<FallbackPolicy>,
+    policy: Cell<Option<FallbackPolicy>>,
+}
+
+thread_local! {
+    /// One interpreter per depth, reused by every vmap call at that depth.
+    static BY_DEPTH: RefCell<Vec<Rc<VmapInterpreter>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl VmapInterpreter {
+    /// The interpreter for a vmap call at `depth` on this thread, set to
+    /// `size` and `policy`.
+    pub(crate) fn at_depth(
+        depth: usize,
+        size: usize,
+        policy: Option<FallbackPolicy>,
+    ) -> Rc<VmapInterpreter> {
+        BY_DEPTH.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            while pool.len() < depth {
+                pool.push(Rc::new(VmapInterpreter {
+                    size: Cell::new(0),
+                    policy: Cell::new(None),
+                }));
+            }
+            let interp = Rc::clone(&pool[depth - 1]);
+            interp.size.set(size);
+            interp.policy.set(policy);
+            interp
+        })
+    }
+
+    /// The batch size of the current vmap call at this level.
+    pub(crate) fn size(&self) -> usize {
+        self.size.get()
+    }
 }
 
 impl Interpreter for VmapInterpreter {
@@ -26,7 +69,7 @@ impl Interpreter for VmapInterpreter {
     /// The output metas serve the rule self-check (debug builds) and the
     /// fallback on an empty batch.
     fn wants_output_metas(&self) -> bool {
-        cfg!(debug_assertions) || self.size == 0
+        cfg!(debug_assertions) || self.size() == 0
     }
 
     fn process(
@@ -55,9 +98,14 @@ impl Interpreter for VmapInterpreter {
             },
             // An op without tensor arguments never has batched ones, so it
             // never reaches here; treat it like the fallback if it does.
-            VmapStrategy::Fallback | VmapStrategy::NeverBatched => {
-                fallback::run(entry, args, level, self.size, self.policy, out_metas)
-            }
+            VmapStrategy::Fallback | VmapStrategy::NeverBatched => fallback::run(
+                entry,
+                args,
+                level,
+                self.size(),
+                self.policy.get(),
+                out_metas,
+            ),
         }
     }
 
@@ -162,10 +210,10 @@ impl VmapInterpreter {
             }
             if let Some(b) = *b {
                 let shape = t.shape();
-                if b >= shape.len() || shape[b] != self.size {
+                if b >= shape.len() || shape[b] != self.size() {
                     return Err(bug(format!(
                         "output {i} has shape {shape:?} with batch dim {b}, which is not a dim of size {} (the batch size)",
-                        self.size
+                        self.size()
                     )));
                 }
             }
