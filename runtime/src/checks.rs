@@ -141,22 +141,26 @@ const fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The index of the op `name` in `ops`.
-const fn position(ops: &[OpSchema], name: &str) -> Option<usize> {
+/// The index of the op `name` in `ops`, or `usize::MAX` if there is none. The
+/// attributes compute it once per registration (a `const` the checks share),
+/// since looking a name up is the costly part of the checks' evaluation.
+pub const fn op_index(ops: &[OpSchema], name: &str) -> usize {
     let mut i = 0;
     while i < ops.len() {
         if eq(ops[i].name, name) {
-            return Some(i);
+            return i;
         }
         i += 1;
     }
-    None
+    usize::MAX
 }
 
-const fn find<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a OpSchema> {
-    match position(ops, name) {
-        Some(i) => Some(&ops[i]),
-        None => None,
+/// The op at `op`, if `op` is an index of `ops`.
+const fn at(ops: &[OpSchema], op: usize) -> Option<&OpSchema> {
+    if op < ops.len() {
+        Some(&ops[op])
+    } else {
+        None
     }
 }
 
@@ -197,16 +201,29 @@ const fn suggest<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a str> {
     }
 }
 
-/// The op `name` if it exists and `role` fits its kind: the condition every
+/// The op at `op` if it exists and `role` fits its kind: the condition every
 /// signature check needs before it has anything to compare.
-const fn usable<'a>(ops: &'a [OpSchema], name: &str, role: Role) -> Option<&'a OpSchema> {
-    match find(ops, name) {
-        Some(op) if kind_error(op, role).is_none() => Some(op),
+const fn usable(ops: &[OpSchema], op: usize, role: Role) -> Option<&OpSchema> {
+    match at(ops, op) {
+        Some(schema) if kind_fits(schema, role) => Some(schema),
         _ => None,
     }
 }
 
+/// Whether a function in `role` can run for `op` ([`kind_error`] says why not).
+const fn kind_fits(op: &OpSchema, role: Role) -> bool {
+    match (op.kind, role) {
+        (OpKind::Composite, Role::BatchingRule | Role::Kernel) => false,
+        (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op),
+        (OpKind::Primitive, Role::Decomposition) => false,
+        _ => true,
+    }
+}
+
 const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
+    if kind_fits(op, role) {
+        return None;
+    }
     let m = Msg::new();
     match (op.kind, role) {
         (OpKind::Composite, Role::BatchingRule) => Some(
@@ -237,9 +254,16 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
     }
 }
 
-/// Checks that `name` is declared in the table and that `role` fits its kind.
-pub const fn check_op(ops: &[OpSchema], table: &str, name: &str, role: Role) -> Option<Msg> {
-    match find(ops, name) {
+/// Checks that `name` is declared in the table (at `op`, its [`op_index`])
+/// and that `role` fits its kind.
+pub const fn check_op(
+    ops: &[OpSchema],
+    table: &str,
+    name: &str,
+    op: usize,
+    role: Role,
+) -> Option<Msg> {
+    match at(ops, op) {
         Some(op) => kind_error(op, role),
         None => {
             let m = Msg::new()
@@ -264,9 +288,10 @@ const fn expected(m: Msg, op: &OpSchema, role: Role) -> Msg {
         .push("`).")
 }
 
-/// Checks the number of parameters of a function registered as `role` for `name`.
-pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize) -> Option<Msg> {
-    let Some(op) = usable(ops, name, role) else {
+/// Checks the number of parameters of a function registered as `role` for the
+/// op at `op_at` (from [`op_index`]).
+pub const fn check_arity(ops: &[OpSchema], op_at: usize, role: Role, found: usize) -> Option<Msg> {
+    let Some(op) = usable(ops, op_at, role) else {
         return None;
     };
     let want = op.signature(role).params.len();
@@ -301,14 +326,14 @@ pub const fn check_arity(ops: &[OpSchema], name: &str, role: Role, found: usize)
 /// as an alias: the real types are compared instead).
 pub const fn check_param(
     ops: &[OpSchema],
-    name: &str,
+    op_at: usize,
     role: Role,
     count: usize,
     index: usize,
     found: &str,
     decides: bool,
 ) -> Option<Msg> {
-    let Some(op) = usable(ops, name, role) else {
+    let Some(op) = usable(ops, op_at, role) else {
         return None;
     };
     let sig = op.signature(role);
@@ -347,12 +372,12 @@ pub const fn check_param(
 /// for none); skipped as [`check_param`] is.
 pub const fn check_return(
     ops: &[OpSchema],
-    name: &str,
+    op_at: usize,
     role: Role,
     found: &str,
     decides: bool,
 ) -> Option<Msg> {
-    let Some(op) = usable(ops, name, role) else {
+    let Some(op) = usable(ops, op_at, role) else {
         return None;
     };
     let sig = op.signature(role);
@@ -402,14 +427,14 @@ impl ParamKind {
 }
 
 /// The expected type of parameter `index` (0-based) of a function registered
-/// as `role` for `name`, as the code the real-type
+/// as `role` for the op at `op_at`, as the code the real-type
 /// assertion compares the user's type with: `(kind, optional, meta)`. Its kind
 /// is [`ParamKind::OFF`] (the assertion is off) when a check above already
 /// reports a problem with the op or with this parameter, so one mistake gives
 /// one error.
 pub const fn param_code(
     ops: &[OpSchema],
-    name: &str,
+    op_at: usize,
     role: Role,
     count: usize,
     index: usize,
@@ -417,16 +442,16 @@ pub const fn param_code(
     decides: bool,
 ) -> (u8, bool, bool) {
     const OFF: (u8, bool, bool) = (ParamKind::OFF, false, false);
-    let Some(op) = usable(ops, name, role) else {
+    let Some(op) = usable(ops, op_at, role) else {
         return OFF;
     };
     if op.signature(role).params.len() != count
         || index >= count
-        || check_param(ops, name, role, count, index, found, decides).is_some()
+        || check_param(ops, op_at, role, count, index, found, decides).is_some()
     {
         return OFF;
     }
-    let (is_bdim, arg) = param_source(ops, name, role, index);
+    let (is_bdim, arg) = param_source(ops, op_at, role, index);
     if arg >= op.args.len() {
         return OFF;
     }
@@ -457,16 +482,16 @@ pub const fn param_code(
 /// the assertion is off.
 pub const fn return_code(
     ops: &[OpSchema],
-    name: &str,
+    op_at: usize,
     role: Role,
     found: &str,
     decides: bool,
 ) -> (u8, bool, u8) {
     const OFF: (u8, bool, u8) = (0, false, 0);
-    let Some(op) = usable(ops, name, role) else {
+    let Some(op) = usable(ops, op_at, role) else {
         return OFF;
     };
-    if check_return(ops, name, role, found, decides).is_some() || op.returns.is_empty() {
+    if check_return(ops, op_at, role, found, decides).is_some() || op.returns.is_empty() {
         return OFF;
     }
     let signature = match role {
@@ -479,11 +504,16 @@ pub const fn return_code(
 }
 
 /// Where the shim finds parameter `index` of a function registered as `role`
-/// for `name`: `(true, k)` for the batch dim of argument `k` (a batching rule's
+/// for the op at `op_at`: `(true, k)` for the batch dim of argument `k` (a batching rule's
 /// parameter after a tensor), `(false, k)` for argument `k`. Read from the
 /// schema, so a parameter's type may be spelled any way (an alias).
-pub const fn param_source(ops: &[OpSchema], name: &str, role: Role, index: usize) -> (bool, usize) {
-    let Some(op) = usable(ops, name, role) else {
+pub const fn param_source(
+    ops: &[OpSchema],
+    op_at: usize,
+    role: Role,
+    index: usize,
+) -> (bool, usize) {
+    let Some(op) = usable(ops, op_at, role) else {
         return (false, index);
     };
     if !matches!(role, Role::BatchingRule) {

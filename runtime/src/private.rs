@@ -9,8 +9,8 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 
 pub use crate::checks::{
-    check_arity, check_op, check_param, check_return, param_code, param_source, return_code,
-    ParamKind,
+    check_arity, check_op, check_param, check_return, op_index, param_code, param_source,
+    return_code, ParamKind,
 };
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;

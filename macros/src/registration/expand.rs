@@ -55,6 +55,7 @@ fn check((first, last): (Span, Span), call: TokenStream) -> TokenStream {
 
 pub fn registration(r: &Registration) -> TokenStream {
     let items = [
+        op_index(r),
         spelling_checks(r),
         type_assertions(r),
         registration_items(r),
@@ -75,6 +76,9 @@ struct Paths {
     schema: TokenStream,
     /// `#rt::Role::Kernel`
     role: TokenStream,
+    /// The `const` holding the op's index in the table, which every check
+    /// reads (see [`op_index`]).
+    op: syn::Ident,
 }
 
 impl Paths {
@@ -85,25 +89,48 @@ impl Paths {
         Paths {
             role: quote!(#rt::Role::#variant),
             schema: quote!(#table::__SCHEMA),
+            op: format_ident!("__BATCHRULES_{}_OP", r.role.attr().to_uppercase()),
             rt,
         }
     }
 }
 
+/// The op's index in the table, looked up once: the checks' `const`
+/// evaluation is dominated by name lookups, and there are about four checks
+/// per parameter.
+fn op_index(r: &Registration) -> TokenStream {
+    let Paths {
+        rt,
+        schema,
+        op: index,
+        ..
+    } = Paths::new(r);
+    let op = &r.op;
+    quote! {
+        #[allow(non_upper_case_globals)]
+        const #index: usize = #rt::op_index(#schema, #op);
+    }
+}
+
 /// The `const` checks on the op and on the spelling of the signature.
 fn spelling_checks(r: &Registration) -> TokenStream {
-    let Paths { rt, schema, role } = Paths::new(r);
+    let Paths {
+        rt,
+        schema,
+        role,
+        op: index,
+    } = Paths::new(r);
     let table = &r.table;
     let op = &r.op;
     let sig = &r.func.sig;
     let count = r.params.len();
     let mut checks = vec![check(
         (op.span(), op.span()),
-        quote!(#rt::check_op(#schema, #table::__PATH, #op, #role)),
+        quote!(#rt::check_op(#schema, #table::__PATH, #op, #index, #role)),
     )];
     checks.push(check(
         (sig.paren_token.span.open(), sig.paren_token.span.close()),
-        quote!(#rt::check_arity(#schema, #op, #role, #count)),
+        quote!(#rt::check_arity(#schema, #index, #role, #count)),
     ));
     for (i, p) in r.params.iter().enumerate() {
         let Param {
@@ -113,7 +140,7 @@ fn spelling_checks(r: &Registration) -> TokenStream {
         } = p;
         checks.push(check(
             span_range(ty),
-            quote!(#rt::check_param(#schema, #op, #role, #count, #i, #spelling, #decides)),
+            quote!(#rt::check_param(#schema, #index, #role, #count, #i, #spelling, #decides)),
         ));
     }
     let ret_span = match &r.ret.ty {
@@ -126,7 +153,7 @@ fn spelling_checks(r: &Registration) -> TokenStream {
     let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
     checks.push(check(
         ret_span,
-        quote!(#rt::check_return(#schema, #op, #role, #spelling, #decides)),
+        quote!(#rt::check_return(#schema, #index, #role, #spelling, #decides)),
     ));
     quote!(#(#checks)*)
 }
@@ -138,8 +165,12 @@ fn spelling_checks(r: &Registration) -> TokenStream {
 /// is false when a `const` check above already reports the parameter (or the
 /// op is unknown), so one mistake gives one error.
 fn type_assertions(r: &Registration) -> TokenStream {
-    let Paths { rt, schema, role } = Paths::new(r);
-    let op = &r.op;
+    let Paths {
+        rt,
+        schema,
+        role,
+        op: index,
+    } = Paths::new(r);
     let attr = format!("#[{}]", r.role.attr());
     let op_name = r.op.value();
     let count = r.params.len();
@@ -156,7 +187,7 @@ fn type_assertions(r: &Registration) -> TokenStream {
         let number = i + 1;
         quote! {
             const #code: (u8, bool, bool) =
-                #rt::param_code(#schema, #op, #role, #count, #i, #spelling, #decides);
+                #rt::param_code(#schema, #index, #role, #count, #i, #spelling, #decides);
             let () = <#ty as ParamIs<
                 <#rt::Code<{ #code.0 }, { #code.1 }, { #code.2 }> as #rt::ParamType<'_>>::Type,
                 { #code.0 != #rt::ParamKind::OFF },
@@ -176,7 +207,8 @@ fn type_assertions(r: &Registration) -> TokenStream {
     let ret = ret.map(|ty| {
         let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
         quote! {
-            const R: (u8, bool, u8) = #rt::return_code(#schema, #op, #role, #spelling, #decides);
+            const R: (u8, bool, u8) =
+                #rt::return_code(#schema, #index, #role, #spelling, #decides);
             let () = <#ty as ReturnIs<
                 <#rt::ReturnCode<{ R.0 }, { R.1 }, { R.2 }> as #rt::ReturnType>::Type,
                 { R.0 != 0 },
@@ -217,7 +249,7 @@ fn type_assertions(r: &Registration) -> TokenStream {
 /// a stand-in of the same name, which is found only otherwise, and which fails
 /// one trait assertion whose message says what to do.
 fn registration_items(r: &Registration) -> TokenStream {
-    let Paths { rt, .. } = Paths::new(r);
+    let Paths { rt, op: index, .. } = Paths::new(r);
     let table = &r.table;
     let op = &r.op;
     let name = &r.func.sig.ident;
@@ -240,7 +272,7 @@ fn registration_items(r: &Registration) -> TokenStream {
             if r.role == Role::BatchingRule {
                 quote!({
                     const SOURCE: (bool, usize) =
-                        #rt::param_source(#schema, #op, #rt::Role::#variant, #i);
+                        #rt::param_source(#schema, #index, #rt::Role::#variant, #i);
                     if SOURCE.0 {
                         (&&#rt::Probe::<#rt::BDim, #ty>::new()).bdim(bdims, SOURCE.1)?
                     } else {
