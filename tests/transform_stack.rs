@@ -32,6 +32,9 @@ impl LevelTensor for Traced {
     fn transform(&self) -> &'static str {
         "trace"
     }
+    fn kind(&self) -> &'static str {
+        "traced"
+    }
     fn shape(&self) -> &[usize] {
         self.inner.shape()
     }

@@ -116,6 +116,8 @@ pub trait LevelTensor: Any + Send + Sync + fmt::Debug {
     fn level(&self) -> LevelId;
     /// The name of the transform, for messages (`"vmap"`).
     fn transform(&self) -> &'static str;
+    /// What a tensor of this transform is called in messages (`"batched"`).
+    fn kind(&self) -> &'static str;
     /// The logical shape: what code running at this level sees.
     fn shape(&self) -> &[usize];
     /// The element type.
@@ -235,11 +237,7 @@ impl Tensor {
             Repr::Level(v) => Err(Error::Tensor(format!(
                 "cannot read the data of a tensor {} at {} level {} (logical shape {:?}): \
                  inside {}, compute with ops and return the result from the transformed function",
-                if v.transform() == "vmap" {
-                    "batched"
-                } else {
-                    "transformed"
-                },
+                v.kind(),
                 v.transform(),
                 v.level().depth,
                 v.shape(),
@@ -268,16 +266,6 @@ impl Tensor {
     /// dense tensor.
     pub fn level_depth(&self) -> Option<usize> {
         self.level().map(LevelId::depth)
-    }
-
-    /// The depth of the tensor's outermost level if that level is a vmap, or
-    /// `None` (a dense tensor, or one whose outermost level is another
-    /// transform).
-    pub fn vmap_level(&self) -> Option<usize> {
-        match &self.repr {
-            Repr::Level(v) if v.transform() == "vmap" => Some(v.level().depth),
-            _ => None,
-        }
     }
 
     /// The tensor's outermost transform level, or `None` for a dense tensor.

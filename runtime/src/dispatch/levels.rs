@@ -110,14 +110,11 @@ pub fn level_at(depth: usize) -> Option<(LevelId, Rc<dyn Interpreter>)> {
 
 /// The error for a tensor whose level is no longer live.
 pub fn escaped(t: &Tensor) -> Error {
-    let transform = t.level_value().map_or("transform", |v| v.transform());
-    let what = if transform == "vmap" {
-        "batched"
-    } else {
-        "transformed"
-    };
+    let (transform, kind) = t
+        .level_value()
+        .map_or(("transform", "transformed"), |v| (v.transform(), v.kind()));
     Error::Tensor(format!(
-        "{transform}: a {what} tensor was used outside the {transform} that created it \
+        "{transform}: a {kind} tensor was used outside the {transform} that created it \
          (or on another thread); return it from the transformed function instead of storing it"
     ))
 }

@@ -71,6 +71,10 @@ impl LevelTensor for Batched {
         "vmap"
     }
 
+    fn kind(&self) -> &'static str {
+        "batched"
+    }
+
     fn shape(&self) -> &[usize] {
         &self.logical_shape
     }
@@ -115,6 +119,15 @@ impl LevelTensor for Batched {
             (dim + 1, self.bdim)
         };
         Batched::wrap(self.inner.broadcast_new_dim(q, size)?, bdim, self.level)
+    }
+}
+
+impl Tensor {
+    /// The depth of the tensor's outermost level if that level is a vmap, or
+    /// `None` (a dense tensor, or one whose outermost level is another
+    /// transform).
+    pub fn vmap_level(&self) -> Option<usize> {
+        self.downcast_level::<Batched>().map(|b| b.level.depth())
     }
 }
 
