@@ -195,6 +195,11 @@ fn a_tensor_that_escaped_its_level_is_an_error() {
     .unwrap();
     let t = escaped.into_inner().unwrap();
     let err = ops::neg(&t).unwrap_err();
+    assert_eq!(
+        err.op(),
+        Some("neg"),
+        "the error names the op called: {err}"
+    );
     assert!(
         err.to_string()
             .contains("outside the trace that created it"),

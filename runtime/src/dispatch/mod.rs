@@ -133,7 +133,7 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     };
     let (live, interp) = level_at(top.depth())
         .filter(|(id, _)| *id == top)
-        .ok_or_else(|| escaped_in(args, top))?;
+        .ok_or_else(|| attribute(escaped_in(args, top), entry.name()))?;
     // A tensor at a dead level of the same depth (escaped from an earlier
     // transform call) must not be taken for one of this level.
     if args
@@ -142,7 +142,7 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
         .filter_map(Tensor::level)
         .any(|l| l.depth() == top.depth() && l != live)
     {
-        return Err(escaped_in(args, top));
+        return Err(attribute(escaped_in(args, top), entry.name()));
     }
     let at = Some((top.depth(), interp.name()));
     let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
