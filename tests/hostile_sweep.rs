@@ -266,7 +266,7 @@ proptest! {
             return Ok(());
         };
         let Arg::Tensor(t) = &args[first] else { unreachable!() };
-        let Ok(batch) = Tensor::stack_pair(t) else { return Ok(()) };
+        let Ok(batch) = t.broadcast_new_dim(0, 2) else { return Ok(()) };
         let result = catch_unwind(AssertUnwindSafe(|| {
             vmap(|x: Tensor| {
                 let mut a = args.clone();
@@ -279,15 +279,5 @@ proptest! {
         if let Ok(Err(e)) = &result {
             prop_assert!(names_op(e, name), "{} {} under vmap: {}", name, describe(&args), e);
         }
-    }
-}
-
-/// Two copies of a tensor, stacked along a new dim 0.
-trait StackPair: Sized {
-    fn stack_pair(t: &Tensor) -> batchrules::Result<Tensor>;
-}
-impl StackPair for Tensor {
-    fn stack_pair(t: &Tensor) -> batchrules::Result<Tensor> {
-        t.broadcast_new_dim(0, 2)
     }
 }

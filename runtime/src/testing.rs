@@ -240,7 +240,7 @@ fn batch_of(sample: &Tensor, size: usize, dim: usize) -> Result<Tensor> {
     if size == 0 {
         let mut shape = sample.shape().to_vec();
         shape.insert(dim.min(shape.len()), 0);
-        return crate::each_dtype!(type sample.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()));
+        return Tensor::empty(&shape, sample.dtype());
     }
     let examples = (0..size)
         .map(|k| example(sample, k))
@@ -414,7 +414,7 @@ fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
 fn empty_batch_of(t: &Tensor) -> Result<Tensor> {
     let mut shape = vec![0];
     shape.extend_from_slice(t.shape());
-    crate::each_dtype!(type t.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()))
+    Tensor::empty(&shape, t.dtype())
 }
 
 fn stack_outputs(per_example: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {

@@ -199,6 +199,11 @@ impl Tensor {
             })
     }
 
+    /// A tensor with no elements: `shape` must have a dim of size 0.
+    pub(crate) fn empty(shape: &[usize], dtype: DType) -> Result<Self> {
+        each_dtype!(type dtype, T => Tensor::from_shape_vec::<T>(shape, Vec::new()))
+    }
+
     /// A 0-d tensor holding `value`.
     pub fn scalar<T: Element>(value: T) -> Self {
         Tensor::from(ArrayD::from_elem(IxDyn(&[]), value))

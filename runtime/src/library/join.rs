@@ -24,7 +24,7 @@ fn promoted(mut dtypes: impl Iterator<Item = DType>) -> Result<DType> {
 
 /// A dense 1-d tensor of shape `[0]`.
 fn empty_1d(dtype: DType) -> Result<Tensor> {
-    crate::each_dtype!(type dtype, T => Tensor::from_shape_vec::<T>(&[0], Vec::new()))
+    Tensor::empty(&[0], dtype)
 }
 
 // ---------------------------------------------------------------------------

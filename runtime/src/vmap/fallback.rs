@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::dispatch::{self, call_entry};
 use crate::registry::OpEntry;
-use crate::{each_dtype, Error, LevelId, Result, Tensor};
+use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::{self, Batched};
 use super::interpreter::VmapInterpreter;
@@ -177,6 +177,5 @@ fn parallel(args: &[Arg<Tensor>], level: LevelId, size: usize) -> bool {
 fn empty_batch(meta: &TensorMeta, level: LevelId) -> Result<Tensor> {
     let mut shape = vec![0];
     shape.extend_from_slice(meta.shape());
-    let t = each_dtype!(type meta.dtype(), T => Tensor::from_shape_vec::<T>(&shape, Vec::new()))?;
-    Batched::wrap(t, 0, level)
+    Batched::wrap(Tensor::empty(&shape, meta.dtype())?, 0, level)
 }
