@@ -39,6 +39,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("LevelId", "core"),
     ("LevelTensor", "core"),
     ("Tensor", "core"),
+    ("TensorTree", "core"),
     ("Arg", "core"),
     ("BDim", "core"),
     ("Outs", "core"),

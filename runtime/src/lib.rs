@@ -57,6 +57,7 @@ pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALL
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
+pub use crate::core::tree::TensorTree;
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
