@@ -57,11 +57,11 @@ pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALL
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
-pub use crate::core::tree::TensorTree;
+pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
-    OutDims, Vmap, VmapInputs, VmapOutputs,
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDim, InDims, Inputs,
+    LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
