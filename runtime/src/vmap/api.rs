@@ -202,7 +202,8 @@ impl AsDim for usize {
 }
 
 /// A function prepared for vmap; see [`vmap`]. `A` is what the function
-/// receives: a [`Tensor`], a tuple of them, or a `Vec<Tensor>`.
+/// receives: a [`Tensor`], a struct of tensors, a tuple of them, or a `Vec`
+/// (see [`VmapInputs`]).
 pub struct Vmap<F, A> {
     f: F,
     args: PhantomData<fn(A)>,
@@ -236,6 +237,50 @@ pub struct Vmap<F, A> {
 /// // Meta checks see the per-example (logical) shape: each row of x is 1-d.
 /// let err = vmap(|x: Tensor| ops::triu(&x, 0)).call(&x).unwrap_err();
 /// assert!(err.to_string().contains("got shape [3]"));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// Inputs and outputs may be structures of tensors ([`TensorTree`]s): tuples,
+/// `Vec`s and structs with `#[derive(TensorTree)]`. An in_dim applies to every
+/// tensor of its argument, so one `None` shares a model's parameters across the
+/// batch, and one `Some(0)` runs several stacked models at once (ensembling):
+///
+/// ```
+/// use batchrules::{ops, vmap, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Linear {
+///     w: Tensor,
+///     b: Tensor,
+/// }
+///
+/// fn forward(p: &Linear, x: &Tensor) -> batchrules::Result<Tensor> {
+///     ops::linear(x, &p.w, Some(&p.b))
+/// }
+///
+/// let p = Linear {
+///     w: Tensor::from(array![[1.0f64, 2.0], [0.0, 1.0]].into_dyn()),
+///     b: Tensor::from(array![0.5f64, -0.5].into_dyn()),
+/// };
+/// let xs = Tensor::from(array![[1.0f64, 0.0], [0.0, 1.0], [1.0, 1.0]].into_dyn());
+///
+/// // Shared parameters, batched data: the closure gets a `Linear` and a row.
+/// let ys = vmap(|(p, x): (Linear, Tensor)| forward(&p, &x))
+///     .in_dims([None, Some(0)])
+///     .call((&p, &xs))?;
+/// assert_eq!(ys.to_array::<f64>()?, array![[1.5, -0.5], [2.5, 0.5], [3.5, 0.5]].into_dyn());
+///
+/// // Two models stacked leaf by leaf (dim 0), the same data for both.
+/// let two = p.map_leaves(&mut |t| ops::stack(&[t.clone(), ops::neg(t)?], 0))?;
+/// let both = vmap(|(p, x): (Linear, Tensor)| forward(&p, &x))
+///     .in_dims([Some(0), None])
+///     .call((&two, &xs.select(0, 0)?))?;
+/// assert_eq!(both.to_array::<f64>()?, array![[1.5, -0.5], [-1.5, 0.5]].into_dyn());
+///
+/// // A struct comes back as a struct: every leaf gets the batch dim.
+/// let grown = vmap(|p: Linear| p.map_leaves(&mut |t| ops::add(t, t))).call(&two)?;
+/// assert_eq!(grown.w.shape(), &[2, 2, 2]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn vmap<F, A, O>(f: F) -> Vmap<F, A>
@@ -316,7 +361,7 @@ impl<F, A> Vmap<F, A> {
     {
         let inputs = args.tensors();
         let counts = args.arg_leaf_counts();
-        let input_name = |k: usize| leaf_name("input", &counts, k, |a, l| args.leaf_path(a, l));
+        let input_name = |k: usize| leaf_name("input", &counts, k, |a, l| args.arg_leaf_path(a, l));
         let dims = resolve_in_dims(&self.in_dims, &inputs, &counts, &input_name)?;
         let size = batch_size(&inputs, &dims, self.batch_size, &input_name)?;
         let policy = self.policy;

@@ -54,7 +54,7 @@ pub trait VmapInputs {
     /// Where leaf `leaf` of argument `arg` sits in that argument, for messages:
     /// `""` for a tensor argument, `".layers[1].w"` in a struct (see
     /// [`TensorTree::leaf_path`]).
-    fn leaf_path(&self, arg: usize, leaf: usize) -> String;
+    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String;
 
     /// What the function receives, with `leaves` (one per tensor of
     /// [`tensors`](Self::tensors), in the same order) in place of the leaves;
@@ -93,7 +93,7 @@ impl VmapInputs for &Tensor {
     fn arg_leaf_counts(&self) -> LeafCounts {
         smallvec::smallvec![1]
     }
-    fn leaf_path(&self, _arg: usize, _leaf: usize) -> String {
+    fn arg_leaf_path(&self, _arg: usize, _leaf: usize) -> String {
         String::new()
     }
     fn rebuild(&self, leaves: Inputs) -> Result<Tensor> {
@@ -109,7 +109,7 @@ impl VmapInputs for Tensor {
     fn arg_leaf_counts(&self) -> LeafCounts {
         smallvec::smallvec![1]
     }
-    fn leaf_path(&self, _arg: usize, _leaf: usize) -> String {
+    fn arg_leaf_path(&self, _arg: usize, _leaf: usize) -> String {
         String::new()
     }
     fn rebuild(&self, leaves: Inputs) -> Result<Tensor> {
@@ -128,7 +128,7 @@ impl<S: StructTree> VmapInputs for &S {
     fn arg_leaf_counts(&self) -> LeafCounts {
         smallvec::smallvec![(**self).leaf_count()]
     }
-    fn leaf_path(&self, _arg: usize, leaf: usize) -> String {
+    fn arg_leaf_path(&self, _arg: usize, leaf: usize) -> String {
         (**self).leaf_path(leaf)
     }
     fn rebuild(&self, leaves: Inputs) -> Result<S> {
@@ -181,7 +181,7 @@ impl<T: TensorTree> VmapInputs for &[T] {
     fn arg_leaf_counts(&self) -> LeafCounts {
         items_counts(self)
     }
-    fn leaf_path(&self, arg: usize, leaf: usize) -> String {
+    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
         items_path(self, arg, leaf)
     }
     fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
@@ -198,7 +198,7 @@ impl<T: TensorTree> VmapInputs for &Vec<T> {
     fn arg_leaf_counts(&self) -> LeafCounts {
         items_counts(self)
     }
-    fn leaf_path(&self, arg: usize, leaf: usize) -> String {
+    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
         items_path(self, arg, leaf)
     }
     fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
@@ -215,7 +215,7 @@ impl<T: TensorTree> VmapInputs for Vec<T> {
     fn arg_leaf_counts(&self) -> LeafCounts {
         items_counts(self)
     }
-    fn leaf_path(&self, arg: usize, leaf: usize) -> String {
+    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
         items_path(self, arg, leaf)
     }
     fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
@@ -236,7 +236,7 @@ macro_rules! tuple_inputs {
             fn arg_leaf_counts(&self) -> LeafCounts {
                 smallvec::smallvec![$(self.$idx.leaf_count()),+]
             }
-            fn leaf_path(&self, arg: usize, leaf: usize) -> String {
+            fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
                 match arg {
                     $($idx => self.$idx.leaf_path(leaf),)+
                     _ => String::new(),
