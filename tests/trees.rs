@@ -572,3 +572,55 @@ fn vmap_inputs_expose_leaves_counts_paths_and_rebuild() {
     assert_eq!(list.arg_leaf_counts().as_slice(), &[6, 6]);
     assert_eq!(list.arg_leaf_path(1, 2), ".layers[1].w");
 }
+
+/// A hand-written tree whose `leaf_count` is wrong (says 2, has 1 leaf).
+struct Miscounted {
+    x: Tensor,
+}
+
+impl TensorTree for Miscounted {
+    fn leaves(&self, out: &mut Vec<Tensor>) {
+        out.push(self.x.clone());
+    }
+    fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self> {
+        Ok(Miscounted { x: f(&self.x)? })
+    }
+    fn leaf_count(&self) -> usize {
+        2
+    }
+}
+
+/// A correct hand-written tree, without `StructTree`: passed in a 1-tuple.
+struct Handmade {
+    x: Tensor,
+}
+
+impl TensorTree for Handmade {
+    fn leaves(&self, out: &mut Vec<Tensor>) {
+        out.push(self.x.clone());
+    }
+    fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self> {
+        Ok(Handmade { x: f(&self.x)? })
+    }
+}
+
+#[test]
+fn hand_written_trees_go_in_a_tuple_and_a_miscount_is_an_error() {
+    let h = Handmade {
+        x: Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn()),
+    };
+    assert_eq!(h.leaf_count(), 1);
+    assert_eq!(h.leaf_path(0), "[leaf 0]");
+    let got = vmap(|(h,): (Handmade,)| ops::sum(&h.x, None, false))
+        .call((&h,))
+        .unwrap();
+    assert_eq!(arr(&got), array![3.0, 7.0].into_dyn());
+
+    let m = Miscounted { x: t(&[1.0, 2.0]) };
+    let err = vmap(|(m,): (Miscounted,)| Ok(m.x)).call((&m,)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the inputs count 2 leaves ([2] per input) but give 1 tensors"),
+        "{err}"
+    );
+}

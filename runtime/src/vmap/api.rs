@@ -388,22 +388,37 @@ impl<F, A> Vmap<F, A> {
                 )));
             }
         }
-        let mut leaves = Vec::new();
-        out.leaves(&mut leaves);
-        let results = leaves
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let d = match &self.out_dims {
-                    OutDims::All(d) => *d,
-                    OutDims::Each(ds) => ds[locate(&counts, k).0],
-                };
-                let name = || leaf_name("output", &counts, k, |o, l| out.output_leaf_path(o, l));
-                finish_output(&name, t, d, level, size)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        out.with_leaves(results)
+        // Each leaf of the output, in order, finished at its output's out_dim.
+        let mut next = 0;
+        out.map_leaves(&mut |t| {
+            let k = next;
+            next += 1;
+            let d = match &self.out_dims {
+                OutDims::All(d) => *d,
+                OutDims::Each(ds) => match ds.get(locate(&counts, k).0) {
+                    Some(d) => *d,
+                    None => {
+                        return Err(inconsistent_tree(
+                            "output",
+                            &counts,
+                            &format!("at least {}", k + 1),
+                        ))
+                    }
+                },
+            };
+            let name = || leaf_name("output", &counts, k, |o, l| out.output_leaf_path(o, l));
+            finish_output(&name, t, d, level, size)
+        })
     }
+}
+
+/// A hand-written `TensorTree` whose `leaf_count` disagrees with its `leaves`
+/// (or `map_leaves`): the leaves cannot be matched to their dims.
+fn inconsistent_tree(kind: &str, counts: &[usize], got: &str) -> Error {
+    Error::Vmap(format!(
+        "the {kind}s count {} leaves ({counts:?} per {kind}) but give {got} tensors; a hand-written TensorTree impl must make leaf_count, leaves and map_leaves agree",
+        counts.iter().sum::<usize>()
+    ))
 }
 
 /// Which top-level argument (or output) leaf `k` of the flattened list
@@ -466,10 +481,14 @@ fn show_dim(d: i64) -> String {
 /// Resolved in_dims: one entry per leaf of the inputs (inline up to four).
 type Dims = smallvec::SmallVec<[Option<usize>; 4]>;
 
-/// The in_dim of every leaf, as given (one entry per leaf).
-fn leaf_in_dims(in_dims: &InDims, leaves: usize, counts: &[usize]) -> Result<Vec<Option<i64>>> {
+/// The in_dim of every leaf, as given (one entry per leaf, inline up to four).
+fn leaf_in_dims(
+    in_dims: &InDims,
+    leaves: usize,
+    counts: &[usize],
+) -> Result<smallvec::SmallVec<[Option<i64>; 4]>> {
     let ds = match in_dims {
-        InDims::All(d) => return Ok(vec![*d; leaves]),
+        InDims::All(d) => return Ok(smallvec::smallvec![*d; leaves]),
         InDims::Each(ds) => ds,
     };
     if ds.len() != counts.len() {
@@ -479,7 +498,7 @@ fn leaf_in_dims(in_dims: &InDims, leaves: usize, counts: &[usize]) -> Result<Vec
             counts.len()
         )));
     }
-    let mut out = Vec::with_capacity(leaves);
+    let mut out = smallvec::SmallVec::with_capacity(leaves);
     for (i, (d, &n)) in ds.iter().zip(counts).enumerate() {
         match d {
             InDim::Arg(d) => out.extend(std::iter::repeat_n(*d, n)),
@@ -501,6 +520,13 @@ fn resolve_in_dims(
     counts: &[usize],
     name: &dyn Fn(usize) -> String,
 ) -> Result<Dims> {
+    if counts.iter().sum::<usize>() != inputs.len() {
+        return Err(inconsistent_tree(
+            "input",
+            counts,
+            &inputs.len().to_string(),
+        ));
+    }
     let given = leaf_in_dims(in_dims, inputs.len(), counts)?;
     inputs
         .iter()

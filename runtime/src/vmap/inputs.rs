@@ -229,7 +229,7 @@ macro_rules! tuple_inputs {
         impl<$($name: TensorTree),+> VmapInputs for ($(&$name,)+) {
             type Inner = ($($name,)+);
             fn tensors(&self) -> Inputs {
-                let mut out = Vec::new();
+                let mut out = Vec::with_capacity(0 $(+ self.$idx.leaf_count())+);
                 $(self.$idx.leaves(&mut out);)+
                 Inputs::from_vec(out)
             }
