@@ -122,6 +122,15 @@ struct Generic<T, C: Clone> {
     config: C,
 }
 
+/// No bound written on `C`: the derive adds `C: Clone` (skipped) and
+/// `Vec<T>: TensorTree` (a tree field) to its impl.
+#[derive(TensorTree)]
+struct Unbounded<T, C> {
+    #[tree(skip)]
+    config: C,
+    items: Vec<T>,
+}
+
 #[derive(Clone, TensorTree)]
 struct RawNames {
     r#type: Tensor,
@@ -149,6 +158,15 @@ fn tuple_unit_generic_and_raw_field_structs_derive() {
     let g2 = g.map_leaves(&mut |x| ops::neg(x)).unwrap();
     assert_eq!(g2.config, "shared");
     assert_eq!(firsts(&g2)[3..], [-1.0, -2.0, -3.0]);
+
+    let u = Unbounded {
+        config: vec![1u8, 2],
+        items: vec![(t(&[1.0]), t(&[2.0]))],
+    };
+    let u2 = u.map_leaves(&mut |x| ops::neg(x)).unwrap();
+    assert_eq!(u2.config, [1, 2]);
+    assert_eq!(firsts(&u2), [-1.0, -2.0]);
+    assert_eq!(u2.leaf_path(1), ".items[0].1");
 
     let r = RawNames { r#type: t(&[1.0]) };
     assert_eq!(r.leaf_path(0), ".type");

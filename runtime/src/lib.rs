@@ -272,6 +272,10 @@ pub use batchrules_macros::decompose;
 /// A crate that renames the dependency writes `#[tree(crate = br)]` on the
 /// struct (the default is `::batchrules`).
 ///
+/// The derive also implements [`StructTree`], so the struct can be passed to
+/// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the
+/// vmapped function (one output); see [`vmap`] for an example.
+///
 /// ```
 /// use batchrules::{ops, Tensor, TensorTree};
 /// use ndarray::array;
