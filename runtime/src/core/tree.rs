@@ -34,6 +34,11 @@ use crate::{Error, Result, Tensor};
 /// assert!(doubled[1].1.is_none());
 /// # Ok::<(), batchrules::Error>(())
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a structure of tensors (`TensorTree`)",
+    label = "not a tensor, nor a `Vec`, array, `Option`, `Box` or tuple of tensors, nor a struct with `#[derive(TensorTree)]`",
+    note = "in a struct with `#[derive(TensorTree)]`, mark a field that holds no tensor (a size, a flag, a choice) with `#[tree(skip)]`: it is then cloned as it is"
+)]
 pub trait TensorTree: Sized {
     /// Appends this value's tensors (its leaves) to `out`, in a fixed order.
     fn leaves(&self, out: &mut Vec<Tensor>);
