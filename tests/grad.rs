@@ -328,3 +328,48 @@ fn errors_inside_grad_name_the_op() {
     let err: Error = grad(|x: Tensor| sum(&ops::triu(&x, 0)?)).call(&x).unwrap_err();
     assert!(err.to_string().contains("triu"), "{err}");
 }
+
+/// A downstream op with kernel, meta and batching rule but no vjp.
+mod extra {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "twice(Tensor self) -> Tensor"
+kind = "primitive"
+"#
+    );
+}
+
+#[batchrules::meta(op = "twice", table = extra)]
+fn twice_meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+    Ok(x.clone())
+}
+
+#[batchrules::kernel(op = "twice", table = extra)]
+fn twice_kernel(x: &Tensor) -> Result<Tensor> {
+    ops::add(x, x)
+}
+
+#[batchrules::batching_rule(op = "twice", table = extra)]
+fn twice_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+    Ok((extra::twice(x)?, bdim))
+}
+
+#[test]
+fn an_op_without_a_vjp_names_the_op_and_the_level() {
+    let x = t64(&[3], 29);
+    // Without grad it works, under vmap too.
+    assert!(extra::twice(&x).is_ok());
+    let err = grad(|x: Tensor| sum(&extra::twice(&x)?)).call(&x).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("twice") && msg.contains("no vjp") && msg.contains("grad level 1"),
+        "{msg}"
+    );
+    // Under an outer vmap the grad level is 2.
+    let xs = t64(&[2, 3], 30);
+    let err = vmap(|x: Tensor| grad(|x: Tensor| sum(&extra::twice(&x)?)).call(&x))
+        .call(&xs)
+        .unwrap_err();
+    assert!(err.to_string().contains("grad level 2"), "{err}");
+}
