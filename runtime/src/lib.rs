@@ -45,6 +45,7 @@ pub mod registry; // the registrations of every op, audited
 pub mod schema; // op schemas as generated from op tables
 pub mod testing; // vmap against the per-example loop, for any op
 mod vmap; // the vmap transform: its interpreter, fallback loop and API
+mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -58,6 +59,10 @@ pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
+pub use grad::{
+    grad, hessian, jacrev, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Hessian, Jacrev,
+    ValueAndGrad, VjpFn,
+};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDim, InDims, Inputs,
