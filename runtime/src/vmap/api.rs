@@ -121,7 +121,13 @@ impl From<Vec<InDim>> for InDims {
 }
 
 /// Where each output's batch dim goes: one dim for every output, or one per
-/// output. Negative dims count from the end of the output (batch dim included).
+/// top-level output. Negative dims count from the end of the output (batch dim
+/// included).
+///
+/// The top-level outputs are what the function returns (see [`VmapOutputs`]):
+/// a tensor or a struct is one output, a tuple has one per element, a `Vec`
+/// one per element. An output's dim applies to every leaf (tensor) of it, each
+/// leaf counting from its own rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutDims {
     /// The same dim for every output.
@@ -348,7 +354,9 @@ impl<F, A> Vmap<F, A> {
         self
     }
 
-    /// Runs the function over the batch.
+    /// Runs the function over the batch. `args` is a tensor, a struct of
+    /// tensors, a tuple of references to either, or a list (see
+    /// [`VmapInputs`]); the function receives the same structure, batched.
     ///
     /// Errors if `in_dims`/`out_dims` do not fit the inputs/outputs, if batched
     /// inputs disagree on the batch size, if nothing is batched and no batch size
