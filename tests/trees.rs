@@ -642,3 +642,44 @@ fn hand_written_trees_go_in_a_tuple_and_a_miscount_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn field_dims_pick_parts_of_the_value_by_type_checked_selectors() {
+    let m = model(3, Activation::Tanh);
+    // The same dims as the path-based per_leaf: both weights batched.
+    let by_path = InDim::per_leaf(&m, |path, _| path.ends_with(".w").then_some(0));
+    let by_field = InDim::fields(&m)
+        .batch(|p| &p.layers[0].w, 0)
+        .batch(|p| &p.layers[1].w, 0)
+        .build()
+        .unwrap();
+    assert_eq!(by_field, by_path);
+    // A whole subtree, then a part of it carved out again.
+    let dims = InDim::fields(&m)
+        .batch(|p| &p.layers, 1)
+        .share(|p| &p.layers[0].b)
+        .batch(|p| &p.head.1, -1)
+        .build()
+        .unwrap();
+    assert_eq!(
+        dims,
+        InDim::Leaves(vec![Some(1), None, Some(1), None, Some(-1), Some(-1)])
+    );
+    // An absent part (a `None` bias) picks nothing.
+    let none = InDim::fields(&m)
+        .batch(|p| &p.layers[1].b, 0)
+        .build()
+        .unwrap();
+    assert_eq!(none, InDim::Leaves(vec![None; 6]));
+    // A part that is not inside the value is an error, not a silent no-op.
+    let other = t(&[1.0]);
+    let err = InDim::fields(&m).batch(|_| &other, 0).build().unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("not inside the value given to InDim::fields"),
+        "{err}"
+    );
+    // A clone of a field is another value too.
+    let copy = m.layers[0].w.clone();
+    assert!(InDim::fields(&m).batch(|_| &copy, 0).build().is_err());
+}

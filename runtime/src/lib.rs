@@ -65,8 +65,8 @@ pub use grad::{
 };
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDim, InDims, Inputs,
-    LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
+    InDims, Inputs, LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and

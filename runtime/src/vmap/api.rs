@@ -28,8 +28,8 @@ pub fn vmap_depth() -> usize {
 /// The top-level arguments are what [`Vmap::call`] is given (see
 /// [`VmapInputs`]): a tensor or a struct is one argument, a tuple has one per
 /// element, a `Vec` or slice one per element. An entry applies to every leaf
-/// (tensor) of its argument; [`InDim::per_leaf`] gives each leaf of one
-/// argument a dim of its own.
+/// (tensor) of its argument; [`InDim::fields`] and [`InDim::per_leaf`] give
+/// each leaf of one argument a dim of its own.
 ///
 /// Converts from a single dim (applied to every argument), `None` (no argument
 /// batched; give a [`Vmap::batch_size`]), a list with one entry per argument
@@ -76,7 +76,8 @@ pub enum InDim {
     /// The same dim for every leaf of the argument (`None`: not batched).
     Arg(Option<i64>),
     /// One dim per leaf of the argument, in the order of
-    /// [`TensorTree::leaves`]; build it with [`InDim::per_leaf`].
+    /// [`TensorTree::leaves`]; build it with [`InDim::fields`] (by picking
+    /// fields) or [`InDim::per_leaf`] (by leaf path).
     Leaves(Vec<Option<i64>>),
 }
 
@@ -97,6 +98,127 @@ impl InDim {
                 .map(|(i, t)| dim(&value.leaf_path(i), t))
                 .collect(),
         )
+    }
+
+    /// Per-field dims for `value`, chosen by the fields themselves rather than
+    /// by their paths: start with every leaf unbatched, then
+    /// [`batch`](FieldDims::batch) the parts of `value` you pick, and
+    /// [`build`](FieldDims::build).
+    ///
+    /// ```
+    /// use batchrules::{ops, vmap, InDim, Tensor, TensorTree};
+    /// use ndarray::array;
+    ///
+    /// #[derive(TensorTree)]
+    /// struct Layer {
+    ///     w: Tensor,
+    ///     b: Tensor,
+    /// }
+    ///
+    /// // Two weights (one per example) and one bias shared by both.
+    /// let layer = Layer {
+    ///     w: Tensor::from(array![[1.0f64, 0.0], [0.0, 2.0]].into_dyn()),
+    ///     b: Tensor::from(array![1.0f64, 1.0].into_dyn()),
+    /// };
+    /// let dims = InDim::fields(&layer).batch(|l| &l.w, 0).build()?;
+    /// assert_eq!(dims, InDim::Leaves(vec![Some(0), None]));
+    /// let y = vmap(|(l,): (Layer,)| ops::add(&l.w, &l.b))
+    ///     .in_dims([dims])
+    ///     .call((&layer,))?;
+    /// assert_eq!(y.to_array::<f64>()?, array![[2.0, 1.0], [1.0, 3.0]].into_dyn());
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    pub fn fields<T: TensorTree>(value: &T) -> FieldDims<'_, T> {
+        let (addresses, error) = match leaf_addresses(value) {
+            Ok(a) => (a, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        FieldDims {
+            value,
+            dims: vec![None; addresses.len()],
+            addresses,
+            error,
+        }
+    }
+}
+
+/// Per-field in_dims of one argument, built from the argument itself; see
+/// [`InDim::fields`].
+#[derive(Debug)]
+pub struct FieldDims<'a, T> {
+    value: &'a T,
+    /// Where each leaf of `value` is, in leaf order: what identifies a picked
+    /// part's leaves (compared, never read through).
+    addresses: Vec<*const Tensor>,
+    dims: Vec<Option<i64>>,
+    /// The first problem, reported by `build`.
+    error: Option<Error>,
+}
+
+/// Where each leaf of `value` lives, in leaf order. `map_leaves` hands out
+/// references to the leaves themselves, so a part picked from `value` has the
+/// same addresses.
+fn leaf_addresses<T: TensorTree>(value: &T) -> Result<Vec<*const Tensor>> {
+    let mut out = Vec::new();
+    value.map_leaves(&mut |t| {
+        out.push(std::ptr::from_ref(t));
+        Ok(t.clone())
+    })?;
+    Ok(out)
+}
+
+impl<'a, T: TensorTree> FieldDims<'a, T> {
+    /// Batches every leaf of the part `pick` returns (a field, an element of
+    /// a `Vec` field, a nested struct, ...) at `dim`. A later call overrides an
+    /// earlier one for the leaves both pick.
+    #[must_use]
+    pub fn batch<S: TensorTree + 'a>(self, pick: impl FnOnce(&'a T) -> &'a S, dim: i64) -> Self {
+        self.set(pick, Some(dim))
+    }
+
+    /// Leaves every leaf of the part `pick` returns unbatched (the default;
+    /// useful to carve a part out of a part batched before).
+    #[must_use]
+    pub fn share<S: TensorTree + 'a>(self, pick: impl FnOnce(&'a T) -> &'a S) -> Self {
+        self.set(pick, None)
+    }
+
+    fn set<S: TensorTree + 'a>(
+        mut self,
+        pick: impl FnOnce(&'a T) -> &'a S,
+        dim: Option<i64>,
+    ) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let part = pick(self.value);
+        match leaf_addresses(part) {
+            Ok(picked) => {
+                for address in picked {
+                    match self.addresses.iter().position(|&a| a == address) {
+                        Some(i) => self.dims[i] = dim,
+                        None => {
+                            self.error = Some(Error::Vmap(
+                                "InDim::fields: the part picked is not inside the value given to InDim::fields (pick a field of the closure's argument, e.g. `|p| &p.layers`, not another value)"
+                                    .to_string(),
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
+        self
+    }
+
+    /// The dims, one per leaf of the value; errors if a part picked was not
+    /// inside the value.
+    pub fn build(self) -> Result<InDim> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(InDim::Leaves(self.dims)),
+        }
     }
 }
 
@@ -513,7 +635,7 @@ fn leaf_in_dims(
             InDim::Leaves(ls) if ls.len() == n => out.extend_from_slice(ls),
             InDim::Leaves(ls) => {
                 return Err(Error::Vmap(format!(
-                    "in_dims entry {i} gives {} leaf dims but input {i} has {n} leaves; build the entry from the argument itself with InDim::per_leaf",
+                    "in_dims entry {i} gives {} leaf dims but input {i} has {n} leaves; build the entry from the argument itself with InDim::fields or InDim::per_leaf",
                     ls.len()
                 )))
             }

@@ -20,6 +20,6 @@ mod fallback;
 mod inputs;
 mod interpreter;
 
-pub use api::{vmap, vmap_depth, InDim, InDims, OutDims, Vmap};
+pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
 pub use fallback::{fallback_policy, set_fallback_policy, FallbackPolicy};
 pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
