@@ -105,6 +105,11 @@ impl InDim {
     /// [`batch`](FieldDims::batch) the parts of `value` you pick, and
     /// [`build`](FieldDims::build).
     ///
+    /// A picked part is matched to `value`'s leaves by where they live, so
+    /// the closure must return a part of its argument (not a clone). This
+    /// relies on [`TensorTree::map_leaves`] handing out the leaves in place, as
+    /// the impls of this crate and the derive do.
+    ///
     /// ```
     /// use batchrules::{ops, vmap, InDim, Tensor, TensorTree};
     /// use ndarray::array;
