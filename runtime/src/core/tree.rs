@@ -45,6 +45,10 @@ pub trait TensorTree: Sized {
 
     /// The same structure with every leaf replaced by `f(leaf)`, called in the
     /// order of [`leaves`](Self::leaves). The first error of `f` is returned.
+    ///
+    /// `f` gets each leaf in place (a reference to the tensor inside `self`,
+    /// not to a copy): `vmap`'s `InDim::fields` finds the parts it is given by
+    /// where their leaves live.
     fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self>;
 
     /// The number of leaves.
