@@ -41,6 +41,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("LevelTensor", "core"),
     ("Tensor", "core"),
     ("TensorTree", "core"),
+    ("StructTree", "core"),
     ("Arg", "core"),
     ("BDim", "core"),
     ("Outs", "core"),

@@ -58,15 +58,15 @@ pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALL
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
-pub use crate::core::tree::TensorTree;
+pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use grad::{
     grad, hessian, jacrev, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Hessian, Jacrev,
     ValueAndGrad, VjpFn,
 };
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
-    OutDims, Vmap, VmapInputs, VmapOutputs,
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDim, InDims, Inputs,
+    LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
@@ -375,6 +375,10 @@ pub use batchrules_macros::vjp;
 ///
 /// A crate that renames the dependency writes `#[tree(crate = br)]` on the
 /// struct (the default is `::batchrules`).
+///
+/// The derive also implements [`StructTree`], so the struct can be passed to
+/// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the
+/// vmapped function (one output); see [`vmap`] for an example.
 ///
 /// ```
 /// use batchrules::{ops, Tensor, TensorTree};

@@ -97,6 +97,16 @@ pub trait TensorTree: Sized {
     }
 }
 
+/// A [`TensorTree`] that is a struct: passed on its own to [`vmap`](crate::vmap)
+/// (or returned from the vmapped function), it is **one** argument (or output),
+/// whose in_dim (or out_dim) applies to all its leaves. A `Vec` passed on its
+/// own is one argument per element instead, and a tuple one per element.
+///
+/// `#[derive(TensorTree)]` implements it. For a struct whose `TensorTree` impl
+/// is written by hand, implement it too (it has no methods), or pass the value
+/// in a 1-tuple: `vmap(f).call((&value,))`.
+pub trait StructTree: TensorTree {}
+
 fn leaf_count_error(want: usize, got: usize, more: bool) -> Error {
     let got = if more {
         format!("more than {want}")
