@@ -28,7 +28,7 @@ fn empty_dim(x: &Tensor, dim: i64) -> Result<bool> {
 
 /// The number of elements a reduction of `x` over `dim` (all dims when
 /// `None`) combines: the size of `dim`, or every element.
-fn reduced_count(x: &Tensor, dim: Option<i64>) -> Result<usize> {
+pub(super) fn reduced_count(x: &Tensor, dim: Option<i64>) -> Result<usize> {
     Ok(match dim {
         Some(d) if x.ndim() > 0 => x.shape()[check_dim(d, x.ndim())?],
         _ => x.shape().iter().product(),
