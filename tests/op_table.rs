@@ -227,4 +227,31 @@ fn schema_constants_describe_the_table() {
     assert_eq!(ops[3].returns, &[ArgType::TensorList]);
     assert_eq!(ops[5].kind, OpKind::Composite);
     assert_eq!(typed::__PATH, "op_table::typed");
+    // `differentiable` defaults to true; `split_all` says `differentiable = false`.
+    assert!(pick.differentiable && ops[2].differentiable && ops[5].differentiable);
+    assert!(!ops[3].differentiable);
+    assert_eq!(
+        pick.vjp.display,
+        "fn(self_: &Tensor, index: &[i64], flip: Option<bool>, scale: f64, result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>>"
+    );
+    assert_eq!(
+        ops[2].vjp.display,
+        "fn(self_: &Tensor, result0: &Tensor, result1: &Tensor, grad0: &Tensor, grad1: &Tensor) -> Result<Option<Tensor>>"
+    );
+    assert_eq!(
+        ops[4].vjp.ret, "Result<(Option<Tensor>, Option<Tensor>)>",
+        "one gradient per tensor slot, the optional `bias` included"
+    );
+    assert_eq!(ops[1].vjp.ret, "Result<Vec<Option<Tensor>>>");
+    assert_eq!(
+        ops[4].signature(batchrules::schema::Role::Vjp).params,
+        &[
+            "&Tensor",
+            "DType",
+            "Option<&Tensor>",
+            "Option<i64>",
+            "&Tensor",
+            "&Tensor"
+        ]
+    );
 }

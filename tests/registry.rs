@@ -2,7 +2,8 @@
 //! of problem is reported, naming the op and every source location involved.
 
 use batchrules::registry::{
-    DecomposeVmap, Location, ProblemKind, RegisteredFn, Registration, Registry, VmapStrategy,
+    DecomposeVmap, Location, ProblemKind, RegisteredFn, Registration, Registry, VjpStatus,
+    VmapStrategy,
 };
 use batchrules::schema::{OpKind, OpTable};
 use batchrules::{Arg, BDim, Outs, Result, Tensor, TensorMeta};
@@ -22,6 +23,17 @@ fn project_registry_is_valid() {
         .find("batchrules::ops", "softmax")
         .expect("softmax is declared");
     assert_eq!(softmax.vmap_strategy(), VmapStrategy::Decomposition);
+    assert_eq!(softmax.vjp_status(), VjpStatus::ThroughDecomposition);
+    let argmax = reg.find("batchrules::ops", "argmax").unwrap();
+    assert!(!argmax.schema.differentiable);
+    assert_eq!(argmax.vjp_status(), VjpStatus::NotDifferentiable);
+    // Missing vjps are a report, not an audit failure: only differentiable
+    // primitives that take tensors are listed.
+    for entry in reg.missing_vjps() {
+        assert_eq!(entry.schema.kind, OpKind::Primitive, "{}", entry.name());
+        assert!(entry.schema.differentiable, "{}", entry.name());
+        assert!(entry.vjp.is_none(), "{}", entry.name());
+    }
     let cumsum = reg
         .find("downstream_ops::ops", "cumsum")
         .expect("the downstream table is registered");
@@ -45,6 +57,9 @@ fn meta(_: &[Arg<TensorMeta>]) -> Result<Outs<TensorMeta>> {
 }
 fn rule(_: &[Arg<Tensor>], _: &[BDim]) -> Result<Outs<(Tensor, Option<usize>)>> {
     Ok(Outs::new())
+}
+fn vjp(_: &[Arg<Tensor>], _: &[Tensor], _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+    Ok(Vec::new())
 }
 
 fn at(function: &'static str, line: u32) -> Location {
@@ -248,4 +263,89 @@ fn every_problem_is_collected() {
     assert!(kinds.contains(&ProblemKind::MissingKernel));
     assert!(kinds.contains(&ProblemKind::UnknownOp));
     assert!(kinds.contains(&ProblemKind::Duplicate));
+}
+
+#[test]
+fn vjp_on_a_composite_is_wrong_kind() {
+    let mut regs = complete();
+    regs.push(reg("softmax", RegisteredFn::Vjp(vjp), at("softmax_vjp", 7)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::WrongKind);
+    assert_eq!(p.op, "softmax");
+    assert_eq!(p.locations, vec![at("softmax_vjp", 7)]);
+    assert!(
+        p.message.contains("#[vjp]") && p.message.contains("through its decomposition"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn vjp_on_a_non_differentiable_op_is_reported() {
+    let mut regs = complete();
+    regs.push(reg("argmax", RegisteredFn::Vjp(vjp), at("argmax_vjp", 8)));
+    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 9)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
+    assert_eq!(p.op, "argmax");
+    assert!(
+        p.message.contains("`argmax_vjp` at src/audit.rs:8")
+            && p.message.contains("differentiable = false"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn duplicate_vjp_names_both_locations() {
+    let mut regs = complete();
+    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 20)));
+    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp_again", 21)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::Duplicate);
+    assert_eq!(p.op, "exp");
+    assert_eq!(
+        p.locations,
+        vec![at("exp_vjp", 20), at("exp_vjp_again", 21)]
+    );
+    assert!(
+        p.message.contains("2 #[vjp] registrations"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn missing_vjps_lists_differentiable_primitives_without_one() {
+    let mut regs = complete();
+    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 30)));
+    let refs: Vec<&Registration> = regs.iter().collect();
+    let registry = Registry::build(&[&TABLE], &refs).expect("vjps are optional");
+    let missing: Vec<&str> = registry.missing_vjps().iter().map(|e| e.name()).collect();
+    assert!(
+        missing.contains(&"sin") && missing.contains(&"matmul"),
+        "{missing:?}"
+    );
+    for not_listed in [
+        "exp", "argmax", "eq", "zeros", "arange", "softmax", "flatten",
+    ] {
+        assert!(
+            !missing.contains(&not_listed),
+            "{not_listed} in {missing:?}"
+        );
+    }
+    let exp = registry.find("audit::ops", "exp").unwrap();
+    assert_eq!(exp.vjp_status(), VjpStatus::Vjp);
+    assert_eq!(exp.vjp_location, Some(at("exp_vjp", 30)));
+    let sin = registry.find("audit::ops", "sin").unwrap();
+    assert_eq!(sin.vjp_status(), VjpStatus::Missing);
+    assert_eq!(sin.vjp_status().to_string(), "-");
+    let zeros = registry.find("audit::ops", "zeros").unwrap();
+    assert_eq!(zeros.vjp_status(), VjpStatus::NotDifferentiable);
 }

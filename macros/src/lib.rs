@@ -12,6 +12,7 @@ mod registration;
 mod role;
 mod schema;
 mod table;
+mod tree;
 mod types;
 
 use proc_macro::TokenStream;
@@ -48,4 +49,11 @@ pub fn batching_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn decompose(attr: TokenStream, item: TokenStream) -> TokenStream {
     registration::expand(Role::Decomposition, attr.into(), item.into()).into()
+}
+
+/// `#[derive(TensorTree)]` (module `tree`): implements `TensorTree` for a
+/// struct of tensors. Use it as `batchrules::TensorTree`, which documents it.
+#[proc_macro_derive(TensorTree, attributes(tree))]
+pub fn derive_tensor_tree(input: TokenStream) -> TokenStream {
+    tree::derive(input.into()).into()
 }

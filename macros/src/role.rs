@@ -17,6 +17,8 @@ pub enum Role {
     BatchingRule,
     /// `#[decompose]`
     Decomposition,
+    /// `#[vjp]`
+    Vjp,
 }
 
 /// The keys every attribute takes.
@@ -32,6 +34,7 @@ impl Role {
             Role::Meta => "meta",
             Role::BatchingRule => "batching_rule",
             Role::Decomposition => "decompose",
+            Role::Vjp => "vjp",
         }
     }
 
@@ -50,6 +53,7 @@ impl Role {
             Role::Meta => "Meta",
             Role::BatchingRule => "BatchingRule",
             Role::Decomposition => "Decomposition",
+            Role::Vjp => "Vjp",
         };
         Ident::new(name, Span::call_site())
     }

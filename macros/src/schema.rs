@@ -277,6 +277,9 @@ impl Schema {
     /// the kernel's; so does the typed op function).
     pub fn signature(&self, role: Role) -> Signature {
         let role = role.signature_role();
+        if role == Role::Vjp {
+            return self.vjp_signature();
+        }
         let mut params = Vec::new();
         let mut param_names = Vec::new();
         let mut shown = Vec::new();
@@ -322,6 +325,63 @@ impl Schema {
     }
 }
 
+impl Schema {
+    /// The signature of a `#[vjp]`: the kernel's parameters, then one
+    /// `&Tensor` per output, then one `&Tensor` cotangent per output; it
+    /// returns one gradient per tensor-valued argument slot, `Option<Tensor>`
+    /// (`Vec<Option<Tensor>>` for a `Tensor[]`), as a tuple when there are
+    /// several (`()` when there are none).
+    fn vjp_signature(&self) -> Signature {
+        let kernel = self.signature(Role::Kernel);
+        let mut params = kernel.params;
+        let mut param_names = kernel.param_names;
+        let mut shown: Vec<String> = self
+            .args
+            .iter()
+            .zip(&params)
+            .map(|(a, ty)| format!("{}: {ty}", rust_ident(&a.name)))
+            .collect();
+        let n = self.returns.len();
+        for prefix in ["result", "grad"] {
+            for (i, ret) in self.returns.iter().enumerate() {
+                let name = if n == 1 {
+                    prefix.to_string()
+                } else {
+                    format!("{prefix}{i}")
+                };
+                let ty = match ret {
+                    Base::TensorList => "&[Tensor]",
+                    _ => "&Tensor",
+                };
+                shown.push(format!("{name}: {ty}"));
+                params.push(ty.to_string());
+                param_names.push(name);
+            }
+        }
+        let slots: Vec<&str> = self
+            .args
+            .iter()
+            .filter_map(|a| match a.ty {
+                Base::Tensor => Some("Option<Tensor>"),
+                Base::TensorList => Some("Vec<Option<Tensor>>"),
+                _ => None,
+            })
+            .collect();
+        let inner = match slots.as_slice() {
+            [one] => one.to_string(),
+            many => format!("({})", many.join(", ")),
+        };
+        let ret = format!("Result<{inner}>");
+        let display = format!("fn({}) -> {ret}", shown.join(", "));
+        Signature {
+            params,
+            param_names,
+            ret,
+            display,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,6 +402,43 @@ mod tests {
         assert_eq!(
             rule.ret,
             "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>"
+        );
+    }
+
+    #[test]
+    fn vjp_signature_has_outputs_cotangents_and_one_gradient_per_tensor_slot() {
+        let s = parse("max(Tensor self, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)")
+            .unwrap();
+        let vjp = s.signature(Role::Vjp);
+        assert_eq!(
+            vjp.params,
+            vec![
+                "&Tensor",
+                "Option<i64>",
+                "bool",
+                "&Tensor",
+                "&Tensor",
+                "&Tensor",
+                "&Tensor"
+            ]
+        );
+        assert_eq!(
+            vjp.param_names,
+            vec!["self", "dim", "keepdim", "result0", "result1", "grad0", "grad1"]
+        );
+        assert_eq!(vjp.ret, "Result<Option<Tensor>>");
+
+        let s = parse("f(Tensor[] tensors, Tensor? weight, int dim) -> Tensor").unwrap();
+        let vjp = s.signature(Role::Vjp);
+        assert_eq!(
+            vjp.params,
+            vec!["&[Tensor]", "Option<&Tensor>", "i64", "&Tensor", "&Tensor"]
+        );
+        assert_eq!(vjp.ret, "Result<(Vec<Option<Tensor>>, Option<Tensor>)>");
+        assert_eq!(
+            vjp.display,
+            "fn(tensors: &[Tensor], weight: Option<&Tensor>, dim: i64, result: &Tensor, \
+             grad: &Tensor) -> Result<(Vec<Option<Tensor>>, Option<Tensor>)>"
         );
     }
 

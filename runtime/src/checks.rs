@@ -216,6 +216,10 @@ const fn kind_fits(op: &OpSchema, role: Role) -> bool {
         (OpKind::Composite, Role::BatchingRule | Role::Kernel) => false,
         (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op),
         (OpKind::Primitive, Role::Decomposition) => false,
+        (OpKind::Composite, Role::Vjp) => false,
+        (OpKind::Primitive, Role::Vjp) => {
+            op.differentiable && has_tensor_args(op) && !op.returns_list()
+        }
         _ => true,
     }
 }
@@ -498,6 +502,8 @@ pub const fn return_code(
         Role::Kernel | Role::Decomposition => 0,
         Role::Meta => 1,
         Role::BatchingRule => 2,
+        // The vjp's return is checked by `vjp_return_code`.
+        Role::Vjp => return OFF,
     };
     let list = matches!(op.returns[0], ArgType::TensorList);
     (op.returns.len() as u8, list, signature)

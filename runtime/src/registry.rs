@@ -22,6 +22,15 @@ pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Outs<Tensor>>;
 pub type MetaFn = fn(&[Arg<TensorMeta>]) -> Result<Outs<TensorMeta>>;
 /// The erased form of a `#[batching_rule]` function.
 pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Outs<BatchedOutput>>;
+/// The erased form of a `#[vjp]` function.
+///
+/// It receives the op's arguments (as the kernel gets them), the op's outputs,
+/// and one cotangent per output (of that output's shape and dtype). It returns
+/// one gradient per tensor-valued argument slot, in argument order: one entry
+/// for a `Tensor` argument, one for a `Tensor?` argument (`None` when the
+/// argument is `None`), and one per element for a `Tensor[]` argument. `None`
+/// means that no gradient flows to that slot.
+pub type VjpFn = fn(&[Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
 
 /// What a composite's decomposition does under vmap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +53,8 @@ pub enum RegisteredFn {
     BatchingRule(RuleFn),
     /// `#[decompose]`
     Decomposition(KernelFn, DecomposeVmap),
+    /// `#[vjp]`
+    Vjp(VjpFn),
 }
 
 impl RegisteredFn {
@@ -54,6 +65,7 @@ impl RegisteredFn {
             RegisteredFn::Meta(_) => Role::Meta,
             RegisteredFn::BatchingRule(_) => Role::BatchingRule,
             RegisteredFn::Decomposition(..) => Role::Decomposition,
+            RegisteredFn::Vjp(_) => Role::Vjp,
         }
     }
 }
@@ -105,6 +117,8 @@ pub enum ProblemKind {
     UnknownOp,
     /// A registration's role does not fit the op's kind.
     WrongKind,
+    /// A `#[vjp]` for an op its table marks `differentiable = false`.
+    NotDifferentiable,
     /// Two op tables have the same module path.
     DuplicateTable,
 }
@@ -147,12 +161,28 @@ pub struct OpEntry {
     pub rule_location: Option<Location>,
     /// Its decomposition (composites).
     pub decomposition: Option<(KernelFn, DecomposeVmap)>,
+    /// Its vjp (differentiable primitives).
+    pub vjp: Option<VjpFn>,
+    /// Where the vjp was written.
+    pub vjp_location: Option<Location>,
 }
 
 impl OpEntry {
     /// The op name.
     pub fn name(&self) -> &'static str {
         self.schema.name
+    }
+
+    /// How grad differentiates this op.
+    pub fn vjp_status(&self) -> VjpStatus {
+        match self.schema.kind {
+            OpKind::Composite => VjpStatus::ThroughDecomposition,
+            _ if self.vjp.is_some() => VjpStatus::Vjp,
+            _ if !self.schema.differentiable || !self.schema.takes_tensors() => {
+                VjpStatus::NotDifferentiable
+            }
+            _ => VjpStatus::Missing,
+        }
     }
 
     /// What vmap runs for this op.
@@ -172,6 +202,31 @@ impl OpEntry {
             }
             _ => VmapStrategy::Fallback,
         }
+    }
+}
+
+/// How grad differentiates an op: see [`OpEntry::vjp_status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VjpStatus {
+    /// A primitive with a registered `#[vjp]`.
+    Vjp,
+    /// A differentiable primitive without a `#[vjp]`: grad fails on it.
+    Missing,
+    /// The table marks the op `differentiable = false`, or it takes no
+    /// tensors: no gradient flows through it.
+    NotDifferentiable,
+    /// A composite: grad differentiates the ops of its decomposition.
+    ThroughDecomposition,
+}
+
+impl fmt::Display for VjpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VjpStatus::Vjp => "vjp",
+            VjpStatus::Missing => "-",
+            VjpStatus::NotDifferentiable => "not differentiable",
+            VjpStatus::ThroughDecomposition => "through decomposition",
+        })
     }
 }
 
@@ -249,6 +304,8 @@ impl Registry {
                 rule: None,
                 rule_location: None,
                 decomposition: None,
+                vjp: None,
+                vjp_location: None,
             }));
         }
 
@@ -307,9 +364,23 @@ impl Registry {
                 (entry.schema.kind, role),
                 (
                     OpKind::Primitive,
-                    Role::Kernel | Role::BatchingRule | Role::Meta
+                    Role::Kernel | Role::BatchingRule | Role::Meta | Role::Vjp
                 ) | (OpKind::Composite, Role::Decomposition | Role::Meta)
             );
+            if fits && role == Role::Vjp && !entry.schema.differentiable {
+                problems.push(Problem {
+                    kind: ProblemKind::NotDifferentiable,
+                    op: entry.name().to_string(),
+                    locations: vec![reg.location],
+                    message: format!(
+                        "{} registers a #[vjp] for `{}`, which its op table `{}` marks `differentiable = false`, so grad never asks for its vjp; remove the #[vjp], or remove `differentiable = false` from the table if the op really has a derivative",
+                        reg.location,
+                        entry.name(),
+                        entry.table.path
+                    ),
+                });
+                continue;
+            }
             if !fits {
                 problems.push(Problem {
                     kind: ProblemKind::WrongKind,
@@ -323,8 +394,8 @@ impl Registry {
                         entry.schema.kind.as_str(),
                         entry.schema.kind.as_str(),
                         match entry.schema.kind {
-                            OpKind::Primitive => "#[kernel], #[meta] and #[batching_rule]",
-                            OpKind::Composite => "#[decompose] and #[meta]",
+                            OpKind::Primitive => "#[kernel], #[meta], #[batching_rule] and #[vjp]",
+                            OpKind::Composite => "#[decompose] and #[meta] (it is differentiated and batched through its decomposition)",
                         }
                     ),
                 });
@@ -338,6 +409,10 @@ impl Registry {
                     entry.rule_location = Some(reg.location);
                 }
                 RegisteredFn::Decomposition(f, v) => entry.decomposition = Some((f, v)),
+                RegisteredFn::Vjp(f) => {
+                    entry.vjp = Some(f);
+                    entry.vjp_location = Some(reg.location);
+                }
             }
         }
 
@@ -388,6 +463,25 @@ impl Registry {
         self.entries.get(id)
     }
 
+    /// The differentiable primitives that have no `#[vjp]`: grad fails on a
+    /// call to one of them. A report, not an audit failure (a program that
+    /// never differentiates through an op does not need its vjp).
+    ///
+    /// Ops without tensor arguments are left out: nothing flows back to them.
+    ///
+    /// ```
+    /// let registry = batchrules::registry::registry().unwrap();
+    /// for op in registry.missing_vjps() {
+    ///     println!("{} has no #[vjp]", op.name());
+    /// }
+    /// ```
+    pub fn missing_vjps(&self) -> Vec<&OpEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.vjp_status() == VjpStatus::Missing)
+            .collect()
+    }
+
     /// The op called `name` in the table at module path `table`.
     pub fn find(&self, table: &str, name: &str) -> Option<&OpEntry> {
         let (_, base) = self.bases.iter().find(|(p, _)| *p == table)?;
@@ -404,6 +498,7 @@ fn role_index(role: Role) -> u8 {
         Role::Meta => 1,
         Role::BatchingRule => 2,
         Role::Decomposition => 3,
+        Role::Vjp => 4,
     }
 }
 

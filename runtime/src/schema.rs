@@ -68,6 +68,8 @@ pub enum Role {
     BatchingRule,
     /// `#[decompose]`
     Decomposition,
+    /// `#[vjp]`
+    Vjp,
 }
 
 impl Role {
@@ -78,6 +80,7 @@ impl Role {
             Role::Meta => "#[meta]",
             Role::BatchingRule => "#[batching_rule]",
             Role::Decomposition => "#[decompose]",
+            Role::Vjp => "#[vjp]",
         }
     }
 }
@@ -119,6 +122,17 @@ pub struct OpSchema {
     pub meta: RoleSignature,
     /// Signature of a `#[batching_rule]`.
     pub rule: RoleSignature,
+    /// Whether gradients flow through the op (`differentiable = false` in the
+    /// table says they do not: comparisons, factories, integer-valued
+    /// outputs). Always `true` for a composite, which is differentiated
+    /// through its decomposition.
+    pub differentiable: bool,
+    /// Signature of a `#[vjp]`: the kernel's parameters, then one `&Tensor`
+    /// per output (`result`, or `result0`, `result1`, ...), then one `&Tensor`
+    /// cotangent per output (`grad`, or `grad0`, ...); it returns one
+    /// `Option<Tensor>` per tensor-valued argument (`Vec<Option<Tensor>>` for a
+    /// `Tensor[]`), a tuple when there are several.
+    pub vjp: RoleSignature,
 }
 
 impl OpSchema {
@@ -128,7 +142,33 @@ impl OpSchema {
             Role::Kernel | Role::Decomposition => &self.kernel,
             Role::Meta => &self.meta,
             Role::BatchingRule => &self.rule,
+            Role::Vjp => &self.vjp,
         }
+    }
+
+    /// Whether any argument is a tensor (`Tensor`, `Tensor?` or `Tensor[]`):
+    /// an op without one is never batched and has nothing to differentiate.
+    pub const fn takes_tensors(&self) -> bool {
+        let mut i = 0;
+        while i < self.args.len() {
+            if matches!(self.args[i].ty, ArgType::Tensor | ArgType::TensorList) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// Whether the op returns a `Tensor[]`.
+    pub const fn returns_list(&self) -> bool {
+        let mut i = 0;
+        while i < self.returns.len() {
+            if matches!(self.returns[i], ArgType::TensorList) {
+                return true;
+            }
+            i += 1;
+        }
+        false
     }
 }
 

@@ -27,6 +27,10 @@ struct Entry {
     kind: toml::Spanned<String>,
     #[serde(default)]
     doc: String,
+    /// `differentiable = false`: no gradient flows through the op. Primitives
+    /// only; absent means differentiable.
+    #[serde(default)]
+    differentiable: Option<toml::Spanned<bool>>,
 }
 
 pub struct Op {
@@ -35,6 +39,8 @@ pub struct Op {
     pub text: String,
     pub kind: Kind,
     pub doc: String,
+    /// Whether gradients flow through the op (always for a composite).
+    pub differentiable: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -204,6 +210,19 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     None
                 }
             };
+            let differentiable = match (kind, &entry.differentiable) {
+                (Some(Kind::Composite), Some(flag)) => {
+                    cx.error_spanned_by(lit, format!(
+                        "op table {name}:{}: `differentiable = {}` on `{}`, a composite op: a composite is differentiated through its decomposition, so whether gradients flow is decided by the ops it calls; remove the `differentiable` line (it is only meaningful on a primitive)",
+                        line_of(source, flag.span().start),
+                        flag.get_ref(),
+                        text.split('(').next().unwrap_or("").trim()
+                    ));
+                    true
+                }
+                (_, Some(flag)) => *flag.get_ref(),
+                (_, None) => true,
+            };
             let (Some(schema), Some(kind)) = (parsed, kind) else {
                 continue;
             };
@@ -223,6 +242,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     text,
                     kind,
                     doc: entry.doc,
+                    differentiable,
                 },
                 format!("{name}:{entry_line}"),
             ));

@@ -101,6 +101,8 @@ fn schema_const(op: &Op) -> TokenStream {
     let kernel = role_signature(s, Role::Kernel);
     let meta = role_signature(s, Role::Meta);
     let rule = role_signature(s, Role::BatchingRule);
+    let vjp = role_signature(s, Role::Vjp);
+    let differentiable = op.differentiable;
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -112,6 +114,8 @@ fn schema_const(op: &Op) -> TokenStream {
             kernel: #kernel,
             meta: #meta,
             rule: #rule,
+            differentiable: #differentiable,
+            vjp: #vjp,
         }
     }
 }
@@ -133,6 +137,9 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
         doc.push_str("\n\n");
     }
     doc.push_str(&format!("Schema: `{}` ({} op).", op.text, op.kind.as_str()));
+    if !op.differentiable {
+        doc.push_str(" Not differentiable: no gradient flows through it.");
+    }
     let defaults: Vec<String> = s
         .args
         .iter()

@@ -1,6 +1,7 @@
 //! The core layer: tensors, element types, the erased argument convention,
 //! errors, and the dense helpers kernels and metas share (dim wrapping,
-//! broadcasting, casting, size checks). It knows no transform and no op.
+//! broadcasting, casting, size checks), and structures of tensors (trees).
+//! It knows no transform and no op.
 
 pub(crate) mod alloc;
 pub(crate) mod broadcast;
@@ -12,4 +13,5 @@ pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod meta_rules;
 pub(crate) mod tensor;
+pub(crate) mod tree;
 pub(crate) mod value;

@@ -17,7 +17,11 @@
 //! # Ok::<(), batchrules::testing::Mismatch>(())
 //! ```
 
+mod grad;
+
 use std::fmt;
+
+pub use grad::{check_grad, check_grad_compositions, check_op_grad};
 
 use crate::registry::OpEntry;
 use crate::schema::OpTable;

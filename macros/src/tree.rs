@@ -1,0 +1,352 @@
+//! `#[derive(TensorTree)]`: a struct of tensors as a structure the transforms
+//! can take apart and rebuild (see `batchrules::TensorTree`).
+//!
+//! Phases, as in the registration attributes: [`parse`] reads the item and its
+//! `#[tree(...)]` attributes into a [`Tree`], reporting every problem to one
+//! [`Ctxt`]; [`expand`] writes the impl. Nothing is expanded while the context
+//! holds an error.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{
+    Data, DeriveInput, Expr, ExprLit, Fields, Generics, Ident, Index, Lit, Member, Path, Token,
+    Type,
+};
+
+use crate::ctxt::Ctxt;
+
+/// A struct that derives `TensorTree`, as validated.
+struct Tree {
+    name: Ident,
+    generics: Generics,
+    /// `crate = path`, or `::batchrules`.
+    krate: Path,
+    shape: Shape,
+    fields: Vec<Field>,
+}
+
+/// How the struct is built: `S { a, b }`, `S(a, b)` or `S`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Named,
+    Tuple,
+    Unit,
+}
+
+struct Field {
+    member: Member,
+    ty: Type,
+    /// `#[tree(skip)]`: not a tree; cloned as it is.
+    skip: bool,
+}
+
+pub fn derive(input: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    let input = match syn::parse2::<DeriveInput>(input) {
+        Ok(input) => input,
+        Err(e) => return e.to_compile_error(),
+    };
+    let tree = parse(&cx, &input);
+    match (cx.check(), tree) {
+        (Ok(()), Some(tree)) => expand(&tree),
+        (Err(e), _) => e.to_compile_error(),
+        (Ok(()), None) => TokenStream::new(),
+    }
+}
+
+const SUPPORTED: &str =
+    "`#[derive(TensorTree)]` works on structs (with named fields, tuple structs and unit structs)";
+
+fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Tree> {
+    let krate = container_attrs(cx, input);
+    let fields = match &input.data {
+        Data::Struct(s) => &s.fields,
+        Data::Enum(e) => {
+            let (keyword, ident) = (e.enum_token, &input.ident);
+            cx.error_spanned_by(
+                quote!(#keyword #ident),
+                format!(
+                    "{SUPPORTED}, but `{}` is an enum; keep the tensors in a struct (a choice such as an activation goes in a field marked `#[tree(skip)]`, a part that may be absent in an `Option<Tensor>` field), or implement `TensorTree` for the enum by hand",
+                    input.ident
+                ),
+            );
+            return None;
+        }
+        Data::Union(u) => {
+            let (keyword, ident) = (u.union_token, &input.ident);
+            cx.error_spanned_by(
+                quote!(#keyword #ident),
+                format!(
+                    "{SUPPORTED}, but `{}` is a union, whose fields share their storage, so which one holds a tensor is not known; keep the tensors in a struct",
+                    input.ident
+                ),
+            );
+            return None;
+        }
+    };
+    let shape = match fields {
+        Fields::Named(_) => Shape::Named,
+        Fields::Unnamed(_) => Shape::Tuple,
+        Fields::Unit => Shape::Unit,
+    };
+    let fields = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Field {
+            member: match &f.ident {
+                Some(id) => Member::Named(id.clone()),
+                None => Member::Unnamed(Index {
+                    index: i as u32,
+                    span: f.ty.span(),
+                }),
+            },
+            ty: f.ty.clone(),
+            skip: field_attrs(cx, f),
+        })
+        .collect();
+    Some(Tree {
+        name: input.ident.clone(),
+        generics: input.generics.clone(),
+        krate: krate.unwrap_or_else(|| syn::parse_quote!(::batchrules)),
+        shape,
+        fields,
+    })
+}
+
+/// The container's `#[tree(crate = path)]`.
+fn container_attrs(cx: &Ctxt, input: &DeriveInput) -> Option<Path> {
+    let mut krate: Option<Path> = None;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("tree")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = meta.path.to_token_stream().to_string();
+            match key.as_str() {
+                "crate" => {
+                    if !meta.input.peek(Token![=]) {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "`crate` needs a value: write `#[tree(crate = br)]` with the path of the batchrules crate as this crate names it",
+                        );
+                        return Ok(());
+                    }
+                    let value: Expr = meta.value()?.parse()?;
+                    match value {
+                        Expr::Path(p) if krate.is_none() => krate = Some(p.path),
+                        Expr::Path(p) => cx.error_spanned_by(
+                            p,
+                            "`crate` is given twice; keep one `crate = ...`",
+                        ),
+                        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => cx.error_spanned_by(
+                            &s,
+                            format!(
+                                "the value of `crate` must be the path of the batchrules crate, not a string; write it without quotes: `crate = {}`",
+                                s.value()
+                            ),
+                        ),
+                        other => cx.error_spanned_by(
+                            other,
+                            "the value of `crate` must be the path of the batchrules crate as this crate names it in Cargo.toml, e.g. `crate = br` for `br = { package = \"batchrules\", ... }`",
+                        ),
+                    }
+                }
+                "skip" => cx.error_spanned_by(
+                    &meta.path,
+                    "`skip` applies to a field, not to the whole struct: put `#[tree(skip)]` on each field that holds no tensor",
+                ),
+                _ => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        format!("unknown key `{key}` in `#[tree(...)]` on a struct; the key there is `crate = path` (and `skip` on a field)"),
+                    );
+                    if meta.input.peek(Token![=]) {
+                        let _: Expr = meta.value()?.parse()?;
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            cx.error_at(
+                e.span(),
+                "cannot parse `#[tree(...)]` on the struct; write `#[tree(crate = path)]`",
+            );
+        }
+    }
+    krate
+}
+
+/// Whether a field has `#[tree(skip)]`.
+fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
+    let mut skip: Option<Span> = None;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("tree")) {
+        let result = attr.parse_nested_meta(|meta| {
+            let key = meta.path.to_token_stream().to_string();
+            match key.as_str() {
+                "skip" if !meta.input.is_empty() && !meta.input.peek(Token![,]) => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`skip` takes no value: write `#[tree(skip)]`",
+                    );
+                    // Consume the rest so the parse can go on.
+                    let _: TokenStream = meta.input.parse()?;
+                }
+                "skip" if skip.is_some() => cx.error_spanned_by(
+                    &meta.path,
+                    "`skip` is given twice on this field; once is enough",
+                ),
+                "skip" => skip = Some(meta.path.span()),
+                "crate" => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`crate = path` applies to the whole struct: put `#[tree(crate = ...)]` on the struct, not on a field",
+                    );
+                    if meta.input.peek(Token![=]) {
+                        let _: Expr = meta.value()?.parse()?;
+                    }
+                }
+                _ => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        format!("unknown key `{key}` in `#[tree(...)]` on a field; the key there is `skip` (for a field that holds no tensor)"),
+                    );
+                    if meta.input.peek(Token![=]) {
+                        let _: Expr = meta.value()?.parse()?;
+                    }
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            cx.error_at(
+                e.span(),
+                "cannot parse `#[tree(...)]` on the field; write `#[tree(skip)]`",
+            );
+        }
+    }
+    skip.is_some()
+}
+
+/// Whether `ty` mentions one of `params` (then the impl needs a bound on it).
+fn mentions(ty: &Type, params: &[&Ident]) -> bool {
+    fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
+        tokens.into_iter().any(|tt| match tt {
+            proc_macro2::TokenTree::Ident(id) => params.iter().any(|p| **p == id),
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), params),
+            _ => false,
+        })
+    }
+    walk(ty.to_token_stream(), params)
+}
+
+fn expand(tree: &Tree) -> TokenStream {
+    let Tree {
+        name,
+        generics,
+        krate,
+        shape,
+        fields,
+    } = tree;
+    let trait_ = quote!(#krate::TensorTree);
+    let tensor = quote!(#krate::Tensor);
+    let result = quote!(#krate::Result);
+
+    // Bounds: a field whose type mentions a type parameter needs that type to
+    // be a tree (or `Clone`, when skipped); the other fields are checked as
+    // they are.
+    let params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
+    let mut generics = generics.clone();
+    {
+        let where_clause = generics.make_where_clause();
+        for f in fields.iter().filter(|f| mentions(&f.ty, &params)) {
+            let ty = &f.ty;
+            where_clause.predicates.push(if f.skip {
+                syn::parse_quote!(#ty: ::core::clone::Clone)
+            } else {
+                syn::parse_quote!(#ty: #trait_)
+            });
+        }
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+
+    let leaves: Vec<&Field> = fields.iter().filter(|f| !f.skip).collect();
+    // Each call is spanned at the field's type, so a field that is not a tree
+    // is reported there.
+    let push_leaves = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        quote_spanned!(ty.span()=> <#ty as #trait_>::leaves(&self.#m, out);)
+    });
+    let counts = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        quote_spanned!(ty.span()=> + <#ty as #trait_>::leaf_count(&self.#m))
+    });
+    let paths = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        let segment = format!(".{}", member_name(m));
+        quote_spanned!(ty.span()=> {
+            let n = <#ty as #trait_>::leaf_count(&self.#m);
+            if index < n {
+                path.push_str(#segment);
+                <#ty as #trait_>::write_leaf_path(&self.#m, index, path);
+                return;
+            }
+            index -= n;
+        })
+    });
+    let mapped: Vec<TokenStream> = fields
+        .iter()
+        .map(|f| {
+            let (m, ty) = (&f.member, &f.ty);
+            if f.skip {
+                quote_spanned!(ty.span()=> <#ty as ::core::clone::Clone>::clone(&self.#m))
+            } else {
+                quote_spanned!(ty.span()=> <#ty as #trait_>::map_leaves(&self.#m, f)?)
+            }
+        })
+        .collect();
+    let build = match shape {
+        Shape::Named => {
+            let members = fields.iter().map(|f| &f.member);
+            quote!(#name { #(#members: #mapped),* })
+        }
+        Shape::Tuple => quote!(#name(#(#mapped),*)),
+        Shape::Unit => quote!(#name),
+    };
+    // Parameter names that may go unused (a struct with no leaves).
+    let out = format_ident!("out");
+    let f = format_ident!("f");
+
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #trait_ for #name #ty_generics #where_clause {
+            #[allow(unused_variables)]
+            fn leaves(&self, #out: &mut ::std::vec::Vec<#tensor>) {
+                #(#push_leaves)*
+            }
+
+            #[allow(unused_variables)]
+            fn map_leaves(
+                &self,
+                #f: &mut dyn ::core::ops::FnMut(&#tensor) -> #result<#tensor>,
+            ) -> #result<Self> {
+                ::core::result::Result::Ok(#build)
+            }
+
+            fn leaf_count(&self) -> usize {
+                0 #(#counts)*
+            }
+
+            #[allow(unused_variables, unused_mut, unused_assignments)]
+            fn write_leaf_path(&self, index: usize, path: &mut ::std::string::String) {
+                let mut index = index;
+                #(#paths)*
+            }
+        }
+    }
+}
+
+fn member_name(m: &Member) -> String {
+    match m {
+        Member::Named(id) => syn::ext::IdentExt::unraw(id).to_string(),
+        Member::Unnamed(i) => i.index.to_string(),
+    }
+}

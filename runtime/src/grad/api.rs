@@ -1,0 +1,580 @@
+//! The public API of reverse-mode differentiation: [`vjp`], [`grad`],
+//! [`value_and_grad`], and the pullback [`VjpFn`].
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::dispatch::{escaped, push_level, Interpreter};
+use crate::{Error, LevelId, Result, Tensor, TensorTree};
+
+use super::graph::{backward, Node, NodeRef};
+use super::interpreter::GradInterpreter;
+use super::ops;
+use super::tracked::Tracked;
+
+/// The arguments of a differentiated function, as given to [`vjp`],
+/// [`Grad::call`] or [`jacrev`](crate::jacrev): one tree by reference
+/// (`&x`, `&params`), or a tuple of up to four (`(&params, &x, &y)`). The
+/// function receives owned handles of the same shape.
+pub trait GradArgs {
+    /// What the function receives: `Tensor`, a struct, a tuple of them.
+    type Inner: TensorTree;
+    /// The function's argument: the same tensors (cheap handles).
+    fn inner(&self) -> Result<Self::Inner>;
+}
+
+fn copy<T: TensorTree>(t: &T) -> Result<T> {
+    t.map_leaves(&mut |x| Ok(x.clone()))
+}
+
+impl<T: TensorTree> GradArgs for &T {
+    type Inner = T;
+    fn inner(&self) -> Result<T> {
+        copy(*self)
+    }
+}
+
+impl GradArgs for Tensor {
+    type Inner = Tensor;
+    fn inner(&self) -> Result<Tensor> {
+        Ok(self.clone())
+    }
+}
+
+/// Which argument [`grad`] differentiates: `Argnum<N>` is implemented by the
+/// argument forms that have an argument `N` (`&x` has argument 0; a tuple of
+/// `k` has `0..k`), so an out-of-range argnum does not compile.
+pub trait ArgAt<const N: usize>: GradArgs {
+    /// The type of argument `N`: the gradient has the same type.
+    type Out: TensorTree;
+    /// Argument `N` of `inner`.
+    fn arg(inner: &Self::Inner) -> &Self::Out;
+    /// Which of `inner`'s leaves belong to argument `N`.
+    fn leaf_range(inner: &Self::Inner) -> Range<usize>;
+}
+
+impl<T: TensorTree> ArgAt<0> for &T {
+    type Out = T;
+    fn arg(inner: &T) -> &T {
+        inner
+    }
+    fn leaf_range(inner: &T) -> Range<usize> {
+        0..inner.leaf_count()
+    }
+}
+
+impl ArgAt<0> for Tensor {
+    type Out = Tensor;
+    fn arg(inner: &Tensor) -> &Tensor {
+        inner
+    }
+    fn leaf_range(_: &Tensor) -> Range<usize> {
+        0..1
+    }
+}
+
+macro_rules! tuple_args {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: TensorTree),+> GradArgs for ($(&$t,)+) {
+            type Inner = ($($t,)+);
+            fn inner(&self) -> Result<Self::Inner> {
+                Ok(($(copy(self.$i)?,)+))
+            }
+        }
+        tuple_args!(@at [$($t $i),+] $($t $i),+);
+    };
+    (@at $all:tt $($t:ident $i:tt),+) => {$(
+        tuple_args!(@one $all $t $i);
+    )+};
+    (@one [$($all:ident $ai:tt),+] $t:ident $i:tt) => {
+        impl<$($all: TensorTree),+> ArgAt<$i> for ($(&$all,)+) {
+            type Out = $t;
+            fn arg(inner: &Self::Inner) -> &$t {
+                &inner.$i
+            }
+            fn leaf_range(inner: &Self::Inner) -> Range<usize> {
+                let mut start = 0;
+                $(if $ai < $i { start += inner.$ai.leaf_count(); })+
+                start..start + inner.$i.leaf_count()
+            }
+        }
+    };
+}
+tuple_args!(A 0, B 1);
+tuple_args!(A 0, B 1, C 2);
+tuple_args!(A 0, B 1, C 2, D 3);
+
+/// What a differentiated function returns: a [`Tensor`], or `(Tensor, aux)`
+/// where `aux` is any tree of tensors carried along without being
+/// differentiated (JAX's `has_aux`).
+pub trait GradOutput {
+    /// The auxiliary data (`()` for a plain tensor).
+    type Aux;
+    /// `grad`'s result: the gradient, or `(gradient, aux)`.
+    type WithGrad<G>;
+    /// `value_and_grad`'s result: `(value, gradient)`, or `((value, aux), gradient)`.
+    type WithValue<G>;
+    #[doc(hidden)]
+    fn split(self) -> (Tensor, Self::Aux);
+    #[doc(hidden)]
+    fn unwrap_aux(aux: Self::Aux, level: LevelId) -> Result<Self::Aux>;
+    #[doc(hidden)]
+    fn with_grad<G>(grad: G, aux: Self::Aux) -> Self::WithGrad<G>;
+    #[doc(hidden)]
+    fn with_value<G>(value: Tensor, grad: G, aux: Self::Aux) -> Self::WithValue<G>;
+}
+
+impl GradOutput for Tensor {
+    type Aux = ();
+    type WithGrad<G> = G;
+    type WithValue<G> = (Tensor, G);
+    fn split(self) -> (Tensor, ()) {
+        (self, ())
+    }
+    fn unwrap_aux(_: (), _: LevelId) -> Result<()> {
+        Ok(())
+    }
+    fn with_grad<G>(grad: G, _: ()) -> G {
+        grad
+    }
+    fn with_value<G>(value: Tensor, grad: G, _: ()) -> (Tensor, G) {
+        (value, grad)
+    }
+}
+
+impl<X: TensorTree> GradOutput for (Tensor, X) {
+    type Aux = X;
+    type WithGrad<G> = (G, X);
+    type WithValue<G> = ((Tensor, X), G);
+    fn split(self) -> (Tensor, X) {
+        self
+    }
+    fn unwrap_aux(aux: X, level: LevelId) -> Result<X> {
+        aux.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))
+    }
+    fn with_grad<G>(grad: G, aux: X) -> (G, X) {
+        (grad, aux)
+    }
+    fn with_value<G>(value: Tensor, grad: G, aux: X) -> ((Tensor, X), G) {
+        ((value, aux), grad)
+    }
+}
+
+thread_local! {
+    static INTERPRETER: Rc<GradInterpreter> = Rc::new(GradInterpreter);
+}
+
+/// The pullback of one differentiated call, before its leaves are put back
+/// into a structure: one root per output leaf (`None`: the output does not
+/// depend on the inputs), and the logical shape and dtype of each input leaf
+/// and output leaf.
+pub(super) struct Pullback {
+    roots: Vec<Option<NodeRef>>,
+    outputs: Vec<(Vec<usize>, crate::DType)>,
+    /// Each input leaf of the differentiated range: shape, dtype, and its
+    /// index among the tracked leaves (`None`: not tracked, zero gradient).
+    inputs: Vec<(Vec<usize>, crate::DType, Option<usize>)>,
+    tracked: usize,
+}
+
+impl Pullback {
+    pub(super) fn call(&self, what: &str, cotangents: &[Tensor]) -> Result<Vec<Tensor>> {
+        if cotangents.len() != self.outputs.len() {
+            return Err(Error::Tensor(format!(
+                "{what}: got {} cotangents for {} outputs; give one per output, of the output's shape and dtype",
+                cotangents.len(),
+                self.outputs.len()
+            )));
+        }
+        let mut roots = Vec::new();
+        for (i, ((ct, (shape, dtype)), root)) in cotangents
+            .iter()
+            .zip(&self.outputs)
+            .zip(&self.roots)
+            .enumerate()
+        {
+            if ct.shape() != shape.as_slice() || ct.dtype() != *dtype {
+                return Err(Error::Tensor(format!(
+                    "{what}: cotangent {i} has shape {:?} and dtype {}, but output {i} has shape {shape:?} and dtype {dtype}",
+                    ct.shape(),
+                    ct.dtype()
+                )));
+            }
+            if let Some(root) = root {
+                roots.push((root.clone(), ct.clone()));
+            }
+        }
+        let mut grads = backward(&roots, self.tracked)?;
+        self.inputs
+            .iter()
+            .map(|(shape, dtype, k)| match k.and_then(|k| grads[k].take()) {
+                Some(g) => Ok(g),
+                None => ops::zeros(shape, *dtype),
+            })
+            .collect()
+    }
+}
+
+/// Splits a result of the function into its value one level down and its
+/// node at `level`.
+pub(super) fn primal(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<NodeRef>)> {
+    if let Some(tr) = Tracked::at(t, level) {
+        return Ok((tr.inner.clone(), Some(tr.node.clone())));
+    }
+    match t.level() {
+        Some(l) if l.depth() >= level.depth() => Err(escaped(t)),
+        _ => Ok((t.clone(), None)),
+    }
+}
+
+/// Runs `f` at a new grad level with the leaves of `inner` in `range`
+/// tracked, and returns its result (one level down) with the pullback.
+/// Integer and bool leaves in `range` are an error if `require_float`, and
+/// otherwise left untracked (zero gradient).
+pub(super) fn trace<A: TensorTree, R, T>(
+    what: &str,
+    f: impl FnOnce(A) -> Result<R>,
+    inner: &A,
+    range: Range<usize>,
+    require_float: bool,
+    outputs_of: impl FnOnce(R, LevelId) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, T)>,
+) -> Result<(T, Pullback)> {
+    let guard = push_level(what, |_| {
+        INTERPRETER.with(|i| Rc::clone(i) as Rc<dyn Interpreter>)
+    })?;
+    let level = guard.id();
+    let mut index = 0usize;
+    let mut inputs = Vec::new();
+    let mut tracked = 0usize;
+    let wrapped = inner.map_leaves(&mut |t| {
+        let i = index;
+        index += 1;
+        if !range.contains(&i) {
+            return Ok(t.clone());
+        }
+        if !t.dtype().is_float() {
+            if require_float {
+                return Err(Error::Tensor(format!(
+                    "{what}: input leaf {i} (`{}`) has dtype {}; only floating-point inputs can be \
+                     differentiated (choose another argument with argnums, or pass integer data in an \
+                     argument that is not differentiated)",
+                    inner.leaf_path(i),
+                    t.dtype()
+                )));
+            }
+            inputs.push((t.shape().to_vec(), t.dtype(), None));
+            return Ok(t.clone());
+        }
+        inputs.push((t.shape().to_vec(), t.dtype(), Some(tracked)));
+        let leaf = NodeRef {
+            node: Arc::new(Node::Leaf { index: tracked }),
+            output: 0,
+        };
+        tracked += 1;
+        Ok(Tracked::wrap(t.clone(), leaf, level))
+    })?;
+    let result = f(wrapped)?;
+    let (outs, roots, result) = outputs_of(result, level)?;
+    drop(guard);
+    let outputs = outs.iter().map(|t| (t.shape().to_vec(), t.dtype())).collect();
+    Ok((
+        result,
+        Pullback {
+            roots,
+            outputs,
+            inputs,
+            tracked,
+        },
+    ))
+}
+
+/// The primal values of an output tree and the node of each leaf.
+fn outputs_of<O: TensorTree>(
+    out: O,
+    level: LevelId,
+) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, O)> {
+    let mut roots = Vec::new();
+    let mut primals = Vec::new();
+    let out = out.map_leaves(&mut |t| {
+        let (p, root) = primal(t, level)?;
+        roots.push(root);
+        primals.push(p.clone());
+        Ok(p)
+    })?;
+    Ok((primals, roots, out))
+}
+
+/// The pullback of a function at a point, returned by [`vjp`]: maps a
+/// cotangent of the outputs (same structure, shapes and dtypes) to the
+/// cotangent of the inputs (the vector-Jacobian product).
+///
+/// It holds the values the derivative needs, not the transform level that
+/// recorded them, so it can be called any number of times, later, and under
+/// other transforms: `vmap` over it gives a Jacobian ([`jacrev`](crate::jacrev)).
+pub struct VjpFn<G, C> {
+    pullback: Pullback,
+    /// The inputs, as the structure the gradients are put back into.
+    template: G,
+    outputs: PhantomData<fn(&C)>,
+}
+
+impl<G: TensorTree, C: TensorTree> VjpFn<G, C> {
+    /// The vector-Jacobian product with `cotangent`, which has the structure,
+    /// shapes and dtypes of the function's outputs. The result has the
+    /// structure of the inputs.
+    ///
+    /// Errors if a cotangent's shape or dtype differs from its output's.
+    pub fn call(&self, cotangent: &C) -> Result<G> {
+        let mut cts = Vec::new();
+        cotangent.leaves(&mut cts);
+        let grads = self.pullback.call("vjp", &cts)?;
+        self.template.with_leaves(grads)
+    }
+}
+
+impl<G, C> std::fmt::Debug for VjpFn<G, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VjpFn")
+            .field("inputs", &self.pullback.inputs)
+            .field("outputs", &self.pullback.outputs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Evaluates `f` at `args` and returns its outputs with the pullback
+/// ([`VjpFn`]): reverse-mode differentiation with respect to every input.
+///
+/// The outputs may be any [`TensorTree`]; integer or bool input leaves get zero
+/// cotangents.
+///
+/// ```
+/// use batchrules::{ops, vjp, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![1.0f64, 2.0, 3.0].into_dyn());
+/// let (y, pullback) = vjp(|x: Tensor| ops::mul(&x, &x), &x)?;
+/// assert_eq!(y.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![1.0, 4.0, 9.0]);
+/// // The cotangent [1, 1, 1] gives the gradient of sum(x²): 2x.
+/// let ones = Tensor::from(array![1.0f64, 1.0, 1.0].into_dyn());
+/// let g = pullback.call(&ones)?;
+/// assert_eq!(g.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 4.0, 6.0]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn vjp<I, O, F>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    F: FnOnce(I::Inner) -> Result<O>,
+{
+    let inner = args.inner()?;
+    let all = 0..inner.leaf_count();
+    let (out, pullback) = trace("vjp", f, &inner, all, false, outputs_of)?;
+    Ok((
+        out,
+        VjpFn {
+            pullback,
+            template: inner,
+            outputs: PhantomData,
+        },
+    ))
+}
+
+/// A function prepared for reverse-mode differentiation; see [`grad`] and
+/// [`value_and_grad`]. `N` is the argument differentiated (see
+/// [`Grad::argnums`]).
+pub struct Grad<F, A, const N: usize = 0> {
+    f: F,
+    with_value: bool,
+    args: PhantomData<fn(A)>,
+}
+
+impl<F: Clone, A, const N: usize> Clone for Grad<F, A, N> {
+    fn clone(&self) -> Self {
+        Grad {
+            f: self.f.clone(),
+            with_value: self.with_value,
+            args: PhantomData,
+        }
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grad").field("argnum", &N).finish_non_exhaustive()
+    }
+}
+
+/// The gradient of a scalar function: `grad(f).call(args)` is the derivative
+/// of `f`'s 0-d float output with respect to argument 0 (another with
+/// [`Grad::argnums`]), with the structure of that argument.
+///
+/// `f` takes what `call` is given (a tensor, a struct of tensors, a tuple of
+/// them) and returns a 0-d tensor, or `(tensor, aux)` to carry auxiliary
+/// results out undifferentiated (JAX's `has_aux`): then `call` returns
+/// `(gradient, aux)`.
+///
+/// It composes with [`vmap`](crate::vmap) in both orders and with itself:
+/// `vmap(|..| grad(loss).call(..))` gives per-example gradients, and
+/// `grad(|x| grad(f).call(&x)...)` higher derivatives.
+///
+/// ```
+/// use batchrules::{grad, ops, Tensor};
+/// use ndarray::array;
+///
+/// // d/dx sum(x * x) = 2x
+/// let x = Tensor::from(array![1.0f64, -2.0].into_dyn());
+/// let g = grad(|x: Tensor| ops::sum(&ops::mul(&x, &x)?, None, false)).call(&x)?;
+/// assert_eq!(g.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, -4.0]);
+///
+/// // With respect to the second argument, with auxiliary output.
+/// let w = Tensor::from(array![3.0f64, 4.0].into_dyn());
+/// let (gw, prod) = grad(|(x, w): (Tensor, Tensor)| {
+///     let prod = ops::mul(&x, &w)?;
+///     Ok((ops::sum(&prod, None, false)?, prod))
+/// })
+/// .argnums::<1>()
+/// .call((&x, &w))?;
+/// assert_eq!(gw.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![1.0, -2.0]);
+/// assert_eq!(prod.shape(), &[2]);
+///
+/// // A non-scalar output is an error that says what to use instead.
+/// let err = grad(|x: Tensor| ops::mul(&x, &x)).call(&x).unwrap_err();
+/// assert!(err.to_string().contains("jacrev"));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn grad<F, A, R>(f: F) -> Grad<F, A, 0>
+where
+    F: Fn(A) -> Result<R>,
+    R: GradOutput,
+{
+    Grad {
+        f,
+        with_value: false,
+        args: PhantomData,
+    }
+}
+
+/// Like [`grad`], but returns the function's value with the gradient:
+/// `(value, gradient)`, or `((value, aux), gradient)` when `f` returns
+/// `(tensor, aux)`.
+///
+/// ```
+/// use batchrules::{ops, value_and_grad, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![3.0f32].into_dyn());
+/// let (v, g) = value_and_grad(|x: Tensor| ops::sum(&ops::mul(&x, &x)?, None, false))
+///     .call(&x)?;
+/// assert_eq!(v.to_array::<f32>()?[[]], 9.0);
+/// assert_eq!(g.to_array::<f32>()?[[0]], 6.0);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn value_and_grad<F, A, R>(f: F) -> ValueAndGrad<F, A, 0>
+where
+    F: Fn(A) -> Result<R>,
+    R: GradOutput,
+{
+    ValueAndGrad(Grad {
+        f,
+        with_value: true,
+        args: PhantomData,
+    })
+}
+
+/// A function prepared by [`value_and_grad`].
+pub struct ValueAndGrad<F, A, const N: usize = 0>(Grad<F, A, N>);
+
+impl<F: Clone, A, const N: usize> Clone for ValueAndGrad<F, A, N> {
+    fn clone(&self) -> Self {
+        ValueAndGrad(self.0.clone())
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for ValueAndGrad<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueAndGrad").field("argnum", &N).finish_non_exhaustive()
+    }
+}
+
+impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
+    /// Differentiates argument `M` instead; see [`Grad::argnums`].
+    pub fn argnums<const M: usize>(self) -> ValueAndGrad<F, A, M> {
+        ValueAndGrad(self.0.argnums())
+    }
+
+    /// The value and the gradient: `(value, gradient)`, or `((value, aux),
+    /// gradient)` when `f` returns `(tensor, aux)`. Errors as [`Grad::call`].
+    pub fn call<I, R>(&self, args: I) -> Result<R::WithValue<I::Out>>
+    where
+        I: ArgAt<N, Inner = A>,
+        A: TensorTree,
+        F: Fn(A) -> Result<R>,
+        R: GradOutput,
+    {
+        let (value, aux, grad) = self.0.run(args)?;
+        Ok(R::with_value(value, grad, aux))
+    }
+}
+
+impl<F, A, const N: usize> Grad<F, A, N> {
+    /// Differentiates argument `M` instead (0-based, in the tuple `call` is
+    /// given). An argument the call does not have does not compile. To
+    /// differentiate several arguments at once, pass them as one tuple or
+    /// struct.
+    pub fn argnums<const M: usize>(self) -> Grad<F, A, M> {
+        Grad {
+            f: self.f,
+            with_value: self.with_value,
+            args: PhantomData,
+        }
+    }
+
+    fn run<I, R>(&self, args: I) -> Result<(Tensor, R::Aux, I::Out)>
+    where
+        I: ArgAt<N, Inner = A>,
+        A: TensorTree,
+        F: Fn(A) -> Result<R>,
+        R: GradOutput,
+    {
+        let what = if self.with_value { "value_and_grad" } else { "grad" };
+        let inner = args.inner()?;
+        let range = I::leaf_range(&inner);
+        let ((value, aux), pullback) =
+            trace(what, |a| (self.f)(a), &inner, range, true, |r: R, level| {
+                let (value, aux) = r.split();
+                let (value, root) = primal(&value, level)?;
+                if !value.shape().is_empty() || !value.dtype().is_float() {
+                    return Err(Error::Tensor(format!(
+                        "{what}: the function returned a {} tensor of shape {:?}; {what} needs a scalar \
+                         (0-d) floating-point output. For a non-scalar output use vjp (a \
+                         vector-Jacobian product) or jacrev (the whole Jacobian)",
+                        value.dtype(),
+                        value.shape()
+                    )));
+                }
+                let aux = R::unwrap_aux(aux, level)?;
+                Ok((vec![value.clone()], vec![root], (value, aux)))
+            })?;
+        let one = ops::full_scalar(1.0, value.dtype())?;
+        let grads = pullback.call(what, &[one])?;
+        let grad = I::arg(&inner).with_leaves(grads)?;
+        Ok((value, aux, grad))
+    }
+
+    /// The gradient (with the aux output when `f` returns `(tensor, aux)`).
+    ///
+    /// Errors if `f` errs, if its output is not a 0-d float tensor, or if
+    /// the differentiated argument has an integer or bool tensor.
+    pub fn call<I, R>(&self, args: I) -> Result<R::WithGrad<I::Out>>
+    where
+        I: ArgAt<N, Inner = A>,
+        A: TensorTree,
+        F: Fn(A) -> Result<R>,
+        R: GradOutput,
+    {
+        let (_, aux, grad) = self.run(args)?;
+        Ok(R::with_grad(grad, aux))
+    }
+}

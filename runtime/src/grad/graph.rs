@@ -1,0 +1,268 @@
+//! The graph grad records: one node per differentiated op call, holding the
+//! values its vjp needs, and the backward pass that walks it.
+//!
+//! Nodes are reference counted and hold only values one level below the grad
+//! level that recorded them, so a pullback keeps working after its level is
+//! gone (`jacrev` calls it under a new vmap), and the vjps it runs are ordinary
+//! op calls: batched by an enclosing vmap, recorded by an enclosing grad.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::core::value::{Arg, TensorMeta};
+use crate::registry::OpEntry;
+use crate::{Error, Result, Tensor};
+
+use super::ops;
+
+/// The built-in ops grad calls by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpName {
+    Add,
+    Expand,
+    Zeros,
+    Full,
+    Reshape,
+    Permute,
+    Unsqueeze,
+    Narrow,
+    Squeeze,
+    Stack,
+}
+
+impl OpName {
+    /// Every name, in discriminant order.
+    pub(crate) const ALL: [OpName; 10] = [
+        OpName::Add,
+        OpName::Expand,
+        OpName::Zeros,
+        OpName::Full,
+        OpName::Reshape,
+        OpName::Permute,
+        OpName::Unsqueeze,
+        OpName::Narrow,
+        OpName::Squeeze,
+        OpName::Stack,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            OpName::Add => "add",
+            OpName::Expand => "expand",
+            OpName::Zeros => "zeros",
+            OpName::Full => "full",
+            OpName::Reshape => "reshape",
+            OpName::Permute => "permute",
+            OpName::Unsqueeze => "unsqueeze",
+            OpName::Narrow => "narrow",
+            OpName::Squeeze => "squeeze",
+            OpName::Stack => "stack",
+        }
+    }
+}
+
+/// A node and which of its outputs a tensor is.
+#[derive(Clone, Debug)]
+pub(crate) struct NodeRef {
+    pub(crate) node: Arc<Node>,
+    pub(crate) output: usize,
+}
+
+/// One recorded value: an input of the differentiated function (a leaf) or
+/// the result of an op call.
+#[derive(Debug)]
+pub(crate) enum Node {
+    /// Input leaf `index` of the grad call.
+    Leaf { index: usize },
+    /// An op call, with what its vjp needs.
+    Op(OpNode),
+}
+
+/// A recorded op call.
+#[derive(Debug)]
+pub(crate) struct OpNode {
+    pub(crate) entry: &'static OpEntry,
+    /// The arguments, one level below the grad level.
+    pub(crate) args: Vec<Arg<Tensor>>,
+    /// The outputs, one level below the grad level.
+    pub(crate) outputs: Vec<Tensor>,
+    /// For each tensor slot of `args` (a list contributes one per element), the
+    /// node it came from if it was tracked at the grad level.
+    pub(crate) parents: Vec<Option<NodeRef>>,
+}
+
+fn key(node: &Arc<Node>) -> usize {
+    Arc::as_ptr(node) as *const () as usize
+}
+
+/// Every node reachable from `roots`, each after all of its parents.
+fn topological(roots: &[&Arc<Node>]) -> Vec<Arc<Node>> {
+    let mut order = Vec::new();
+    let mut visited: HashSet<usize> = HashSet::new();
+    // Iterative depth-first search; `true` marks a node whose parents are done.
+    let mut stack: Vec<(Arc<Node>, bool)> = roots.iter().map(|r| (Arc::clone(r), false)).collect();
+    while let Some((node, done)) = stack.pop() {
+        if done {
+            order.push(node);
+            continue;
+        }
+        if !visited.insert(key(&node)) {
+            continue;
+        }
+        stack.push((Arc::clone(&node), true));
+        if let Node::Op(op) = &*node {
+            for p in op.parents.iter().flatten() {
+                if !visited.contains(&key(&p.node)) {
+                    stack.push((Arc::clone(&p.node), false));
+                }
+            }
+        }
+    }
+    order
+}
+
+/// The backward pass: given a cotangent for each root (a node output), the
+/// gradient of each of the `leaves` input leaves (`None`: no path from it to a
+/// root, so its gradient is zero).
+pub(crate) fn backward(
+    roots: &[(NodeRef, Tensor)],
+    leaves: usize,
+) -> Result<Vec<Option<Tensor>>> {
+    let root_nodes: Vec<&Arc<Node>> = roots.iter().map(|(r, _)| &r.node).collect();
+    let order = topological(&root_nodes);
+    let mut cotangents: HashMap<usize, SmallVec<[Option<Tensor>; 1]>> = HashMap::new();
+    for (r, ct) in roots {
+        accumulate(&mut cotangents, r, ct.clone())?;
+    }
+    let mut grads = vec![None; leaves];
+    for node in order.iter().rev() {
+        let Some(cts) = cotangents.remove(&key(node)) else {
+            continue;
+        };
+        match &**node {
+            Node::Leaf { index } => {
+                if let Some(slot) = grads.get_mut(*index) {
+                    *slot = cts.into_iter().next().flatten();
+                }
+            }
+            Node::Op(op) => {
+                let grads_in = run_vjp(op, cts)?;
+                for (parent, g) in op.parents.iter().zip(grads_in) {
+                    if let (Some(p), Some(g)) = (parent, g) {
+                        accumulate(&mut cotangents, p, g)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(grads)
+}
+
+fn accumulate(
+    cotangents: &mut HashMap<usize, SmallVec<[Option<Tensor>; 1]>>,
+    at: &NodeRef,
+    ct: Tensor,
+) -> Result<()> {
+    let n = match &*at.node {
+        Node::Leaf { .. } => 1,
+        Node::Op(op) => op.outputs.len(),
+    };
+    let slots = cotangents
+        .entry(key(&at.node))
+        .or_insert_with(|| SmallVec::from_elem(None, n));
+    let slot = &mut slots[at.output];
+    *slot = Some(match slot.take() {
+        Some(prev) => ops::add(&prev, &ct)?,
+        None => ct,
+    });
+    Ok(())
+}
+
+/// Calls `op`'s vjp with the cotangents of its outputs (zeros where none
+/// flowed) and checks the gradients against the inputs.
+fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option<Tensor>>> {
+    let entry = op.entry;
+    let Some(vjp) = entry.vjp else {
+        return Err(no_vjp(entry, None));
+    };
+    let cts = op
+        .outputs
+        .iter()
+        .zip(cts)
+        .map(|(out, ct)| match ct {
+            Some(ct) => Ok(ct),
+            None => ops::zeros(out.shape(), out.dtype()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let grads = vjp(&op.args, &op.outputs, &cts).map_err(|e| crate::dispatch::attribute(e, entry.name()))?;
+    check_grads(op, &grads)?;
+    Ok(grads)
+}
+
+/// The error for a differentiable op without a vjp.
+pub(crate) fn no_vjp(entry: &OpEntry, depth: Option<usize>) -> Error {
+    let at = depth.map_or_else(String::new, |d| format!(" (at grad level {d})"));
+    Error::NotImplemented {
+        op: entry.name().to_string(),
+        message: format!(
+            "grad cannot differentiate it{at}: it has no vjp; register one with \
+             `#[vjp(op = \"{}\")]`, or mark it `differentiable = false` in its op table if it has \
+             no derivative",
+            entry.name()
+        ),
+    }
+}
+
+/// The vjp self-check: one gradient per tensor slot, each with its input's
+/// logical shape and dtype (a forgotten un-broadcast or cast shows here, not
+/// as a wrong answer later).
+fn check_grads(op: &OpNode, grads: &[Option<Tensor>]) -> Result<()> {
+    let entry = op.entry;
+    let bug = |message: String| Error::RuleBug {
+        op: entry.name().to_string(),
+        rule: entry
+            .vjp_location
+            .map_or_else(|| "its vjp".to_string(), |l| l.to_string()),
+        message,
+    };
+    let inputs = slots(&op.args);
+    if grads.len() != inputs.len() {
+        return Err(bug(format!(
+            "the vjp returned {} gradients, the op has {} tensor inputs",
+            grads.len(),
+            inputs.len()
+        )));
+    }
+    for (i, (g, x)) in grads.iter().zip(&inputs).enumerate() {
+        let (Some(g), Some(x)) = (g, x) else { continue };
+        let want = TensorMeta::of(x);
+        if g.shape() != want.shape() || g.dtype() != want.dtype() {
+            return Err(bug(format!(
+                "gradient {i} has shape {:?} and dtype {}, but its input has shape {:?} and dtype {} \
+                 (un-broadcast with sum_to_size and convert the dtype back)",
+                g.shape(),
+                g.dtype(),
+                want.shape(),
+                want.dtype()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The tensor of each tensor slot of `args`: one per `Tensor` and `Tensor?`
+/// argument (`None` when absent), one per element of a `Tensor[]`.
+pub(crate) fn slots(args: &[Arg<Tensor>]) -> Vec<Option<&Tensor>> {
+    let mut out = Vec::new();
+    for a in args {
+        match a {
+            Arg::Tensor(t) => out.push(Some(t)),
+            Arg::OptTensor(t) => out.push(t.as_ref()),
+            Arg::TensorList(ts) => out.extend(ts.iter().map(Some)),
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,101 @@
+//! grad's interpreter: an op call at a grad level runs the op one level down
+//! and records a graph node, or runs a composite's decomposition so that each
+//! of its constituent ops is recorded.
+
+use std::sync::Arc;
+
+use crate::core::value::{Arg, Outs, TensorMeta};
+use crate::dispatch::{call_entry, Interpreter};
+use crate::registry::OpEntry;
+use crate::schema::OpKind;
+use crate::{Error, LevelId, Result, Tensor};
+
+use super::graph::{no_vjp, Node, NodeRef, OpNode};
+use super::tracked::Tracked;
+
+/// The interpreter of one grad level. It holds no state: the graph lives in
+/// the nodes the tracked tensors point to.
+pub(crate) struct GradInterpreter;
+
+impl Interpreter for GradInterpreter {
+    fn name(&self) -> &'static str {
+        "grad"
+    }
+
+    fn process(
+        &self,
+        entry: &'static OpEntry,
+        args: &[Arg<Tensor>],
+        level: LevelId,
+        _out_metas: Option<&[TensorMeta]>,
+    ) -> Result<Outs<Tensor>> {
+        if entry.schema.kind == OpKind::Composite {
+            return match entry.decomposition {
+                Some((f, _)) => f(args),
+                None => Err(Error::NotImplemented {
+                    op: entry.name().to_string(),
+                    message: "no decomposition is registered".to_string(),
+                }),
+            };
+        }
+        let mut parents = Vec::new();
+        let mut inner = Vec::with_capacity(args.len());
+        for a in args {
+            if let Arg::OptTensor(None) = a {
+                parents.push(None);
+            }
+            inner.push(a.try_map(|t| {
+                Ok(match Tracked::at(t, level) {
+                    Some(tr) => {
+                        parents.push(Some(tr.node.clone()));
+                        tr.inner.clone()
+                    }
+                    None => {
+                        parents.push(None);
+                        t.clone()
+                    }
+                })
+            })?);
+        }
+        let tracked = parents.iter().any(Option::is_some);
+        let outs = call_entry(entry, &inner)?;
+        if !tracked || !entry.schema.differentiable {
+            return Ok(outs);
+        }
+        if !outs.iter().any(|t| t.dtype().is_float()) {
+            // Integer or bool results carry no gradient.
+            return Ok(outs);
+        }
+        if entry.vjp.is_none() {
+            return Err(no_vjp(entry, Some(level.depth())));
+        }
+        let node = Arc::new(Node::Op(OpNode {
+            entry,
+            args: inner,
+            outputs: outs.to_vec(),
+            parents,
+        }));
+        Ok(outs
+            .into_iter()
+            .enumerate()
+            .map(|(output, t)| {
+                if t.dtype().is_float() {
+                    Tracked::wrap(
+                        t,
+                        NodeRef {
+                            node: Arc::clone(&node),
+                            output,
+                        },
+                        level,
+                    )
+                } else {
+                    t
+                }
+            })
+            .collect())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,197 @@
+//! Jacobians by reverse mode: [`jacrev`] is `vmap` of the pullback over the
+//! basis of the output space; [`hessian`] is `jacrev` of `jacrev`.
+
+use std::marker::PhantomData;
+
+use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
+
+use super::api::{primal, trace, ArgAt};
+use super::ops;
+
+/// A function prepared for [`jacrev`]; `N` is the argument differentiated.
+pub struct Jacrev<F, A, const N: usize = 0> {
+    f: F,
+    args: PhantomData<fn(A)>,
+}
+
+impl<F: Clone, A, const N: usize> Clone for Jacrev<F, A, N> {
+    fn clone(&self) -> Self {
+        Jacrev {
+            f: self.f.clone(),
+            args: PhantomData,
+        }
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for Jacrev<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jacrev").field("argnum", &N).finish_non_exhaustive()
+    }
+}
+
+/// The Jacobian of `f` by reverse mode: the pullback of `f`, vmapped over
+/// the rows of the identity of the output space.
+///
+/// `f` returns one float tensor of shape `out`; for each leaf of argument `N`
+/// (0 by default, see [`Jacrev::argnums`]) of shape `in`, the result holds a
+/// tensor of shape `out ++ in` whose entry `[i.., j..]` is `d out[i..] / d
+/// in[j..]`, in the structure of that argument.
+///
+/// ```
+/// use batchrules::{jacrev, ops, Tensor};
+/// use ndarray::array;
+///
+/// // f(x) = x * x has Jacobian diag(2x).
+/// let x = Tensor::from(array![1.0f64, 3.0].into_dyn());
+/// let j = jacrev(|x: Tensor| ops::mul(&x, &x)).call(&x)?;
+/// assert_eq!(j.shape(), &[2, 2]);
+/// assert_eq!(j.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 0.0, 0.0, 6.0]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn jacrev<F, A>(f: F) -> Jacrev<F, A, 0>
+where
+    F: Fn(A) -> Result<Tensor>,
+{
+    Jacrev {
+        f,
+        args: PhantomData,
+    }
+}
+
+impl<F, A, const N: usize> Jacrev<F, A, N> {
+    /// Differentiates argument `M` instead (see [`Grad::argnums`](crate::Grad::argnums)).
+    pub fn argnums<const M: usize>(self) -> Jacrev<F, A, M> {
+        Jacrev {
+            f: self.f,
+            args: PhantomData,
+        }
+    }
+
+    /// The Jacobian at `args`.
+    ///
+    /// Errors if `f` errs, returns a non-float tensor, or the differentiated
+    /// argument holds an integer or bool tensor.
+    pub fn call<I>(&self, args: I) -> Result<I::Out>
+    where
+        I: ArgAt<N, Inner = A>,
+        A: TensorTree,
+        F: Fn(A) -> Result<Tensor>,
+    {
+        let inner = args.inner()?;
+        let range = I::leaf_range(&inner);
+        let leaves = jacobian("jacrev", |a| (self.f)(a), &inner, range)?;
+        I::arg(&inner).with_leaves(leaves)
+    }
+}
+
+/// The Jacobian of `f` at `inner` with respect to the leaves in `range`, one
+/// tensor of shape `out ++ leaf` per leaf.
+fn jacobian<A: TensorTree>(
+    what: &str,
+    f: impl FnOnce(A) -> Result<Tensor>,
+    inner: &A,
+    range: std::ops::Range<usize>,
+) -> Result<Vec<Tensor>> {
+    let (out, pullback) = trace(what, f, inner, range, true, |o: Tensor, level| {
+        let (p, root) = primal(&o, level)?;
+        Ok((vec![p.clone()], vec![root], p))
+    })?;
+    let dtype = out.dtype();
+    let out_shape = out.shape().to_vec();
+    let rows = crate::core::alloc::checked_numel(&out_shape)?;
+    let basis = identity(what, rows, &out_shape, dtype)?;
+    let grads: Vec<Tensor> = vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?;
+    grads
+        .iter()
+        .map(|g| {
+            // g is [rows, leaf..]: split the rows back into the output's dims.
+            let mut shape = out_shape.clone();
+            shape.extend_from_slice(&g.shape()[1..]);
+            ops::reshape(g, &shape)
+        })
+        .collect()
+}
+
+/// The rows of the identity of a space of shape `shape`: `[rows, shape..]`.
+fn identity(what: &str, rows: usize, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let mut full = vec![rows];
+    full.extend_from_slice(shape);
+    crate::core::alloc::check_alloc_in(what, &full, dtype)?;
+    match dtype {
+        DType::F32 => Tensor::from_shape_vec(&full, eye::<f32>(rows, 1.0)),
+        DType::F64 => Tensor::from_shape_vec(&full, eye::<f64>(rows, 1.0)),
+        other => Err(Error::Tensor(format!(
+            "{what}: the function returned a {other} tensor; only floating-point outputs can be differentiated"
+        ))),
+    }
+}
+
+fn eye<T: Copy + Default>(n: usize, one: T) -> Vec<T> {
+    let mut v = vec![T::default(); n * n];
+    for i in 0..n {
+        v[i * n + i] = one;
+    }
+    v
+}
+
+/// A function prepared for [`hessian`].
+pub struct Hessian<F> {
+    f: F,
+}
+
+impl<F> std::fmt::Debug for Hessian<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hessian").finish_non_exhaustive()
+    }
+}
+
+/// The Hessian of a scalar function of one tensor, by reverse over reverse
+/// (`jacrev` of `jacrev`): for `x` of shape `s`, a tensor of shape `s ++ s`.
+///
+/// ```
+/// use batchrules::{hessian, ops, Tensor};
+/// use ndarray::array;
+///
+/// // sum(x³) has Hessian diag(6x).
+/// let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+/// let h = hessian(|x: Tensor| ops::sum(&ops::mul(&ops::mul(&x, &x)?, &x)?, None, false))
+///     .call(&x)?;
+/// assert_eq!(h.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![6.0, 0.0, 0.0, 12.0]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn hessian<F>(f: F) -> Hessian<F>
+where
+    F: Fn(Tensor) -> Result<Tensor>,
+{
+    Hessian { f }
+}
+
+impl<F> Hessian<F>
+where
+    F: Fn(Tensor) -> Result<Tensor>,
+{
+    /// The Hessian at `x`.
+    ///
+    /// Errors if `f` errs or does not return a 0-d float tensor.
+    pub fn call(&self, x: &Tensor) -> Result<Tensor> {
+        let inner_jac = |x: Tensor| -> Result<Tensor> {
+            let mut g = jacobian("hessian", |x| self.check_scalar(x), &x, 0..1)?;
+            g.pop()
+                .ok_or_else(|| Error::Tensor("hessian: no gradient".to_string()))
+        };
+        let mut h = jacobian("hessian", inner_jac, x, 0..1)?;
+        h.pop()
+            .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
+    }
+
+    fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
+        let y = (self.f)(x)?;
+        if !y.shape().is_empty() {
+            return Err(Error::Tensor(format!(
+                "hessian: the function returned a tensor of shape {:?}; hessian needs a scalar (0-d) output (use jacrev for the Jacobian of a vector function)",
+                y.shape()
+            )));
+        }
+        Ok(y)
+    }
+}

@@ -1,0 +1,19 @@
+//! Reverse-mode differentiation as a transform on the level stack.
+//!
+//! At a grad level tensors are *tracked* ([`tracked`]): each op call on them
+//! runs one level down and records a graph node ([`graph`]) holding what the
+//! op's `#[vjp]` needs. The backward pass walks the graph calling those vjps,
+//! which are written with ops: under an enclosing vmap they are batched (per
+//! example gradients), under an enclosing grad they are recorded again
+//! (higher derivatives). Composite ops are differentiated through their
+//! decomposition, so each of their constituents is recorded.
+
+mod api;
+mod graph;
+mod interpreter;
+mod ops;
+mod jacobian;
+mod tracked;
+
+pub use api::{grad, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, ValueAndGrad, VjpFn};
+pub use jacobian::{hessian, jacrev, Hessian, Jacrev};

@@ -1,0 +1,108 @@
+//! The tracked tensor: grad's representation of a tensor at its level.
+
+use std::sync::Arc;
+
+use crate::{DType, LevelId, LevelTensor, Result, Tensor};
+
+use super::graph::{NodeRef, OpName};
+use super::ops::{call1, expand_to, Arg};
+
+/// A tensor at a grad level: its value one level down (`inner`, which may
+/// itself belong to a lower level) and the graph node that produced it.
+#[derive(Debug)]
+pub(crate) struct Tracked {
+    /// The value, one level down.
+    pub(crate) inner: Tensor,
+    /// The node that produced this value and which of its outputs it is.
+    pub(crate) node: NodeRef,
+    /// The grad level.
+    pub(crate) level: LevelId,
+}
+
+impl Tracked {
+    /// Wraps `inner` as tracked at `level`, produced by `node`.
+    pub(crate) fn wrap(inner: Tensor, node: NodeRef, level: LevelId) -> Tensor {
+        Tensor::from_level(Arc::new(Tracked { inner, node, level }))
+    }
+
+    /// The tracked form of `t` if it is tracked at `level`.
+    pub(crate) fn at(t: &Tensor, level: LevelId) -> Option<&Tracked> {
+        t.downcast_level::<Tracked>().filter(|b| b.level == level)
+    }
+
+    /// `self` as a tensor again (a new handle to the same value and node).
+    fn handle(&self) -> Tensor {
+        Tracked::wrap(self.inner.clone(), self.node.clone(), self.level)
+    }
+}
+
+/// The structural views go through ops (`permute`, `unsqueeze`, ...), so that
+/// the grad level records them like any other call: a batching rule or the
+/// fallback loop of an inner vmap that rearranges a tracked tensor is
+/// differentiated through.
+impl LevelTensor for Tracked {
+    fn level(&self) -> LevelId {
+        self.level
+    }
+
+    fn transform(&self) -> &'static str {
+        "grad"
+    }
+
+    fn kind(&self) -> &'static str {
+        "tracked"
+    }
+
+    fn shape(&self) -> &[usize] {
+        self.inner.shape()
+    }
+
+    fn dtype(&self) -> DType {
+        self.inner.dtype()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
+        let perm: Vec<i64> = perm.iter().map(|&d| d as i64).collect();
+        call1(
+            OpName::Permute,
+            &[Arg::Tensor(self.handle()), Arg::IntList(perm)],
+        )
+    }
+
+    fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
+        call1(
+            OpName::Unsqueeze,
+            &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
+        )
+    }
+
+    fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
+        let slice = call1(
+            OpName::Narrow,
+            &[
+                Arg::Tensor(self.handle()),
+                Arg::Int(dim as i64),
+                Arg::Int(index as i64),
+                Arg::Int(1),
+            ],
+        )?;
+        call1(
+            OpName::Squeeze,
+            &[Arg::Tensor(slice), Arg::OptInt(Some(dim as i64))],
+        )
+    }
+
+    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
+        let mut shape = self.shape().to_vec();
+        shape.insert(dim, size);
+        let one = call1(
+            OpName::Unsqueeze,
+            &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
+        )?;
+        expand_to(&one, &shape)
+    }
+}

@@ -1,0 +1,353 @@
+//! Checks of reverse mode: vjps against finite differences, and the
+//! composition matrix of vjp with vmap and with itself.
+
+use crate::dispatch::call_op;
+use crate::registry::OpEntry;
+use crate::schema::OpKind;
+use crate::{vjp, vmap, Arg, DType, Data, Error, Result, Tensor};
+
+use super::{check_vmap, Mismatch};
+
+/// The step of the central differences (on inputs converted to f64).
+const STEP: f64 = 1e-5;
+/// Relative tolerance of the finite-difference comparison.
+const TOLERANCE: f64 = 1e-6;
+
+/// A per-example function as the checks take it: tensors in, tensors out.
+type TensorFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
+
+/// Deterministic pseudo-random values in `[-1, 1)` for a shape, from a seed
+/// (the same shape and seed give the same tensor, inside a transform too,
+/// where it is an unbatched constant).
+fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B4_E019) | 1;
+    let values: Vec<f64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect();
+    match dtype {
+        DType::F32 => Tensor::from_shape_vec(shape, values.iter().map(|&v| v as f32).collect()),
+        DType::F64 => Tensor::from_shape_vec(shape, values),
+        other => zeros_of(shape, other),
+    }
+}
+
+fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    crate::each_dtype!(type dtype, T => {
+        let n: usize = shape.iter().product();
+        Tensor::from_shape_vec::<T>(shape, vec![T::default(); n])
+    })
+}
+
+/// `t` with float elements converted to f64 (other dtypes as they are).
+fn to_f64(t: &Tensor) -> Result<Tensor> {
+    Ok(match t.data()? {
+        Data::F32(a) => Tensor::from(a.mapv(f64::from)),
+        _ => t.clone(),
+    })
+}
+
+fn values(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(match t.data()? {
+        Data::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
+        Data::F64(a) => a.iter().copied().collect(),
+        Data::I64(a) => a.iter().map(|&v| v as f64).collect(),
+        Data::Bool(a) => a.iter().map(|&v| f64::from(u8::from(v))).collect(),
+    })
+}
+
+fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
+    Ok(values(a)?.iter().zip(values(b)?).map(|(x, y)| x * y).sum())
+}
+
+/// `x + t * v` for an f64 tensor.
+fn shifted(x: &Tensor, v: &Tensor, t: f64) -> Result<Tensor> {
+    let (Data::F64(a), Data::F64(d)) = (x.data()?, v.data()?) else {
+        return Err(Error::Tensor("shifted: f64 tensors expected".to_string()));
+    };
+    Ok(Tensor::from(a.to_owned() + &d.mapv(|e| e * t)))
+}
+
+fn cotangents(outputs: &[Tensor], seed: u64) -> Result<Vec<Tensor>> {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(i, y)| {
+            if y.dtype().is_float() {
+                probe(y.shape(), y.dtype(), seed + i as u64)
+            } else {
+                zeros_of(y.shape(), y.dtype())
+            }
+        })
+        .collect()
+}
+
+/// Checks the vjp of `f` at `inputs` against central finite differences.
+///
+/// Float inputs are converted to f64. A random cotangent `u` of the outputs
+/// is pulled back to gradients `g`; for random directions `v` (all float
+/// inputs at once, then each input alone), `⟨g, v⟩` must equal the
+/// derivative of `⟨u, f(x + t v)⟩` at `t = 0` by central differences. Random
+/// projections keep it at two evaluations of `f` per direction, whatever the
+/// sizes. Returns the number of directions checked.
+///
+/// ```
+/// use batchrules::{ops, testing::check_grad, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![0.5f64, -1.0, 2.0].into_dyn());
+/// let n = check_grad(|xs| Ok(vec![ops::tanh(&xs[0])?]), &[x])?;
+/// assert!(n >= 1);
+/// # Ok::<(), batchrules::testing::Mismatch>(())
+/// ```
+pub fn check_grad<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    check_grad_dyn(&f, inputs, "vjp")
+}
+
+fn check_grad_dyn(f: &TensorFn<'_>, inputs: &[Tensor], what: &str) -> std::result::Result<usize, Mismatch> {
+    let fail = |detail: String| Mismatch {
+        case: what.to_string(),
+        detail,
+    };
+    let err = |e: Error| fail(e.to_string());
+    let x: Vec<Tensor> = inputs.iter().map(to_f64).collect::<Result<_>>().map_err(err)?;
+    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
+    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x).map_err(err)?;
+    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+        return Ok(0);
+    }
+    let u = cotangents(&y, 101).map_err(err)?;
+    let g = pullback.call(&u).map_err(err)?;
+    // Directions: every float input at once, then each alone.
+    let mut directions: Vec<Vec<usize>> = vec![float.clone()];
+    if float.len() > 1 {
+        directions.extend(float.iter().map(|&i| vec![i]));
+    }
+    let phi = |xs: &[Tensor]| -> Result<f64> {
+        let ys = f(xs)?;
+        ys.iter()
+            .zip(&u)
+            .filter(|(y, _)| y.dtype().is_float())
+            .map(|(y, u)| dot(y, u))
+            .sum()
+    };
+    for (k, which) in directions.iter().enumerate() {
+        let v: Vec<Option<Tensor>> = (0..x.len())
+            .map(|i| {
+                which
+                    .contains(&i)
+                    .then(|| probe(x[i].shape(), DType::F64, 1000 + 17 * k as u64 + i as u64))
+                    .transpose()
+            })
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        let at = |t: f64| -> Result<Vec<Tensor>> {
+            x.iter()
+                .zip(&v)
+                .map(|(x, v)| match v {
+                    Some(v) => shifted(x, v, t),
+                    None => Ok(x.clone()),
+                })
+                .collect()
+        };
+        let numeric = (phi(&at(STEP).map_err(err)?).map_err(err)?
+            - phi(&at(-STEP).map_err(err)?).map_err(err)?)
+            / (2.0 * STEP);
+        let analytic: f64 = g
+            .iter()
+            .zip(&v)
+            .filter_map(|(g, v)| v.as_ref().map(|v| dot(g, v)))
+            .sum::<Result<f64>>()
+            .map_err(err)?;
+        let scale = 1.0 + numeric.abs().max(analytic.abs());
+        if !((numeric - analytic).abs() <= TOLERANCE * scale) {
+            return Err(fail(format!(
+                "direction {k} (inputs {which:?}): the vjp gives {analytic:.12e}, central differences {numeric:.12e}"
+            )));
+        }
+    }
+    Ok(directions.len())
+}
+
+/// The vjp of `f` as a function: inputs to the gradients of `⟨u, f(x)⟩`, for
+/// a cotangent `u` fixed by the outputs' shapes.
+fn pulled_back<'a>(f: &'a TensorFn<'a>, seed: u64) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {
+    move |xs: &[Tensor]| {
+        let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &xs.to_vec())?;
+        let u = cotangents(&y, seed)?;
+        let g = pullback.call(&u)?;
+        // Only the gradients of float inputs carry information.
+        Ok(g.into_iter()
+            .zip(xs)
+            .filter(|(_, x)| x.dtype().is_float())
+            .map(|(g, _)| g)
+            .collect())
+    }
+}
+
+/// The composition matrix of reverse mode with vmap and with itself, for one
+/// per-example function:
+///
+/// - **vmap∘vjp**: `vmap` of the pullback equals the loop of per-example
+///   pullbacks, for every in_dims combination and batch size of
+///   [`check_vmap`] (nested vmap too);
+/// - **vjp∘vmap**: the pullback of `vmap(f)` equals the per-example
+///   pullbacks, stacked for batched inputs and summed for unbatched ones;
+/// - **vjp∘vjp**: the vjp of the pullback (second order) against finite
+///   differences ([`check_grad`] of the gradient map);
+/// - **vmap∘vjp∘vjp**: `vmap` of the second-order pullback equals the loop.
+///
+/// Run it under [`FallbackPolicy::Error`](crate::FallbackPolicy) to require
+/// a batching rule for every op the derivatives call. Returns the number of
+/// cases checked.
+pub fn check_grad_compositions<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let f: &TensorFn<'_> = &f;
+    let label = |what: &'static str| move |m: Mismatch| Mismatch {
+        case: format!("{what}: {}", m.case),
+        detail: m.detail,
+    };
+    if !inputs.iter().any(|t| t.dtype().is_float()) {
+        return Ok(0);
+    }
+    let first = pulled_back(f, 201);
+    let mut cases = check_vmap(&first, inputs).map_err(label("vmap∘vjp"))?;
+    cases += check_vjp_of_vmap(f, inputs).map_err(label("vjp∘vmap"))?;
+    cases += check_grad_dyn(&first, inputs, "vjp∘vjp")?;
+    let second = pulled_back(&first, 301);
+    cases += check_vmap(&second, inputs).map_err(label("vmap∘vjp∘vjp"))?;
+    Ok(cases)
+}
+
+/// vjp∘vmap: every input batched (at dim 0, batch of 3) or unbatched in turn.
+fn check_vjp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch> {
+    const SIZE: usize = 3;
+    let mut cases = 0;
+    let n = inputs.len();
+    // All batched, then each input unbatched alone.
+    let mut choices: Vec<Vec<bool>> = vec![vec![true; n]];
+    if n > 1 {
+        choices.extend((0..n).map(|i| (0..n).map(|j| j != i).collect()));
+    }
+    for batched in choices {
+        let case = format!("batched inputs {batched:?}, batch size {SIZE}");
+        let fail = |detail: String| Mismatch {
+            case: case.clone(),
+            detail,
+        };
+        let err = |e: Error| fail(e.to_string());
+        let examples: Vec<Vec<Tensor>> = (0..SIZE)
+            .map(|k| {
+                inputs
+                    .iter()
+                    .zip(&batched)
+                    .map(|(t, &b)| if b { super::example(&to_f64(t)?, k) } else { to_f64(t) })
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        let stacked: Vec<Tensor> = (0..n)
+            .map(|i| {
+                if batched[i] {
+                    let col: Vec<Tensor> = examples.iter().map(|e| e[i].clone()).collect();
+                    Tensor::stack_dense(&col, 0)
+                } else {
+                    Ok(examples[0][i].clone())
+                }
+            })
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        let dims: Vec<Option<i64>> = batched.iter().map(|&b| b.then_some(0)).collect();
+        // Per-example cotangents, stacked for the batched function.
+        let per_example: Vec<(Vec<Tensor>, Vec<Tensor>)> = examples
+            .iter()
+            .enumerate()
+            .map(|(k, xs)| {
+                let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), xs)?;
+                let u = cotangents(&y, 400 + k as u64)?;
+                Ok((u.clone(), pullback.call(&u)?))
+            })
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        let outputs = per_example[0].0.len();
+        let big_u: Vec<Tensor> = (0..outputs)
+            .map(|j| {
+                let col: Vec<Tensor> = per_example.iter().map(|(u, _)| u[j].clone()).collect();
+                Tensor::stack_dense(&col, 0)
+            })
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        let (_, pullback) = vjp(
+            |xs: Vec<Tensor>| {
+                vmap(|xs: Vec<Tensor>| f(&xs))
+                    .in_dims(dims.clone())
+                    .call(&xs)
+            },
+            &stacked,
+        )
+        .map_err(err)?;
+        let got = pullback.call(&big_u).map_err(err)?;
+        for i in 0..n {
+            if !stacked[i].dtype().is_float() {
+                continue;
+            }
+            let grads: Vec<Tensor> = per_example.iter().map(|(_, g)| g[i].clone()).collect();
+            let want = if batched[i] {
+                Tensor::stack_dense(&grads, 0).map_err(err)?
+            } else {
+                let mut acc = values(&grads[0]).map_err(err)?;
+                for g in &grads[1..] {
+                    for (a, b) in acc.iter_mut().zip(values(g).map_err(err)?) {
+                        *a += b;
+                    }
+                }
+                Tensor::from_shape_vec(grads[0].shape(), acc).map_err(err)?
+            };
+            if let Some(d) = super::values_differ(&got[i], &want).map_err(err)? {
+                return Err(fail(format!("gradient of input {i}: {d}")));
+            }
+            if got[i].shape() != want.shape() {
+                return Err(fail(format!(
+                    "gradient of input {i} has shape {:?}, the loop {:?}",
+                    got[i].shape(),
+                    want.shape()
+                )));
+            }
+        }
+        cases += 1;
+    }
+    Ok(cases)
+}
+
+/// [`check_grad`] and [`check_grad_compositions`] for one op called with one
+/// sample (its float inputs converted to f64). Ops that are not
+/// differentiable, or whose sample has no float input or output, check
+/// nothing and return 0.
+pub fn check_op_grad(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+) -> std::result::Result<usize, Mismatch> {
+    let named = |m: Mismatch| Mismatch {
+        case: format!("{} {}: {}", entry.name(), super::describe(sample), m.case),
+        detail: m.detail,
+    };
+    if entry.schema.kind == OpKind::Primitive && !entry.schema.differentiable {
+        return Ok(0);
+    }
+    let f = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
+        Ok(call_op(entry, &super::with_tensors(sample, ts)?)?.into_vec())
+    };
+    let tensors = super::sample_tensors(sample);
+    let mut n = check_grad(f, &tensors).map_err(named)?;
+    n += check_grad_compositions(f, &tensors).map_err(named)?;
+    Ok(n)
+}

@@ -1,0 +1,9 @@
+use batchrules::{Tensor, TensorTree};
+
+#[derive(TensorTree)]
+enum Activation {
+    Relu,
+    Scaled(Tensor),
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use batchrules::TensorTree;
+
+#[derive(TensorTree)]
+union Bits {
+    int: u64,
+    float: f64,
+}
+
+fn main() {}
