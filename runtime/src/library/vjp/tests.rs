@@ -13,12 +13,6 @@ use crate::{DType, Data, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 
-/// The primitives of the built-in table that have no derivative: integer or
-/// bool results, factories, and the stop-gradient.
-const NOT_DIFFERENTIABLE: &[&str] = &[
-    "argmax", "eq", "lt", "gt", "zeros", "ones", "full", "arange", "detach",
-];
-
 fn table() -> BTreeMap<&'static str, ErasedVjp> {
     let mut seen = BTreeMap::new();
     for (op, f) in vjps() {
@@ -36,7 +30,7 @@ fn every_differentiable_primitive_has_one_vjp_and_no_other_op_has_one() {
     for e in reg.ops().iter().filter(|e| e.table.path == TABLE) {
         names.insert(e.name());
         let differentiable =
-            e.schema.kind == OpKind::Primitive && !NOT_DIFFERENTIABLE.contains(&e.name());
+            e.schema.kind == OpKind::Primitive && e.schema.differentiable;
         match (differentiable, table.contains_key(e.name())) {
             (true, false) => missing.push(e.name()),
             (false, true) => panic!(
