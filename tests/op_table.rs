@@ -4,7 +4,7 @@
 
 use batchrules::schema::{ArgType, OpKind};
 use batchrules::{
-    batching_rule, decompose, kernel, meta, DType, Error, Result, Tensor, TensorMeta,
+    batching_rule, decompose, kernel, meta, vjp, Arg, DType, Error, Result, Tensor, TensorMeta,
 };
 use ndarray::array;
 
@@ -150,6 +150,62 @@ fn cast_rule(
     Ok((typed::cast_to(x, dtype, bias, dim)?, None))
 }
 
+// The vjps below report what reached them, so the tests can check the
+// plumbing of the erased `VjpFn`: arguments, outputs and cotangents in, one
+// gradient per tensor slot out.
+
+/// The gradient of each list element is its slice of `grad`; `dim = 99`
+/// drops the last one (a bug the shim must catch).
+#[vjp(op = "concat_first", table = typed)]
+fn concat_vjp(
+    tensors: &[Tensor],
+    dim: i64,
+    _result: &Tensor,
+    grad: &Tensor,
+) -> Result<Vec<Option<Tensor>>> {
+    let mut start = 0;
+    let mut grads = Vec::new();
+    for t in tensors {
+        let len = t.shape()[0] as i64;
+        grads.push(Some(batchrules::ops::narrow(grad, 0, start, len)?));
+        start += len;
+    }
+    if dim == 99 {
+        grads.pop();
+    }
+    Ok(grads)
+}
+
+/// Gradient of `self`: the values of both outputs then both cotangents.
+#[vjp(op = "minmax", table = typed)]
+fn minmax_vjp(
+    _x: &Tensor,
+    result0: &Tensor,
+    result1: &Tensor,
+    grad0: &Tensor,
+    grad1: &Tensor,
+) -> Result<Option<Tensor>> {
+    let all: Vec<f64> = [result0, result1, grad0, grad1]
+        .into_iter()
+        .flat_map(values)
+        .collect();
+    Ok(Some(vec1(&all)))
+}
+
+/// `self` gets `grad`; `bias` gets `[dim]` whenever `dim` is given, present or
+/// not (a bug when it is absent).
+#[vjp(op = "cast_to", table = typed)]
+fn cast_vjp(
+    _x: &Tensor,
+    _dtype: DType,
+    _bias: Option<&Tensor>,
+    dim: Option<i64>,
+    _result: &Tensor,
+    grad: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok((Some(grad.clone()), dim.map(|d| vec1(&[d as f64]))))
+}
+
 #[decompose(op = "twice", table = typed)]
 fn twice(x: &Tensor) -> Result<Tensor> {
     batchrules::ops::add(x, x)
@@ -253,5 +309,88 @@ fn schema_constants_describe_the_table() {
             "&Tensor",
             "&Tensor"
         ]
+    );
+}
+
+fn typed_vjp(op: &str) -> batchrules::registry::VjpFn {
+    let registry = batchrules::registry::registry().unwrap();
+    let entry = registry.find("op_table::typed", op).unwrap();
+    assert!(entry.vjp_location.is_some());
+    entry.vjp.expect("the #[vjp] is registered")
+}
+
+#[test]
+fn vjp_gets_outputs_and_cotangents_in_order() {
+    let vjp = typed_vjp("minmax");
+    let x = vec1(&[1.0, 5.0]);
+    let outs = [Tensor::scalar(1.0f64), Tensor::scalar(5.0f64)];
+    let grads = [Tensor::scalar(10.0f64), Tensor::scalar(20.0f64)];
+    let g = vjp(&[Arg::Tensor(x)], &outs, &grads).unwrap();
+    assert_eq!(g.len(), 1);
+    assert_eq!(values(g[0].as_ref().unwrap()), [1.0, 5.0, 10.0, 20.0]);
+}
+
+#[test]
+fn vjp_of_a_tensor_list_gives_one_gradient_per_element() {
+    let vjp = typed_vjp("concat_first");
+    let list = vec![vec1(&[1.0, 2.0]), vec1(&[3.0])];
+    let out = typed::concat_first(&list, 0).unwrap();
+    let grad = vec1(&[10.0, 20.0, 30.0]);
+    let args = [Arg::TensorList(list.clone()), Arg::Int(0)];
+    let g = vjp(
+        &args,
+        std::slice::from_ref(&out),
+        std::slice::from_ref(&grad),
+    )
+    .unwrap();
+    assert_eq!(g.len(), 2);
+    assert_eq!(values(g[0].as_ref().unwrap()), [10.0, 20.0]);
+    assert_eq!(values(g[1].as_ref().unwrap()), [30.0]);
+
+    // A list of the wrong length is a bug in the vjp, named as such.
+    let args = [Arg::TensorList(list), Arg::Int(99)];
+    let err = vjp(&args, &[out], &[grad]).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::RuleBug { .. }), "{msg}");
+    assert!(
+        msg.contains("concat_first")
+            && msg.contains("concat_vjp")
+            && msg.contains("1 gradients for the tensor list `tensors`, which has 2"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn vjp_slots_follow_the_tensor_arguments_optional_ones_included() {
+    let vjp = typed_vjp("cast_to");
+    let x = vec1(&[1.0]);
+    let grad = vec1(&[4.0, 5.0, 6.0]);
+    let out = vec1(&[0.0, 0.0, 0.0]);
+    let args = |bias: Option<Tensor>, dim: Option<i64>| {
+        [
+            Arg::Tensor(x.clone()),
+            Arg::ScalarType(DType::F64),
+            Arg::OptTensor(bias),
+            Arg::OptInt(dim),
+        ]
+    };
+    let run = |a: &[Arg<Tensor>]| vjp(a, std::slice::from_ref(&out), std::slice::from_ref(&grad));
+
+    let g = run(&args(Some(vec1(&[2.0])), Some(3))).unwrap();
+    assert_eq!(g.len(), 2, "one entry per tensor slot: self and bias");
+    assert_eq!(values(g[0].as_ref().unwrap()), [4.0, 5.0, 6.0]);
+    assert_eq!(values(g[1].as_ref().unwrap()), [3.0]);
+
+    // An absent optional tensor still has its slot, None.
+    let g = run(&args(None, None)).unwrap();
+    assert_eq!(g.len(), 2);
+    assert!(g[1].is_none());
+
+    // A gradient for an absent optional tensor is a bug in the vjp.
+    let err = run(&args(None, Some(3))).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("optional argument `bias`, which was None"),
+        "{err}"
     );
 }

@@ -1,5 +1,5 @@
 //! Procedural macros of [batchrules](https://docs.rs/batchrules): the op-table
-//! generator and the four registration attributes. Use them through the
+//! generator and the five registration attributes. Use them through the
 //! `batchrules` crate, which re-exports them and documents each one.
 //!
 //! Layout: `registration` (the attributes) and `table` (`op_table!`) each
@@ -43,6 +43,13 @@ pub fn meta(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn batching_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
     registration::expand(Role::BatchingRule, attr.into(), item.into()).into()
+}
+
+/// Registers the vector-Jacobian product of a differentiable primitive op. See
+/// `batchrules::vjp`.
+#[proc_macro_attribute]
+pub fn vjp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    registration::expand(Role::Vjp, attr.into(), item.into()).into()
 }
 
 /// Registers the decomposition of a composite op. See `batchrules::decompose`.

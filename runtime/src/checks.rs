@@ -254,6 +254,30 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push(op.name)
                 .push("\")]` (and a `#[batching_rule]` for vmap) instead, or declare it `kind = \"composite\"` in its op table if it is implemented by other ops."),
         ),
+        (OpKind::Composite, Role::Vjp) => Some(
+            m.code(op.name)
+                .push(" is a composite op: grad differentiates it through its decomposition (each op it calls brings its own vjp), so a vjp registered for it would never run. Remove this `#[vjp]`; if `")
+                .push(op.name)
+                .push("` really needs a derivative of its own, declare it `kind = \"primitive\"` in its op table and give it a `#[kernel]`, a `#[meta]` and a `#[batching_rule]` as well."),
+        ),
+        (OpKind::Primitive, Role::Vjp) if !op.differentiable => Some(
+            m.code(op.name)
+                .push(" is marked `differentiable = false` in its op table: no gradient flows through it, so grad never asks for its vjp and this one would never run. Remove this `#[vjp]`, or remove `differentiable = false` from `")
+                .push(op.name)
+                .push("`'s table entry if it really has a derivative."),
+        ),
+        (OpKind::Primitive, Role::Vjp) if !has_tensor_args(op) => Some(
+            m.code(op.name)
+                .push(" takes no tensor arguments, so there is nothing for a gradient to flow back to and this vjp would never run. Remove this `#[vjp]`, and mark `")
+                .push(op.name)
+                .push("` `differentiable = false` in its op table."),
+        ),
+        (OpKind::Primitive, Role::Vjp) => Some(
+            m.code(op.name)
+                .push(" returns a `Tensor[]`, and ops returning a tensor list are not differentiable yet: grad cannot pass one cotangent per list element to a vjp. Remove this `#[vjp]`, and mark `")
+                .push(op.name)
+                .push("` `differentiable = false` in its op table (or declare it returning a fixed tuple of tensors)."),
+        ),
         _ => None,
     }
 }
@@ -309,6 +333,8 @@ pub const fn check_arity(ops: &[OpSchema], op_at: usize, role: Role, found: usiz
         .code(op.name);
     let m = if matches!(role, Role::BatchingRule) && found == op.kernel.params.len() {
         m.push(" is missing its batch-dim parameters: a batching rule takes each tensor argument followed by its batch dim (`Option<usize>` after `&Tensor`, `&[Option<usize>]` after `&[Tensor]`).")
+    } else if matches!(role, Role::Vjp) && found == op.kernel.params.len() {
+        m.push(" is missing the op's outputs and their cotangents: a vjp takes the op's arguments, then each output (`result`), then one cotangent per output (`grad`), all `&Tensor`.")
     } else {
         m.push(" takes ")
             .num(want)
@@ -356,7 +382,20 @@ pub const fn check_param(
         .push(" has type ")
         .code(found)
         .push(", but ");
-    let m = if is_bdim {
+    let vjp_tensor = matches!(role, Role::Vjp) && index >= op.args.len();
+    let m = if vjp_tensor && index - op.args.len() < op.returns.len() {
+        m.push("it must be the op's output ")
+            .code(sig.param_names[index])
+            .push(", of type ")
+            .code(sig.params[index])
+            .push(".")
+    } else if vjp_tensor {
+        m.push("it must be the cotangent ")
+            .code(sig.param_names[index])
+            .push(" of the op's output (the gradient flowing back into it), of type ")
+            .code(sig.params[index])
+            .push(".")
+    } else if is_bdim {
         m.push("it must be the batch dim of tensor argument ")
             .code(sig.param_names[index])
             .push(", of type ")
@@ -400,7 +439,13 @@ pub const fn check_return(
             .code(found)
             .push(", but it must return ")
     };
-    Some(expected(m.code(sig.ret).push("."), op, role))
+    let m = m.code(sig.ret).push(".");
+    let m = if matches!(role, Role::Vjp) {
+        m.push(" A vjp returns one gradient per tensor argument of the op, in order: `Option<Tensor>` (`None` when no gradient flows to it), `Vec<Option<Tensor>>` for a `Tensor[]`; a tuple of them when the op has several tensor arguments.")
+    } else {
+        m
+    };
+    Some(expected(m, op, role))
 }
 
 /// The kinds of parameter types, for the real-type assertions: the schema's
@@ -456,6 +501,10 @@ pub const fn param_code(
         return OFF;
     }
     let (is_bdim, arg) = param_source(ops, op_at, role, index);
+    if matches!(role, Role::Vjp) && is_bdim {
+        // An output or a cotangent (lists are rejected by the kind check).
+        return (ParamKind::TENSOR, false, false);
+    }
     if arg >= op.args.len() {
         return OFF;
     }
@@ -509,9 +558,51 @@ pub const fn return_code(
     (op.returns.len() as u8, list, signature)
 }
 
+/// The most tensor-valued arguments a vjp's return type is checked for by
+/// type (beyond it, by spelling only).
+pub const VJP_MAX_SLOTS: usize = 4;
+
+/// [`return_code`] for a vjp: `(slots, lists)`, the number of tensor-valued
+/// argument slots and a bit mask of those that are `Tensor[]` (bit `i` for
+/// slot `i`); `(0, 0)` when the assertion is off.
+pub const fn vjp_return_code(
+    ops: &[OpSchema],
+    op_at: usize,
+    found: &str,
+    decides: bool,
+) -> (u8, u8) {
+    let Some(op) = usable(ops, op_at, Role::Vjp) else {
+        return (0, 0);
+    };
+    if check_return(ops, op_at, Role::Vjp, found, decides).is_some() {
+        return (0, 0);
+    }
+    let mut slots = 0usize;
+    let mut lists = 0u8;
+    let mut i = 0;
+    while i < op.args.len() {
+        match op.args[i].ty {
+            ArgType::Tensor => slots += 1,
+            ArgType::TensorList => {
+                if slots < 8 {
+                    lists |= 1 << slots;
+                }
+                slots += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if slots == 0 || slots > VJP_MAX_SLOTS {
+        return (0, 0);
+    }
+    (slots as u8, lists)
+}
+
 /// Where the shim finds parameter `index` of a function registered as `role`
 /// for the op at `op_at`: `(true, k)` for the batch dim of argument `k` (a batching rule's
-/// parameter after a tensor), `(false, k)` for argument `k`. Read from the
+/// parameter after a tensor), or for a vjp's tensor `k` of the op's outputs
+/// followed by their cotangents; `(false, k)` for argument `k`. Read from the
 /// schema, so a parameter's type may be spelled any way (an alias).
 pub const fn param_source(
     ops: &[OpSchema],
@@ -522,6 +613,13 @@ pub const fn param_source(
     let Some(op) = usable(ops, op_at, role) else {
         return (false, index);
     };
+    if matches!(role, Role::Vjp) {
+        return if index < op.args.len() {
+            (false, index)
+        } else {
+            (true, index - op.args.len())
+        };
+    }
     if !matches!(role, Role::BatchingRule) {
         return (false, index);
     }

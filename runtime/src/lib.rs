@@ -10,9 +10,9 @@
 //!   invalid per example is invalid under vmap too, and no rule repeats a check.
 //!
 //! Ops are declared once in an op table (see [`op_table!`]); kernels, metas,
-//! batching rules and decompositions are registered with the attributes
-//! [`kernel`], [`meta`], [`batching_rule`] and [`decompose`], each checked at
-//! compile time against the table.
+//! batching rules, decompositions and vjps are registered with the attributes
+//! [`kernel`], [`meta`], [`batching_rule`], [`decompose`] and
+//! [`vjp`](macro@vjp), each checked at compile time against the table.
 //!
 //! ```
 //! use batchrules::{ops, Tensor};
@@ -38,14 +38,14 @@ mod checks; // compile-time checks of registrations against a schema
 mod core; // tensor, dtypes, errors, dims, broadcasting, casting, size checks
 pub mod coverage; // what each op has, and what vmap uses
 pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
+mod grad;
 mod library; // the built-in op library
 #[doc(hidden)]
 pub mod private;
 pub mod registry; // the registrations of every op, audited
 pub mod schema; // op schemas as generated from op tables
 pub mod testing; // vmap against the per-example loop, for any op
-mod vmap; // the vmap transform: its interpreter, fallback loop and API
-mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
+mod vmap; // the vmap transform: its interpreter, fallback loop and API // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -59,11 +59,11 @@ pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
+pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use grad::{
     grad, hessian, jacrev, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Hessian, Jacrev,
     ValueAndGrad, VjpFn,
 };
-pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
     InDims, Inputs, LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
@@ -82,6 +82,11 @@ pub use vmap::{
 /// kind = "primitive"   # or "composite"
 /// doc = "Upper triangle of the last two dims."
 /// ```
+///
+/// A primitive through which no gradient flows (a comparison, a factory, an
+/// integer-valued output such as `argmax`) says `differentiable = false`: a
+/// `#[vjp]` for it then fails the build. A composite takes no such line: it is
+/// differentiated through its decomposition.
 ///
 /// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
 /// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
@@ -263,6 +268,100 @@ pub use batchrules_macros::batching_rule;
 /// # fn main() {}
 /// ```
 pub use batchrules_macros::decompose;
+
+/// Registers the vector-Jacobian product (the backward formula) of a
+/// **differentiable primitive** op, which grad calls to send gradients back
+/// through it.
+///
+/// The function takes the op's arguments (as the kernel does), then each of the
+/// op's outputs (`result`, or `result0`, `result1`, ... for several), then the
+/// cotangent of each output (`grad`, or `grad0`, ...), all as `&Tensor`. It
+/// returns one gradient per tensor argument of the op, in order:
+/// `Option<Tensor>` (`None` when no gradient flows to that argument, or when an
+/// optional `Tensor?` argument was `None`), `Vec<Option<Tensor>>` (one per
+/// element) for a `Tensor[]`; a tuple when the op has several tensor arguments.
+/// Each gradient has its argument's shape: a broadcasting op sums its gradient
+/// back to the argument's shape.
+///
+/// Write it with the op functions (`ops::mul`, ...), not by reading data: then
+/// under an outer `vmap` the backward is batched like any other code (per-sample
+/// gradients), and under an outer grad it is itself differentiated (higher-order
+/// derivatives).
+///
+/// The build fails for a vjp on a composite op (grad differentiates it through
+/// its decomposition, so the vjp would never run), on an op its table marks
+/// `differentiable = false`, on an op that returns a `Tensor[]` (not
+/// differentiable yet), and for a signature that does not fit the schema. Two
+/// vjps for one op are an error of the registry audit. Keys as for [`kernel`].
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "scale(Tensor self, Tensor factor) -> Tensor"
+/// # kind = "primitive"
+/// # "#);
+/// # }
+/// use batchrules::{batching_rule, kernel, meta, vjp, Error, Result, Tensor, TensorMeta};
+///
+/// #[meta(op = "scale", table = ops)]
+/// fn scale_meta(x: &TensorMeta, factor: &TensorMeta) -> Result<TensorMeta> {
+///     if factor.shape() != x.shape() || factor.dtype() != x.dtype() {
+///         return Err(Error::invalid("factor must have the shape and dtype of self"));
+///     }
+///     Ok(x.clone())
+/// }
+///
+/// #[kernel(op = "scale", table = ops)]
+/// fn scale_kernel(x: &Tensor, factor: &Tensor) -> Result<Tensor> {
+///     batchrules::ops::mul(x, factor)
+/// }
+///
+/// #[batching_rule(op = "scale", table = ops)]
+/// fn scale_rule(
+///     x: &Tensor,
+///     x_bdim: Option<usize>,
+///     factor: &Tensor,
+///     factor_bdim: Option<usize>,
+/// ) -> Result<(Tensor, Option<usize>)> {
+///     // Both operands with the batch dim in front (an unbatched one repeated).
+///     let both = [x.clone(), factor.clone()];
+///     let front = batchrules::batching::materialize_at_front(&both, &[x_bdim, factor_bdim])?;
+///     Ok((ops::scale(&front[0], &front[1])?, Some(0)))
+/// }
+///
+/// // d(x * f) = grad * f for x, grad * x for f; written with ops, so it batches.
+/// #[vjp(op = "scale", table = ops)]
+/// fn scale_vjp(
+///     x: &Tensor,
+///     factor: &Tensor,
+///     _result: &Tensor,
+///     grad: &Tensor,
+/// ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+///     Ok((Some(ops::scale(grad, factor)?), Some(ops::scale(grad, x)?)))
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A vjp on a composite op fails the build:
+///
+/// ```compile_fail,E0080
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self) -> Tensor"
+/// # kind = "composite"
+/// # "#);
+/// # }
+/// use batchrules::{vjp, Result, Tensor};
+///
+/// #[vjp(op = "double", table = ops)]
+/// fn double_vjp(_x: &Tensor, _result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+///     Ok(Some(batchrules::ops::add(grad, grad)?))
+/// }
+/// # fn main() {}
+/// ```
+pub use batchrules_macros::vjp;
 
 /// Implements [`TensorTree`](trait@TensorTree) for a struct of tensors, so it
 /// can go through [`vmap`] (and the other transforms) as one value.

@@ -10,12 +10,12 @@ use std::marker::PhantomData;
 
 pub use crate::checks::{
     check_arity, check_op, check_param, check_return, op_index, param_code, param_source,
-    return_code, ParamKind,
+    return_code, vjp_return_code, ParamKind, VJP_MAX_SLOTS,
 };
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
 pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
-pub use crate::schema::{self, Role};
+pub use crate::schema::{self, ArgType, OpSchema, Role};
 pub use crate::{DType, Error, Result, Tensor, TensorMeta};
 pub use batchrules_macros::op_table as op_table_impl;
 pub use inventory;
@@ -131,6 +131,175 @@ return_types! {
     (0, false, 0) => Skip, "";
 }
 
+/// A vjp's return type, as const generics: the number of tensor-valued
+/// argument slots and a bit mask of those that are `Tensor[]`. See
+/// [`vjp_return_code`].
+pub struct VjpReturnCode<const SLOTS: u8, const LISTS: u8>;
+
+/// The impls of [`ReturnType`] for [`VjpReturnCode`]: every combination of
+/// `Option<Tensor>` and `Vec<Option<Tensor>>` slots, up to [`VJP_MAX_SLOTS`].
+macro_rules! vjp_return_types {
+    ($(($slots:literal, $lists:literal) => $ty:ty;)*) => {
+        $(
+            impl ReturnType for VjpReturnCode<$slots, $lists> {
+                type Type = Result<$ty>;
+            }
+        )*
+    };
+}
+
+type G = Option<Tensor>;
+type L = Vec<Option<Tensor>>;
+
+vjp_return_types! {
+    (0, 0) => Skip;
+    (1, 0) => G;
+    (1, 1) => L;
+    (2, 0) => (G, G);
+    (2, 1) => (L, G);
+    (2, 2) => (G, L);
+    (2, 3) => (L, L);
+    (3, 0) => (G, G, G);
+    (3, 1) => (L, G, G);
+    (3, 2) => (G, L, G);
+    (3, 3) => (L, L, G);
+    (3, 4) => (G, G, L);
+    (3, 5) => (L, G, L);
+    (3, 6) => (G, L, L);
+    (3, 7) => (L, L, L);
+    (4, 0) => (G, G, G, G);
+    (4, 1) => (L, G, G, G);
+    (4, 2) => (G, L, G, G);
+    (4, 3) => (L, L, G, G);
+    (4, 4) => (G, G, L, G);
+    (4, 5) => (L, G, L, G);
+    (4, 6) => (G, L, L, G);
+    (4, 7) => (L, L, L, G);
+    (4, 8) => (G, G, G, L);
+    (4, 9) => (L, G, G, L);
+    (4, 10) => (G, L, G, L);
+    (4, 11) => (L, L, G, L);
+    (4, 12) => (G, G, L, L);
+    (4, 13) => (L, G, L, L);
+    (4, 14) => (G, L, L, L);
+    (4, 15) => (L, L, L, L);
+}
+
+/// The gradient a vjp returns for one tensor-valued argument slot.
+pub enum GradSlot {
+    /// For a `Tensor` or `Tensor?` argument.
+    One(Option<Tensor>),
+    /// For a `Tensor[]` argument: one per element.
+    List(Vec<Option<Tensor>>),
+}
+
+/// One slot of a vjp's return value.
+pub trait IntoGradSlot {
+    /// The slot.
+    fn into_slot(self) -> GradSlot;
+}
+impl IntoGradSlot for Option<Tensor> {
+    fn into_slot(self) -> GradSlot {
+        GradSlot::One(self)
+    }
+}
+impl IntoGradSlot for Vec<Option<Tensor>> {
+    fn into_slot(self) -> GradSlot {
+        GradSlot::List(self)
+    }
+}
+
+/// A vjp's return value (without the `Result`): one slot, or a tuple of them.
+pub trait Gradients {
+    /// The slots, in argument order.
+    fn into_slots(self) -> Vec<GradSlot>;
+}
+impl<A: IntoGradSlot> Gradients for A {
+    fn into_slots(self) -> Vec<GradSlot> {
+        vec![self.into_slot()]
+    }
+}
+macro_rules! gradients_tuple {
+    ($($t:ident),*) => {
+        impl<$($t: IntoGradSlot),*> Gradients for ($($t,)*) {
+            #[allow(non_snake_case)]
+            fn into_slots(self) -> Vec<GradSlot> {
+                let ($($t,)*) = self;
+                vec![$($t.into_slot()),*]
+            }
+        }
+    };
+}
+gradients_tuple!(A, B);
+gradients_tuple!(A, B, C);
+gradients_tuple!(A, B, C, D);
+gradients_tuple!(A, B, C, D, E);
+
+/// The flat gradient list of a [`VjpFn`](crate::registry::VjpFn): one entry
+/// per tensor-valued argument slot of `op`, a `Tensor[]` slot giving one per
+/// element. A slot that does not fit its argument (a list of another length,
+/// a gradient for an absent `Tensor?`) is a bug in the vjp, reported naming
+/// the op and the function.
+pub fn flatten_gradients(
+    op: &OpSchema,
+    function: &str,
+    args: &[Arg<Tensor>],
+    slots: Vec<GradSlot>,
+) -> Result<Vec<Option<Tensor>>> {
+    let bug = |message: String| Error::RuleBug {
+        op: op.name.to_string(),
+        rule: format!("#[vjp] `{function}`"),
+        message,
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut slots = slots.into_iter();
+    for (k, schema_arg) in op.args.iter().enumerate() {
+        if !matches!(schema_arg.ty, ArgType::Tensor | ArgType::TensorList) {
+            continue;
+        }
+        let slot = slots.next().ok_or_else(|| {
+            bug(format!(
+                "it returned no gradient for argument `{}`",
+                schema_arg.name
+            ))
+        })?;
+        match (args.get(k), slot) {
+            (Some(Arg::Tensor(_)), GradSlot::One(g)) => out.push(g),
+            (Some(Arg::OptTensor(present)), GradSlot::One(g)) => {
+                if present.is_none() && g.is_some() {
+                    return Err(bug(format!(
+                        "it returned a gradient for the optional argument `{}`, which was None",
+                        schema_arg.name
+                    )));
+                }
+                out.push(g);
+            }
+            (Some(Arg::TensorList(list)), GradSlot::List(grads)) => {
+                if grads.len() != list.len() {
+                    return Err(bug(format!(
+                        "it returned {} gradients for the tensor list `{}`, which has {} tensors; return one per tensor (None where no gradient flows)",
+                        grads.len(),
+                        schema_arg.name,
+                        list.len()
+                    )));
+                }
+                out.extend(grads);
+            }
+            _ => return Err(shim_error("argument", k)),
+        }
+    }
+    if slots.next().is_some() {
+        return Err(shim_error("return value", 0));
+    }
+    Ok(out)
+}
+
+/// The op at `index` of a table's schemas (always there once the
+/// compile-time checks passed).
+pub fn schema_at(ops: &[OpSchema], index: usize) -> Result<&OpSchema> {
+    ops.get(index).ok_or_else(|| shim_error("op index", index))
+}
+
 fn shim_error(what: &str, index: usize) -> Error {
     Error::NotImplemented {
         op: String::new(),
@@ -187,6 +356,30 @@ impl<'a, T> ProbeBDimFallback<'a, T> for Probe<BDim, T> {
     }
 }
 
+/// A vjp's parameter `i` past the op's arguments: output `i`, or past the
+/// outputs, the cotangent of output `i - outputs.len()`.
+pub trait ProbeTensor<'a, T> {
+    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T>;
+}
+impl<'a, T: From<&'a Tensor>> ProbeTensor<'a, T> for &Probe<Tensor, T> {
+    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T> {
+        let t = match i.checked_sub(outputs.len()) {
+            None => outputs.get(i),
+            Some(j) => grads.get(j),
+        };
+        t.map(T::from)
+            .ok_or_else(|| shim_error("output or cotangent", i))
+    }
+}
+pub trait ProbeTensorFallback<'a, T> {
+    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T>;
+}
+impl<'a, T> ProbeTensorFallback<'a, T> for Probe<Tensor, T> {
+    fn tensor(&self, _: &'a [Tensor], _: &'a [Tensor], i: usize) -> Result<T> {
+        Err(shim_error("output or cotangent", i))
+    }
+}
+
 /// The return-value twin of [`Probe`].
 pub struct RetProbe<X, R>(Cell<Option<R>>, PhantomData<fn() -> X>);
 
@@ -207,6 +400,42 @@ impl<X, O: Outputs<X>> ProbeRet<X> for &RetProbe<X, Result<O>> {
         }
     }
 }
+/// A vjp's return value, flattened by [`flatten_gradients`].
+pub trait ProbeGradients {
+    fn gradients(
+        &self,
+        op: &OpSchema,
+        function: &str,
+        args: &[Arg<Tensor>],
+    ) -> Result<Vec<Option<Tensor>>>;
+}
+impl<G: Gradients> ProbeGradients for &RetProbe<GradSlot, Result<G>> {
+    fn gradients(
+        &self,
+        op: &OpSchema,
+        function: &str,
+        args: &[Arg<Tensor>],
+    ) -> Result<Vec<Option<Tensor>>> {
+        match self.0.take() {
+            Some(r) => flatten_gradients(op, function, args, r?.into_slots()),
+            None => Err(shim_error("return value", 0)),
+        }
+    }
+}
+pub trait ProbeGradientsFallback {
+    fn gradients(
+        &self,
+        op: &OpSchema,
+        function: &str,
+        args: &[Arg<Tensor>],
+    ) -> Result<Vec<Option<Tensor>>>;
+}
+impl<R> ProbeGradientsFallback for RetProbe<GradSlot, R> {
+    fn gradients(&self, _: &OpSchema, _: &str, _: &[Arg<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Err(shim_error("return value", 0))
+    }
+}
+
 pub trait ProbeRetFallback<X> {
     fn outputs(&self) -> Result<Outs<X>>;
 }

@@ -206,6 +206,15 @@ fn type_assertions(r: &Registration) -> TokenStream {
     };
     let ret = ret.map(|ty| {
         let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
+        if r.role == Role::Vjp {
+            return quote! {
+                const R: (u8, u8) = #rt::vjp_return_code(#schema, #index, #spelling, #decides);
+                let () = <#ty as ReturnIs<
+                    <#rt::VjpReturnCode<{ R.0 }, { R.1 }> as #rt::ReturnType>::Type,
+                    { R.0 != 0 },
+                >>::OK;
+            };
+        }
         quote! {
             const R: (u8, bool, u8) =
                 #rt::return_code(#schema, #index, #role, #spelling, #decides);
@@ -279,6 +288,16 @@ fn registration_items(r: &Registration) -> TokenStream {
                         (&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, SOURCE.1)?
                     }
                 })
+            } else if r.role == Role::Vjp {
+                quote!({
+                    const SOURCE: (bool, usize) =
+                        #rt::param_source(#schema, #index, #rt::Role::#variant, #i);
+                    if SOURCE.0 {
+                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).tensor(outputs, grads, SOURCE.1)?
+                    } else {
+                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).arg(args, SOURCE.1)?
+                    }
+                })
             } else {
                 quote!((&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, #i)?)
             }
@@ -306,7 +325,7 @@ fn registration_items(r: &Registration) -> TokenStream {
     let shim = format_ident!("__batchrules_{}_shim", r.role.attr());
     let probes = quote! {
         #[allow(unused_imports)]
-        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _};
+        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _, ProbeTensor as _, ProbeTensorFallback as _, ProbeGradients as _, ProbeGradientsFallback as _};
     };
     let (shim_fn, func_value) = match r.role {
         Role::BatchingRule => (
@@ -323,6 +342,25 @@ fn registration_items(r: &Registration) -> TokenStream {
             },
             quote!(#rt::RegisteredFn::BatchingRule(#shim)),
         ),
+        Role::Vjp => {
+            let name_str = name.to_string();
+            (
+                quote! {
+                    fn #shim(
+                        args: &[#rt::Arg<#rt::Tensor>],
+                        outputs: &[#rt::Tensor],
+                        grads: &[#rt::Tensor],
+                    ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
+                        #probes
+                        let ret = #name(#(#call_args),*);
+                        #module_level
+                        let op = #rt::schema_at(#schema, #index)?;
+                        (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, #name_str, args)
+                    }
+                },
+                quote!(#rt::RegisteredFn::Vjp(#shim)),
+            )
+        }
         _ => (
             quote! {
                 fn #shim(

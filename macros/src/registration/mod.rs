@@ -1,5 +1,5 @@
-//! The four registration attributes: `#[kernel]`, `#[meta]`, `#[batching_rule]`
-//! and `#[decompose]`.
+//! The five registration attributes: `#[kernel]`, `#[meta]`, `#[batching_rule]`,
+//! `#[decompose]` and `#[vjp]`.
 //!
 //! Phases, as in thiserror and serde_derive: [`attr`] parses the arguments,
 //! [`valid`] checks the function for what needs no op table, [`ast`] holds the

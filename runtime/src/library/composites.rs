@@ -28,7 +28,7 @@ fn empty_dim(x: &Tensor, dim: i64) -> Result<bool> {
 
 /// The number of elements a reduction of `x` over `dim` (all dims when
 /// `None`) combines: the size of `dim`, or every element.
-fn reduced_count(x: &Tensor, dim: Option<i64>) -> Result<usize> {
+pub(super) fn reduced_count(x: &Tensor, dim: Option<i64>) -> Result<usize> {
     Ok(match dim {
         Some(d) if x.ndim() > 0 => x.shape()[check_dim(d, x.ndim())?],
         _ => x.shape().iter().product(),
@@ -49,7 +49,8 @@ fn softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
         // As in PyTorch: nothing to normalize, so the (empty) input's shape.
         return Ok(x.clone());
     }
-    let shifted = ops::sub(x, &ops::amax(x, Some(dim), true)?)?;
+    // The shift changes no value, so no gradient flows through it (detach).
+    let shifted = ops::sub(x, &ops::detach(&ops::amax(x, Some(dim), true)?)?)?;
     let e = ops::exp(&shifted)?;
     ops::div(&e, &ops::sum(&e, Some(dim), true)?)
 }
@@ -68,7 +69,9 @@ fn logsumexp_decomposition(x: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor
     }
     // Shifted by the maximum, unless it is infinite: all -inf gives
     // log(0) + 0 = -inf and a +inf gives log(inf) + 0 = +inf (not NaN).
-    let m = finite_shift(&ops::amax(x, Some(dim), true)?)?;
+    // The shift cancels out of the value, so no gradient flows through it
+    // (detach); the gradient of the result is then softmax(x).
+    let m = ops::detach(&finite_shift(&ops::amax(x, Some(dim), true)?)?)?;
     let s = ops::sum(&ops::exp(&ops::sub(x, &m)?)?, Some(dim), keepdim)?;
     // The maximum once, squeezed to the result's shape when keepdim is off (a
     // 0-d input has no dim to squeeze).
@@ -93,7 +96,8 @@ fn log_softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
     }
     // `x - logsumexp(x)`, written out so the shifted values are computed once:
     // `(x - m) - log(sum(exp(x - m)))` with `m` the maximum along `dim`.
-    let shifted = ops::sub(x, &ops::amax(x, Some(dim), true)?)?;
+    // The shift cancels out, so no gradient flows through it (detach).
+    let shifted = ops::sub(x, &ops::detach(&ops::amax(x, Some(dim), true)?)?)?;
     let lse = ops::log(&ops::sum(&ops::exp(&shifted)?, Some(dim), true)?)?;
     ops::sub(&shifted, &lse)
 }

@@ -445,3 +445,114 @@ crate::op_samples!(
     samples = narrow_samples,
     errors = narrow_errors
 );
+
+// ---------------------------------------------------------------------------
+// pad_dim
+
+/// The dim of a `pad_dim` of a tensor of `shape`, the two counts, and the
+/// padded size of that dim.
+fn pad_range(
+    shape: &[usize],
+    dim: i64,
+    before: i64,
+    after: i64,
+) -> Result<(usize, usize, usize, usize)> {
+    if shape.is_empty() {
+        return Err(Error::invalid(
+            "cannot pad a 0-d tensor: it has no dim to pad (unsqueeze it first)",
+        ));
+    }
+    let d = dim_in(dim, shape)?;
+    let count = |name: &str, v: i64| {
+        usize::try_from(v).map_err(|_| {
+            Error::invalid(format!(
+                "`{name}` is {v}, but the number of zeros to add must be non-negative \
+                 (tensor shape {shape:?}); use narrow to remove entries"
+            ))
+        })
+    };
+    let (b, a) = (count("before", before)?, count("after", after)?);
+    let size = shape[d]
+        .checked_add(b)
+        .and_then(|s| s.checked_add(a))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "padding dim {d} of size {} by {before} and {after} gives more than {} entries",
+                shape[d],
+                usize::MAX
+            ))
+        })?;
+    Ok((d, b, a, size))
+}
+
+#[meta(op = "pad_dim")]
+fn pad_dim_meta(x: &TensorMeta, dim: i64, before: i64, after: i64) -> Result<TensorMeta> {
+    let (d, _, _, size) = pad_range(x.shape(), dim, before, after)?;
+    let mut shape = x.shape().to_vec();
+    shape[d] = size;
+    Ok(TensorMeta::new(shape, x.dtype()))
+}
+
+fn pad_array<T: Element>(a: &ArcArray<T, IxDyn>, d: usize, before: usize, size: usize) -> Tensor {
+    let mut shape = a.shape().to_vec();
+    let len = shape[d];
+    shape[d] = size;
+    let mut out = ndarray::ArrayD::<T>::default(IxDyn(&shape));
+    out.slice_axis_mut(Axis(d), Slice::from(before..before + len))
+        .assign(a);
+    Tensor::from(out)
+}
+
+#[kernel(op = "pad_dim")]
+fn pad_dim_kernel(x: &Tensor, dim: i64, before: i64, after: i64) -> Result<Tensor> {
+    let (d, b, _, size) = pad_range(x.shape(), dim, before, after)?;
+    Ok(each_dtype!(x.data()?, a => pad_array(a, d, b, size)))
+}
+
+#[batching_rule(op = "pad_dim")]
+fn pad_dim_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    dim: i64,
+    before: i64,
+    after: i64,
+) -> Result<(Tensor, Option<usize>)> {
+    let x = bdim_to_front(x, bdim)?;
+    let d = physical_dim(&x, bdim.is_some(), dim)?;
+    Ok((ops::pad_dim(&x, d as i64, before, after)?, bdim.map(|_| 0)))
+}
+
+fn pad_dim_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[4, 3]);
+    vec![
+        crate::args![&x, 0i64, 1i64, 2i64],
+        crate::args![&x, -1i64, 0i64, 3i64],
+        crate::args![&x, 1i64, 2i64, 0i64],
+        crate::args![&x, 0i64, 0i64, 0i64],
+        crate::args![&f64s(&[0, 2]), 0i64, 2i64, 1i64],
+        crate::args![&f64s(&[2, 0]), 1i64, 0i64, 0i64],
+        crate::args![&f32s(&[5]), 0i64, 1i64, 1i64],
+        crate::args![&i64s(&[2, 3], 5), 1i64, 1i64, 2i64],
+        crate::args![&bools(&[3, 1]), -2i64, 1i64, 0i64],
+    ]
+}
+
+fn pad_dim_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[4, 3]);
+    vec![
+        crate::args![&f64s(&[]), 0i64, 1i64, 0i64],
+        crate::args![&x, 2i64, 0i64, 1i64],
+        crate::args![&x, -3i64, 0i64, 1i64],
+        crate::args![&x, 0i64, -1i64, 2i64],
+        crate::args![&x, 0i64, 1i64, -2i64],
+        crate::args![&x, 0i64, i64::MAX, 0i64],
+    ]
+}
+
+crate::op_samples!(
+    op = "pad_dim",
+    samples = pad_dim_samples,
+    errors = pad_dim_errors
+);

@@ -412,3 +412,419 @@ crate::op_samples!(
     samples = gather_samples,
     errors = gather_errors
 );
+
+// ---------------------------------------------------------------------------
+// index_add and scatter_add: the reverses of index_select and gather
+
+/// Checks the two tensors an accumulating op adds (`self` and the values
+/// added to it) have one dtype, and one it can add: i64 or a float.
+fn require_summable(x: &TensorMeta, added: &TensorMeta, name: &str) -> Result<()> {
+    if x.dtype() == DType::Bool {
+        return Err(Error::invalid(
+            "is not defined for bool tensors, got self of dtype bool; convert it with \
+             to_dtype to i64 or a float first",
+        ));
+    }
+    if added.dtype() != x.dtype() {
+        return Err(Error::invalid(format!(
+            "{name} must have self's dtype {}, got {}; convert it with to_dtype first",
+            x.dtype(),
+            added.dtype()
+        )));
+    }
+    Ok(())
+}
+
+/// An element an accumulating kernel adds: i64 wraps on overflow (as `add`).
+trait Summand: Element {
+    fn plus(self, other: Self) -> Self;
+}
+impl Summand for i64 {
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+}
+impl Summand for f32 {
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+}
+impl Summand for f64 {
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+}
+
+/// Runs `$body` with `$a` and `$s` bound to the arrays of `$x` and `$src`,
+/// which must hold the same summable element type.
+macro_rules! summable_pair {
+    ($x:expr, $src:expr, |$a:ident, $s:ident| $body:expr) => {
+        match ($x.data()?, $src.data()?) {
+            (Data::I64($a), Data::I64($s)) => $body,
+            (Data::F32($a), Data::F32($s)) => $body,
+            (Data::F64($a), Data::F64($s)) => $body,
+            (a, s) => Err(Error::invalid(format!(
+                "cannot add {} values into a {} tensor",
+                s.dtype(),
+                a.dtype()
+            ))),
+        }
+    };
+}
+
+#[meta(op = "index_add")]
+fn index_add_meta(
+    x: &TensorMeta,
+    dim: i64,
+    index: &TensorMeta,
+    source: &TensorMeta,
+) -> Result<TensorMeta> {
+    // `source` has the shape index_select would give for the same arguments.
+    let selected = index_select_meta(x, dim, index)?;
+    if source.shape() != selected.shape() {
+        return Err(Error::invalid(format!(
+            "source must have shape {:?} (self's shape {:?} with dim {dim} of the index's \
+             length {}), got {:?}",
+            selected.shape(),
+            x.shape(),
+            index.shape().iter().product::<usize>(),
+            source.shape()
+        )));
+    }
+    require_summable(x, source, "source")?;
+    Ok(x.clone())
+}
+
+fn index_add_array<T: Summand>(
+    a: &ArcArray<T, IxDyn>,
+    d: usize,
+    at: &[usize],
+    source: &ArcArray<T, IxDyn>,
+) -> Result<Tensor> {
+    let mut out = a.to_owned();
+    if out.ndim() == 0 {
+        // 0-d: the one index is 0 (checked) and the source is 0-d.
+        for (o, &s) in out.iter_mut().zip(source.iter()) {
+            *o = o.plus(s);
+        }
+        return Ok(Tensor::from(out));
+    }
+    if source.ndim() != out.ndim() || source.shape()[d] != at.len() {
+        return Err(Error::invalid(format!(
+            "source of shape {:?} does not fit self of shape {:?} and {} indices at dim {d}",
+            source.shape(),
+            a.shape(),
+            at.len()
+        )));
+    }
+    for (i, &p) in at.iter().enumerate() {
+        let mut slot = out.index_axis_mut(Axis(d), p);
+        let add = source.index_axis(Axis(d), i);
+        let Some(add) = add.broadcast(slot.raw_dim()) else {
+            return Err(Error::invalid(format!(
+                "source of shape {:?} does not fit self of shape {:?}",
+                source.shape(),
+                a.shape()
+            )));
+        };
+        slot.zip_mut_with(&add, |o, &s| *o = o.plus(s));
+    }
+    Ok(Tensor::from(out))
+}
+
+#[kernel(op = "index_add")]
+fn index_add_kernel(x: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let d = dim_in(dim, x.shape())?;
+    // A 0-d tensor is indexed as if it had shape [1].
+    let size = x.shape().get(d).copied().unwrap_or(1);
+    let at = positions(index, size)?;
+    summable_pair!(x, source, |a, s| index_add_array(a, d, &at, s))
+}
+
+/// `index` (batch dim at the front, logical rank at most 1) as a gather or
+/// scatter index for a tensor of physical shape `shape` (batch dim at the
+/// front) at physical dim `d`: each example's indices along `d`, expanded
+/// over the other dims.
+fn expand_index_along(index: &Tensor, shape: &[usize], d: usize) -> Result<Tensor> {
+    let b = index.shape()[0];
+    let n: usize = index.shape()[1..].iter().product();
+    let mut view = vec![1i64; shape.len()];
+    view[0] = b as i64;
+    view[d] = n as i64;
+    let mut target: Vec<i64> = shape_arg(None, shape);
+    target[d] = n as i64;
+    ops::expand(&ops::reshape(index, &view)?, &target)
+}
+
+#[batching_rule(op = "index_add")]
+fn index_add_rule(
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    dim: i64,
+    index: &Tensor,
+    index_bdim: Option<usize>,
+    source: &Tensor,
+    source_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    // The result is per example whatever is batched: self and source at the
+    // front (repeated over the batch if unbatched); 0-d examples as [1].
+    let rank = logical_rank(x, x_bdim);
+    let ts = materialize_at_front(
+        &[x.clone(), source.clone(), index.clone()],
+        &[x_bdim, source_bdim, index_bdim],
+    )?;
+    let [x, source, batched_index] = &ts[..] else {
+        return Err(Error::invalid("expected three tensors"));
+    };
+    let (x, source) = if rank == 0 {
+        (x.unsqueezed(1)?, source.unsqueezed(1)?)
+    } else {
+        (x.clone(), source.clone())
+    };
+    let d = physical_dim(&x, true, dim)?;
+    let out = match index_bdim {
+        // One index for every example: index_add along the physical dim.
+        None => ops::index_add(&x, d as i64, index, &source)?,
+        // Each example's own indices: a scatter_add with them expanded over
+        // the other dims (whose kernel checks every index against the dim).
+        Some(_) => {
+            let index = expand_index_along(batched_index, source.shape(), d)?;
+            ops::scatter_add(&x, d as i64, &index, &source)?
+        }
+    };
+    let out = if rank == 0 {
+        ops::squeeze(&out, Some(1))?
+    } else {
+        out
+    };
+    Ok((out, Some(0)))
+}
+
+fn index_add_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        // Index values 0, 1, 2, 0, 1: repeated positions accumulate.
+        crate::args![&x, 0i64, &i64s(&[5], 3), &f64s(&[5, 4])],
+        crate::args![&x, -1i64, &i64s(&[2], 4), &f64s(&[3, 2])],
+        crate::args![&x, 1i64, &i64s(&[0], 4), &f64s(&[3, 0])],
+        crate::args![&x, 0i64, &i64s(&[], 3), &f64s(&[1, 4])],
+        crate::args![&f32s(&[2, 3, 2]), 1i64, &i64s(&[4], 3), &f32s(&[2, 4, 2])],
+        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[2], 3), &f64s(&[0, 2])],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[1], 1), &f64s(&[])],
+        crate::args![&f64s(&[]), -1i64, &i64s(&[], 1), &f64s(&[])],
+        crate::args![&i64s(&[4], 9), 0i64, &i64s(&[3], 4), &i64s(&[3], 5)],
+    ]
+}
+
+fn index_add_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 2i64, &i64s(&[2], 3), &f64s(&[3, 2])],
+        // Index values 3, 0, 7: out of range for a dim of size 3.
+        crate::args![&x, 0i64, &i64s(&[3], 10), &f64s(&[3, 4])],
+        crate::args![&x, 0i64, &f64s(&[2]), &f64s(&[2, 4])],
+        crate::args![&x, 0i64, &i64s(&[2, 1], 3), &f64s(&[2, 4])],
+        crate::args![&x, 0i64, &i64s(&[2], 3), &f64s(&[3, 4])],
+        crate::args![&x, 0i64, &i64s(&[2], 3), &f64s(&[2])],
+        crate::args![&x, 0i64, &i64s(&[2], 3), &f32s(&[2, 4])],
+        crate::args![&bools(&[3]), 0i64, &i64s(&[2], 3), &bools(&[2])],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[2], 1), &f64s(&[])],
+    ]
+}
+
+crate::op_samples!(
+    op = "index_add",
+    samples = index_add_samples,
+    errors = index_add_errors
+);
+
+#[meta(op = "scatter_add")]
+fn scatter_add_meta(
+    x: &TensorMeta,
+    dim: i64,
+    index: &TensorMeta,
+    src: &TensorMeta,
+) -> Result<TensorMeta> {
+    require_i64_index(index)?;
+    let (xs, is, ss) = (
+        at_least_1d(x.shape()),
+        at_least_1d(index.shape()),
+        at_least_1d(src.shape()),
+    );
+    if is.len() != xs.len() || ss.len() != xs.len() {
+        return Err(Error::invalid(format!(
+            "self, index and src must have the same number of dims, got shapes {:?}, {:?} and {:?}",
+            x.shape(),
+            index.shape(),
+            src.shape()
+        )));
+    }
+    let d = dim_in(dim, x.shape())?;
+    // As in PyTorch, an empty index is not compared with self and src.
+    if !index.shape().contains(&0) {
+        if let Some(k) = (0..is.len()).find(|&k| is[k] > ss[k]) {
+            return Err(Error::invalid(format!(
+                "index of shape {:?} is larger than src of shape {:?} in dim {k}",
+                index.shape(),
+                src.shape()
+            )));
+        }
+        if let Some(k) = (0..is.len()).find(|&k| k != d && is[k] > xs[k]) {
+            return Err(Error::invalid(format!(
+                "index of shape {:?} is larger than self of shape {:?} in dim {k}; \
+                 only dim {d}, the scattered dim, may be larger",
+                index.shape(),
+                x.shape()
+            )));
+        }
+    }
+    require_summable(x, src, "src")?;
+    Ok(x.clone())
+}
+
+fn scatter_add_array<T: Summand>(
+    a: &ArcArray<T, IxDyn>,
+    d: usize,
+    index: &ArcArray<i64, IxDyn>,
+    src: &ArcArray<T, IxDyn>,
+) -> Result<Tensor> {
+    let mut out = a.to_owned();
+    // 0-d arrays are read as shape [1].
+    let src = match src.ndim() {
+        0 => src.view().insert_axis(Axis(0)),
+        _ => src.view(),
+    };
+    let idx = match index.ndim() {
+        0 => index.view().insert_axis(Axis(0)),
+        _ => index.view(),
+    };
+    let mut dest = match out.ndim() {
+        0 => out.view_mut().insert_axis(Axis(0)),
+        _ => out.view_mut(),
+    };
+    if dest.ndim() != idx.ndim() || d >= dest.ndim() {
+        return Err(Error::invalid(format!(
+            "index of shape {:?} does not fit self of shape {:?} at dim {d}",
+            index.shape(),
+            a.shape()
+        )));
+    }
+    let size = dest.shape()[d];
+    let mut pos = vec![0usize; dest.ndim()];
+    for (p, &v) in idx.indexed_iter() {
+        let from = ndarray::Dimension::slice(&p);
+        pos.copy_from_slice(from);
+        pos[d] = checked_position(v, size)?;
+        let (Some(&s), Some(o)) = (src.get(from), dest.get_mut(pos.as_slice())) else {
+            return Err(Error::invalid(format!(
+                "index of shape {:?} does not fit self of shape {:?} and src of shape {:?}",
+                index.shape(),
+                a.shape(),
+                src.shape()
+            )));
+        };
+        *o = o.plus(s);
+    }
+    Ok(Tensor::from(out))
+}
+
+#[kernel(op = "scatter_add")]
+fn scatter_add_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let d = dim_in(dim, x.shape())?;
+    let Data::I64(ix) = index.data()? else {
+        return Err(Error::invalid(format!(
+            "index must be an i64 tensor, got dtype {}",
+            index.dtype()
+        )));
+    };
+    summable_pair!(x, src, |a, s| scatter_add_array(a, d, ix, s))
+}
+
+#[batching_rule(op = "scatter_add")]
+fn scatter_add_rule(
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    dim: i64,
+    index: &Tensor,
+    index_bdim: Option<usize>,
+    src: &Tensor,
+    src_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    // Every operand at the front (repeated over the batch if unbatched), 0-d
+    // examples as [1]; then scatter along the physical dim.
+    let ranks = [
+        logical_rank(x, x_bdim),
+        logical_rank(index, index_bdim),
+        logical_rank(src, src_bdim),
+    ];
+    let mut ts = materialize_at_front(
+        &[x.clone(), index.clone(), src.clone()],
+        &[x_bdim, index_bdim, src_bdim],
+    )?;
+    for (t, &rank) in ts.iter_mut().zip(&ranks) {
+        if rank == 0 {
+            *t = t.unsqueezed(1)?;
+        }
+    }
+    let [x, index, src] = &ts[..] else {
+        return Err(Error::invalid("expected three tensors"));
+    };
+    let d = physical_dim(x, true, dim)?;
+    let out = ops::scatter_add(x, d as i64, index, src)?;
+    let out = if ranks[0] == 0 {
+        ops::squeeze(&out, Some(1))?
+    } else {
+        out
+    };
+    Ok((out, Some(0)))
+}
+
+fn scatter_add_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 4])],
+        // src larger than the index: only the index's extent is read.
+        crate::args![&x, 1i64, &i64s(&[3, 2], 4), &f64s(&[3, 3])],
+        crate::args![&x, -1i64, &i64s(&[2, 6], 4), &f64s(&[2, 6])],
+        crate::args![&x, 0i64, &i64s(&[5, 1], 3), &f64s(&[5, 2])],
+        crate::args![&x, 1i64, &i64s(&[2, 0], 4), &f64s(&[2, 0])],
+        crate::args![&f64s(&[]), 0i64, &i64s(&[], 1), &f64s(&[])],
+        crate::args![&f64s(&[]), -1i64, &i64s(&[3], 1), &f64s(&[3])],
+        crate::args![&f64s(&[3]), 0i64, &i64s(&[], 3), &f64s(&[])],
+        crate::args![&f32s(&[4]), 0i64, &i64s(&[1], 4), &f32s(&[2])],
+        crate::args![
+            &i64s(&[2, 3], 5),
+            1i64,
+            &i64s(&[1, 3], 3),
+            &i64s(&[2, 3], 7)
+        ],
+        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[0, 2], 3), &f64s(&[0, 2])],
+    ]
+}
+
+fn scatter_add_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[3, 4]);
+    vec![
+        crate::args![&x, 0i64, &i64s(&[4], 3), &f64s(&[4])],
+        crate::args![&x, 0i64, &i64s(&[2, 5], 3), &f64s(&[2, 5])],
+        crate::args![&x, 1i64, &i64s(&[4, 2], 4), &f64s(&[4, 2])],
+        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 3])],
+        // Index values up to 8: out of range for a dim of size 4.
+        crate::args![&x, 1i64, &i64s(&[3, 4], 9), &f64s(&[3, 4])],
+        crate::args![&x, 0i64, &f64s(&[2, 4]), &f64s(&[2, 4])],
+        crate::args![&x, 2i64, &i64s(&[3, 4], 3), &f64s(&[3, 4])],
+        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f32s(&[2, 4])],
+        crate::args![&bools(&[3]), 0i64, &i64s(&[2], 3), &bools(&[2])],
+        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 4, 1])],
+    ]
+}
+
+crate::op_samples!(
+    op = "scatter_add",
+    samples = scatter_add_samples,
+    errors = scatter_add_errors
+);

@@ -13,3 +13,4 @@ mod reduce;
 pub(crate) mod samples;
 mod shape;
 mod unary;
+mod vjp;

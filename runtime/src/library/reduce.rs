@@ -391,3 +391,136 @@ fn argmax_samples() -> Vec<crate::testing::Sample> {
     s.push(crate::args![&i64s(&[3, 2], 2), Some(0i64), false]);
     s
 }
+
+// ---------------------------------------------------------------------------
+// sum_to_size
+
+/// The shape `sum_to_size(x, size)` gives for `x` of shape `from`: `size`
+/// itself, checked to broadcast to `from` (each size equal to the aligned dim
+/// of `from`, or 1).
+fn sum_to_shape(from: &[usize], size: &[i64]) -> Result<Vec<usize>> {
+    let Some(lead) = from.len().checked_sub(size.len()) else {
+        return Err(Error::invalid(format!(
+            "size {size:?} has {} dims, more than the tensor's shape {from:?}; \
+             it must broadcast to that shape (pass at most {} sizes)",
+            size.len(),
+            from.len()
+        )));
+    };
+    size.iter()
+        .zip(&from[lead..])
+        .enumerate()
+        .map(|(i, (&s, &have))| match usize::try_from(s) {
+            Ok(s) if s == have || s == 1 => Ok(s),
+            _ => Err(Error::invalid(format!(
+                "size {s} at position {i} of {size:?} does not broadcast to dim {} of size {have} \
+                 of the tensor's shape {from:?}: each size must be the tensor's or 1",
+                lead + i
+            ))),
+        })
+        .collect()
+}
+
+#[meta(op = "sum_to_size")]
+fn sum_to_size_meta(x: &TensorMeta, size: &[i64]) -> Result<TensorMeta> {
+    Ok(TensorMeta::new(
+        sum_to_shape(x.shape(), size)?,
+        summed(x.dtype()),
+    ))
+}
+
+/// `a` summed down to `shape` (checked by [`sum_to_shape`]) with `add`.
+fn sum_to_array<T: Element>(
+    a: &ArcArray<T, IxDyn>,
+    shape: &[usize],
+    add: impl Fn(T, T) -> T,
+) -> Tensor {
+    let lead = a.ndim() - shape.len();
+    if lead == 0 && a.shape() == shape {
+        return Tensor::from(a.clone());
+    }
+    let mut out: ArrayD<T> = a.to_owned();
+    for _ in 0..lead {
+        out = out.fold_axis(Axis(0), T::default(), |acc, &v| add(*acc, v));
+    }
+    for (d, &s) in shape.iter().enumerate() {
+        if s == 1 && out.shape()[d] != 1 {
+            out = out
+                .fold_axis(Axis(d), T::default(), |acc, &v| add(*acc, v))
+                .insert_axis(Axis(d));
+        }
+    }
+    Tensor::from(out)
+}
+
+#[kernel(op = "sum_to_size")]
+fn sum_to_size_kernel(x: &Tensor, size: &[i64]) -> Result<Tensor> {
+    let shape = sum_to_shape(x.shape(), size)?;
+    match &*cast(x, summed(x.dtype()))? {
+        Data::I64(a) => Ok(sum_to_array(a, &shape, i64::wrapping_add)),
+        Data::F32(a) => Ok(sum_to_array(a, &shape, |p, q| p + q)),
+        Data::F64(a) => Ok(sum_to_array(a, &shape, |p, q| p + q)),
+        Data::Bool(_) => Err(Error::invalid("sum of bool is computed in i64")),
+    }
+}
+
+#[batching_rule(op = "sum_to_size")]
+fn sum_to_size_rule(x: &Tensor, bdim: Option<usize>, size: &[i64]) -> RuleOutput {
+    // The batch dim stays (its size is repeated in the target); the logical
+    // dims `size` lacks are summed keeping a 1, then dropped by a reshape.
+    let lead = logical_rank(x, bdim).saturating_sub(size.len());
+    let x = bdim_to_front(x, bdim)?;
+    let batch = bdim.map(|_| x.shape()[0]);
+    let target: Vec<i64> = shape_arg(batch, &vec![1; lead])
+        .into_iter()
+        .chain(size.iter().copied())
+        .collect();
+    let out = ops::sum_to_size(&x, &target)?;
+    if lead == 0 {
+        return Ok((out, bdim.map(|_| 0)));
+    }
+    let logical: Vec<usize> = out.shape()[usize::from(batch.is_some()) + lead..].to_vec();
+    Ok((
+        ops::reshape(&out, &shape_arg(batch, &logical))?,
+        bdim.map(|_| 0),
+    ))
+}
+
+fn sum_to_size_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[2, 3]);
+    let mut s = Vec::new();
+    for size in [&[2i64, 3][..], &[3], &[1, 3], &[2, 1], &[1, 1], &[1], &[]] {
+        s.push(crate::args![&x, size]);
+    }
+    s.push(crate::args![&f64s(&[3, 1, 2]), &[1i64, 2][..]]);
+    s.push(crate::args![&f64s(&[4, 2, 3]), &[2i64, 1][..]]);
+    s.push(crate::args![&f64s(&[]), &[] as &[i64]]);
+    s.push(crate::args![&f64s(&[2, 0]), &[1i64][..]]);
+    s.push(crate::args![&f64s(&[2, 0]), &[0i64][..]]);
+    s.push(crate::args![&f32s(&[3, 2]), &[2i64][..]]);
+    s.push(crate::args![&big_ints(), &[1i64, 3][..]]);
+    s.push(crate::args![&bools(&[3, 2]), &[1i64, 2][..]]);
+    s.push(crate::args![&infinite_rows(), &[3i64][..]]);
+    s
+}
+
+fn sum_to_size_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[2, 3]);
+    vec![
+        crate::args![&x, &[1i64, 2, 3][..]],
+        crate::args![&x, &[2i64][..]],
+        crate::args![&x, &[3i64, 3][..]],
+        crate::args![&x, &[0i64, 3][..]],
+        crate::args![&x, &[-1i64][..]],
+        crate::args![&x, &[2i64, -1][..]],
+        crate::args![&f64s(&[]), &[1i64][..]],
+    ]
+}
+
+crate::op_samples!(
+    op = "sum_to_size",
+    samples = sum_to_size_samples,
+    errors = sum_to_size_errors
+);

@@ -156,3 +156,122 @@ fn numeric_errors() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![crate::args![&bools(&[3])]]
 }
+
+// ---------------------------------------------------------------------------
+// detach and to_dtype: the identity under grad's stop, and a dtype conversion
+
+mod detach {
+    use super::*;
+    use crate::{batching_rule, kernel, meta};
+
+    #[meta(op = "detach")]
+    fn meta(x: &TensorMeta) -> Result<TensorMeta> {
+        Ok(x.clone())
+    }
+
+    #[kernel(op = "detach")]
+    fn kernel(x: &Tensor) -> Result<Tensor> {
+        Ok(x.clone())
+    }
+
+    #[batching_rule(op = "detach")]
+    fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+        crate::batching::unary_pointwise(crate::ops::detach, x, bdim)
+    }
+
+    fn samples() -> Vec<crate::testing::Sample> {
+        use crate::library::samples::*;
+        let mut s = super::float_samples();
+        s.push(crate::args![&i64s(&[4], 9)]);
+        s.push(crate::args![&bools(&[2, 3])]);
+        s
+    }
+
+    /// Every tensor is a valid input: there is nothing to reject.
+    fn errors() -> Vec<crate::testing::Sample> {
+        Vec::new()
+    }
+
+    crate::op_samples!(op = "detach", samples = samples, errors = errors);
+}
+
+mod to_dtype {
+    use super::*;
+    use crate::core::cast::cast;
+    use crate::{batching_rule, kernel, meta, DType};
+
+    #[meta(op = "to_dtype")]
+    fn meta(x: &TensorMeta, dtype: DType) -> Result<TensorMeta> {
+        Ok(x.with_dtype(dtype))
+    }
+
+    /// Rejects a float that no i64 holds: NaN, infinities, and values outside
+    /// `[-2^63, 2^63)` (`as` would saturate them, silently).
+    fn check_i64<T: Copy + Into<f64>>(values: impl Iterator<Item = T>) -> Result<()> {
+        // 2^63: the first f64 above i64::MAX; -2^63 is i64::MIN exactly.
+        const BOUND: f64 = 9_223_372_036_854_775_808.0;
+        match values
+            .map(Into::into)
+            .find(|v| !(-BOUND..BOUND).contains(v))
+        {
+            Some(v) => Err(Error::invalid(format!(
+                "the value {v} cannot be converted to i64 (NaN, infinite or out of range); \
+                 clamp the tensor or replace such values with where first"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    #[kernel(op = "to_dtype")]
+    fn kernel(x: &Tensor, dtype: DType) -> Result<Tensor> {
+        if dtype == DType::I64 {
+            match x.data()? {
+                Data::F32(a) => check_i64(a.iter().copied())?,
+                Data::F64(a) => check_i64(a.iter().copied())?,
+                _ => {}
+            }
+        }
+        Ok(Tensor::from_data(cast(x, dtype)?.into_owned()))
+    }
+
+    #[batching_rule(op = "to_dtype")]
+    fn rule(x: &Tensor, bdim: Option<usize>, dtype: DType) -> Result<(Tensor, Option<usize>)> {
+        crate::batching::unary_pointwise(|t| crate::ops::to_dtype(t, dtype), x, bdim)
+    }
+
+    fn samples() -> Vec<crate::testing::Sample> {
+        use crate::library::samples::*;
+        let edges = f64v(&[5], &[f64::NAN, f64::INFINITY, -0.0, 1e300, -1e-300]);
+        let big = i64v(&[3], &[i64::MAX, i64::MIN, (1 << 53) + 1]);
+        let mut s = Vec::new();
+        for dtype in [DType::F64, DType::F32, DType::I64, DType::Bool] {
+            s.push(crate::args![&f64s(&[2, 3]), dtype]);
+            s.push(crate::args![&f32s(&[4]), dtype]);
+            s.push(crate::args![&i64s(&[3], 7), dtype]);
+            s.push(crate::args![&bools(&[2, 2]), dtype]);
+            s.push(crate::args![&f64s(&[]), dtype]);
+            s.push(crate::args![&f64s(&[0, 2]), dtype]);
+            s.push(crate::args![&big, dtype]);
+        }
+        for dtype in [DType::F64, DType::F32, DType::Bool] {
+            s.push(crate::args![&edges, dtype]);
+        }
+        s
+    }
+
+    fn errors() -> Vec<crate::testing::Sample> {
+        use crate::library::samples::*;
+        vec![
+            crate::args![&f64v(&[2], &[1.0, f64::NAN]), DType::I64],
+            crate::args![&f64v(&[1], &[f64::NEG_INFINITY]), DType::I64],
+            crate::args![&f64v(&[1], &[9.3e18]), DType::I64],
+            crate::args![&f64v(&[1], &[-1e19]), DType::I64],
+            crate::args![
+                &Tensor::from_shape_vec(&[2], vec![1.5f32, f32::INFINITY]).expect("2 values"),
+                DType::I64
+            ],
+        ]
+    }
+
+    crate::op_samples!(op = "to_dtype", samples = samples, errors = errors);
+}

@@ -1,0 +1,133 @@
+//! The vjps (reverse-mode derivatives) of the differentiable primitives, one
+//! file per op family. Each takes the op's kernel arguments, its result and
+//! the cotangent of the result, and returns one gradient per tensor argument
+//! (`None` where no gradient flows: integer and bool inputs, index tensors,
+//! `where`'s condition).
+//!
+//! Every vjp is written with `ops::` calls only, never reading data, so under
+//! an outer `vmap` it is batched like any other code and under an outer `grad`
+//! it is recorded again (higher derivatives). The helpers here keep the
+//! gradients exact in shape and dtype: [`grad_for`] un-broadcasts a gradient
+//! with `sum_to_size` and casts it back to its input's dtype with `to_dtype`
+//! (after type promotion), and skips the computation for non-float inputs.
+
+use crate::batching::shape_arg;
+use crate::{ops, Result, Tensor};
+
+mod linalg;
+mod pointwise;
+mod reduce;
+mod views;
+
+/// The gradient of `input`, computed by `grad` only when `input` is a float
+/// tensor (integer and bool tensors get `None`), then summed down to
+/// `input`'s (logical) shape if it was broadcast and converted to its dtype if
+/// the op promoted it.
+fn grad_for(input: &Tensor, grad: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if !input.dtype().is_float() {
+        return Ok(None);
+    }
+    let mut g = grad()?;
+    if g.shape() != input.shape() {
+        g = ops::sum_to_size(&g, &shape_arg(None, input.shape()))?;
+    }
+    if g.dtype() != input.dtype() {
+        g = ops::to_dtype(&g, input.dtype())?;
+    }
+    Ok(Some(g))
+}
+
+/// A 0-d tensor holding `value` in the dtype of `like` (a cotangent), so it
+/// does not promote `like` when combined with it.
+fn scalar(like: &Tensor, value: f64) -> Result<Tensor> {
+    ops::full(&[], value, like.dtype())
+}
+
+/// Zeros of `like`'s (logical) shape and dtype. Under vmap they are not
+/// batched (a factory); the ops they meet broadcast or repeat them.
+fn zeros_like(like: &Tensor) -> Result<Tensor> {
+    ops::zeros(&shape_arg(None, like.shape()), like.dtype())
+}
+
+/// `g` (a reduction's cotangent) brought back to the shape of the reduced
+/// tensor `x`: the reduced dim re-inserted when `keepdim` was off, then
+/// expanded. `dim: None` reduced every dim.
+fn unreduce(g: &Tensor, x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let g = match dim {
+        Some(d) if !keepdim && x.ndim() > 0 => ops::unsqueeze(g, d)?,
+        _ => g.clone(),
+    };
+    ops::expand(&g, &shape_arg(None, x.shape()))
+}
+
+/// The erased form of a vjp, as the op registry stores it: the op's
+/// arguments, its outputs and their cotangents in; one gradient per tensor
+/// argument slot out.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) type ErasedVjp =
+    fn(&[crate::Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+
+/// A vjp's typed gradients as one list, in argument order.
+pub(crate) trait IntoGrads {
+    fn into_grads(self) -> Vec<Option<Tensor>>;
+}
+impl IntoGrads for Option<Tensor> {
+    fn into_grads(self) -> Vec<Option<Tensor>> {
+        vec![self]
+    }
+}
+impl IntoGrads for (Option<Tensor>, Option<Tensor>) {
+    fn into_grads(self) -> Vec<Option<Tensor>> {
+        vec![self.0, self.1]
+    }
+}
+impl IntoGrads for (Option<Tensor>, Option<Tensor>, Option<Tensor>) {
+    fn into_grads(self) -> Vec<Option<Tensor>> {
+        vec![self.0, self.1, self.2]
+    }
+}
+impl IntoGrads for Vec<Option<Tensor>> {
+    fn into_grads(self) -> Vec<Option<Tensor>> {
+        self
+    }
+}
+
+/// The erased form of the typed vjp `$f`; `$i` are the positions of the op's
+/// arguments.
+macro_rules! erased {
+    ($f:path, $($i:literal)*) => {{
+        fn erased(
+            args: &[crate::Arg<Tensor>],
+            outs: &[Tensor],
+            grads: &[Tensor],
+        ) -> Result<Vec<Option<Tensor>>> {
+            use crate::core::value::FromArg;
+            let missing = |what: &str| crate::Error::invalid(format!("the vjp expects {what}"));
+            let (Some(out), Some(g)) = (outs.first(), grads.first()) else {
+                return Err(missing("one output and one cotangent"));
+            };
+            let grads = $f(
+                $(FromArg::from_arg(args.get($i).ok_or_else(|| missing("more arguments"))?, $i)?,)*
+                out,
+                g,
+            )?;
+            Ok(crate::library::vjp::IntoGrads::into_grads(grads))
+        }
+        erased as ErasedVjp
+    }};
+}
+
+/// Every vjp of the built-in library, by op name, in erased form.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
+    let mut all = pointwise::vjps();
+    all.extend(reduce::vjps());
+    all.extend(views::vjps());
+    all.extend(linalg::vjps());
+    all
+}
+
+use erased;
+
+#[cfg(test)]
+mod tests;

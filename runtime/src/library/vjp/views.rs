@@ -1,0 +1,254 @@
+//! vjps of the shape, dim, join and indexing ops: each moves the cotangent
+//! back to where its input's elements came from (the reverse view, a pad for
+//! `narrow`, a narrow for `pad_dim` and `cat`, an accumulation for the
+//! indexing ops). Index tensors get no gradient.
+
+use super::{erased, grad_for, zeros_like, ErasedVjp};
+use crate::batching::{shape_arg, wrap_dim};
+use crate::{ops, Result, Tensor};
+
+/// The vjp of an op that only rearranges its input's elements into another
+/// shape (`reshape`, `squeeze`, `unsqueeze`): the cotangent reshaped back.
+fn reshaped_back(x: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    grad_for(x, || ops::reshape(g, &shape_arg(None, x.shape())))
+}
+
+pub(super) fn reshape_vjp(
+    x: &Tensor,
+    _s: &[i64],
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    reshaped_back(x, g)
+}
+
+pub(super) fn squeeze_vjp(
+    x: &Tensor,
+    _dim: Option<i64>,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    reshaped_back(x, g)
+}
+
+pub(super) fn unsqueeze_vjp(
+    x: &Tensor,
+    _dim: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    reshaped_back(x, g)
+}
+
+/// `expand` copies elements, so its vjp sums the copies (`sum_to_size`,
+/// which [`grad_for`] applies to any cotangent larger than its input).
+pub(super) fn expand_vjp(
+    x: &Tensor,
+    _size: &[i64],
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || Ok(g.clone()))
+}
+
+pub(super) fn permute_vjp(
+    x: &Tensor,
+    dims: &[i64],
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        // The inverse permutation: dim `dims[i]` of x is dim `i` of the result.
+        let mut inverse = vec![0i64; dims.len()];
+        for (i, &d) in dims.iter().enumerate() {
+            inverse[wrap_dim(d, dims.len())?] = i as i64;
+        }
+        ops::permute(g, &inverse)
+    })
+}
+
+pub(super) fn transpose_vjp(
+    x: &Tensor,
+    dim0: i64,
+    dim1: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || ops::transpose(g, dim0, dim1))
+}
+
+/// `narrow` keeps a range of one dim; its vjp pads the cotangent with zeros
+/// back to the whole dim.
+pub(super) fn narrow_vjp(
+    x: &Tensor,
+    dim: i64,
+    start: i64,
+    length: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        let size = x.shape()[wrap_dim(dim, x.ndim())?] as i64;
+        let start = if start < 0 { start + size } else { start };
+        ops::pad_dim(g, dim, start, size - start - length)
+    })
+}
+
+/// `pad_dim` adds zeros around its input; its vjp narrows them away.
+pub(super) fn pad_dim_vjp(
+    x: &Tensor,
+    dim: i64,
+    before: i64,
+    _after: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        let size = x.shape()[wrap_dim(dim, x.ndim())?] as i64;
+        ops::narrow(g, dim, before, size)
+    })
+}
+
+/// `cat`: each tensor's range of the joined dim. A 1-d empty tensor that
+/// `cat` skipped (shape `[0]`, beside tensors of another shape) gets an empty
+/// gradient.
+pub(super) fn cat_vjp(
+    tensors: &[Tensor],
+    dim: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Vec<Option<Tensor>>> {
+    let skipped = |t: &Tensor| t.shape() == [0] && g.shape() != [0];
+    let mut offset = 0i64;
+    tensors
+        .iter()
+        .map(|t| {
+            if skipped(t) {
+                return grad_for(t, || zeros_like(t));
+            }
+            let d = wrap_dim(dim, t.ndim())?;
+            let len = t.shape()[d] as i64;
+            let start = offset;
+            offset += len;
+            grad_for(t, || ops::narrow(g, dim, start, len))
+        })
+        .collect()
+}
+
+/// `stack`: each tensor's slice of the new dim.
+pub(super) fn stack_vjp(
+    tensors: &[Tensor],
+    dim: i64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Vec<Option<Tensor>>> {
+    tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            grad_for(t, || {
+                let slice = ops::narrow(g, dim, i as i64, 1)?;
+                ops::reshape(&slice, &shape_arg(None, t.shape()))
+            })
+        })
+        .collect()
+}
+
+type IndexedGrads = (Option<Tensor>, Option<Tensor>);
+
+/// `index_select`: the cotangent's slices added back at their indices.
+pub(super) fn index_select_vjp(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<IndexedGrads> {
+    let gx = grad_for(x, || ops::index_add(&zeros_like(x)?, dim, index, g))?;
+    Ok((gx, None))
+}
+
+/// `gather`: the cotangent's elements added back at their indices.
+pub(super) fn gather_vjp(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<IndexedGrads> {
+    let gx = grad_for(x, || ops::scatter_add(&zeros_like(x)?, dim, index, g))?;
+    Ok((gx, None))
+}
+
+type AccumulatedGrads = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
+
+/// `index_add`: `self` passes the cotangent through; `source` gets the
+/// cotangent's slices at the indices (`index_select`).
+pub(super) fn index_add_vjp(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<AccumulatedGrads> {
+    let gx = grad_for(x, || Ok(g.clone()))?;
+    let gs = grad_for(source, || ops::index_select(g, dim, index))?;
+    Ok((gx, None, gs))
+}
+
+/// `scatter_add`: `self` passes the cotangent through; `src` gets the
+/// cotangent's elements at the indices (`gather`), and zeros where `src`
+/// extends beyond the index (those elements were not added).
+pub(super) fn scatter_add_vjp(
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<AccumulatedGrads> {
+    let gx = grad_for(x, || Ok(g.clone()))?;
+    let gs = grad_for(src, || {
+        if index.shape().contains(&0) {
+            return zeros_like(src);
+        }
+        // 0-d tensors count as shape [1]; the picked values sit at the front
+        // of each dim of src, zeros after them.
+        let as_1d = |t: &Tensor| {
+            if t.ndim() == 0 {
+                vec![1]
+            } else {
+                t.shape().to_vec()
+            }
+        };
+        let (have, want) = (as_1d(index), as_1d(src));
+        let mut picked = ops::reshape(&ops::gather(g, dim, index)?, &shape_arg(None, &have))?;
+        for (k, (&h, &w)) in have.iter().zip(&want).enumerate() {
+            if h < w {
+                picked = ops::pad_dim(&picked, k as i64, 0, (w - h) as i64)?;
+            }
+        }
+        ops::reshape(&picked, &shape_arg(None, src.shape()))
+    })?;
+    Ok((gx, None, gs))
+}
+
+pub(super) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
+    vec![
+        ("reshape", erased!(reshape_vjp, 0 1)),
+        ("squeeze", erased!(squeeze_vjp, 0 1)),
+        ("unsqueeze", erased!(unsqueeze_vjp, 0 1)),
+        ("expand", erased!(expand_vjp, 0 1)),
+        ("permute", erased!(permute_vjp, 0 1)),
+        ("transpose", erased!(transpose_vjp, 0 1 2)),
+        ("narrow", erased!(narrow_vjp, 0 1 2 3)),
+        ("pad_dim", erased!(pad_dim_vjp, 0 1 2 3)),
+        ("cat", erased!(cat_vjp, 0 1)),
+        ("stack", erased!(stack_vjp, 0 1)),
+        ("index_select", erased!(index_select_vjp, 0 1 2)),
+        ("gather", erased!(gather_vjp, 0 1 2)),
+        ("index_add", erased!(index_add_vjp, 0 1 2 3)),
+        ("scatter_add", erased!(scatter_add_vjp, 0 1 2 3)),
+    ]
+}
