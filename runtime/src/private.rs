@@ -248,7 +248,7 @@ pub fn flatten_gradients(
 ) -> Result<Vec<Option<Tensor>>> {
     let bug = |message: String| Error::RuleBug {
         op: op.name.to_string(),
-        rule: format!("#[vjp] {function}"),
+        rule: format!("vjp {function}"),
         message,
     };
     let mut out = Vec::with_capacity(args.len());
