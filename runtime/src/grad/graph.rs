@@ -236,7 +236,7 @@ fn check_grads(op: &OpNode, grads: &[Option<Tensor>]) -> Result<()> {
         op: entry.name().to_string(),
         rule: entry
             .vjp_location
-            .map_or_else(|| "its vjp".to_string(), |l| l.to_string()),
+            .map_or_else(|| "vjp".to_string(), |l| format!("vjp {l}")),
         message,
     };
     let inputs = slots(&op.args);

@@ -178,7 +178,9 @@ fn check_grad_dyn(
             .sum::<Result<f64>>()
             .map_err(err)?;
         let scale = 1.0 + numeric.abs().max(analytic.abs());
-        if !((numeric - analytic).abs() <= TOLERANCE * scale) {
+        // Written so that a NaN on either side fails.
+        let agree = (numeric - analytic).abs() <= TOLERANCE * scale;
+        if !agree {
             return Err(fail(format!(
                 "direction {k} (inputs {which:?}): the vjp gives {analytic:.12e}, central differences {numeric:.12e}"
             )));

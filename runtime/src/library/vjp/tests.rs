@@ -29,8 +29,7 @@ fn every_differentiable_primitive_has_one_vjp_and_no_other_op_has_one() {
     let mut names = BTreeSet::new();
     for e in reg.ops().iter().filter(|e| e.table.path == TABLE) {
         names.insert(e.name());
-        let differentiable =
-            e.schema.kind == OpKind::Primitive && e.schema.differentiable;
+        let differentiable = e.schema.kind == OpKind::Primitive && e.schema.differentiable;
         match (differentiable, table.contains_key(e.name())) {
             (true, false) => missing.push(e.name()),
             (false, true) => panic!(
