@@ -6,12 +6,17 @@
 //!
 //! Each is registered with `#[vjp(op = "...")]`, checked at compile time
 //! against the op table like the other attributes. Every vjp is written with
-//! `ops::` calls only, never reading data, so under
-//! an outer `vmap` it is batched like any other code and under an outer `grad`
-//! it is recorded again (higher derivatives). The helpers here keep the
-//! gradients exact in shape and dtype: [`grad_for`] un-broadcasts a gradient
-//! with `sum_to_size` and casts it back to its input's dtype with `to_dtype`
-//! (after type promotion), and skips the computation for non-float inputs.
+//! `ops::` calls only, never reading data, so under an outer `vmap` it is
+//! batched like any other code and under an outer `grad` it is recorded again
+//! (higher derivatives). The helpers here keep the gradients exact in shape and
+//! dtype: [`grad_for`] un-broadcasts a gradient with `sum_to_size` and casts it
+//! back to its input's dtype with `to_dtype` (after type promotion), and skips
+//! the computation for non-float inputs.
+//!
+//! At points where an op has no derivative the vjps follow PyTorch: `abs` and
+//! `relu` give 0 at 0, `maximum`/`minimum` and `amax`/`amin` split the
+//! gradient evenly among tied elements, `clamp` passes it only where
+//! `min <= x <= max`.
 
 use crate::batching::shape_arg;
 use crate::{ops, Result, Tensor};
