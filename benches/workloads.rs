@@ -1,4 +1,4 @@
-//! The batchrules workloads W1-W7 (see README "Benchmarks"). Each workload
+//! The batchrules workloads W1-W10 (see README "Benchmarks"). Each workload
 //! measures batchrules and its baseline in the same run; after criterion has
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use batchrules::{ops, vmap, FallbackPolicy, Tensor};
+use batchrules::{grad, jacrev, ops, vjp, vmap, FallbackPolicy, Result, Tensor};
 use criterion::{BenchmarkId, Criterion};
 use ndarray::{Array, Array2, ArrayD, Axis, IxDyn, Zip};
 
@@ -229,6 +229,134 @@ fn r_rayon(c: &mut Criterion) {
     g.finish();
 }
 
+/// The W1 MLP's parameters, in the layout of `linear` (weights `[out, in]`).
+type Mlp = (Tensor, Tensor, Tensor, Tensor);
+
+/// The loss of one example of W8: cross-entropy of the W1 MLP.
+fn mlp_loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
+    let h = ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?;
+    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
+}
+
+/// W8: per-sample gradients of the W1 MLP with cross-entropy, batch 256:
+/// `vmap(grad)` against the loop of single-example grads and against
+/// per-sample gradients batched by hand in ndarray.
+fn w8_per_sample_grads(c: &mut Criterion) {
+    let (b, d_in, d_h, d_out) = (256, 64, 128, 10);
+    let (xs, w1, b1, w2, b2) = (
+        array(&[b, d_in]),
+        array(&[d_h, d_in]).mapv(|v| v * 0.125),
+        array(&[d_h]),
+        array(&[d_out, d_h]).mapv(|v| v * 0.09),
+        array(&[d_out]),
+    );
+    let labels: Vec<i64> = (0..b).map(|i| ((i * 7 + 3) % d_out) as i64).collect();
+    let params: Mlp = (
+        Tensor::from(w1.clone()),
+        Tensor::from(b1.clone()),
+        Tensor::from(w2.clone()),
+        Tensor::from(b2.clone()),
+    );
+    let txs = Tensor::from(xs.clone());
+    let tys = Tensor::from_shape_vec(&[b], labels.clone()).expect("labels");
+    let mut g = c.benchmark_group("W8_per_sample_grads_b256");
+    g.bench_function("batchrules_vmap_grad", |bch| {
+        let f = vmap(|(p, x, y): (Mlp, Tensor, Tensor)| grad(mlp_loss).call((&p, &x, &y)))
+            .in_dims([None, Some(0), Some(0)])
+            .fallback(FallbackPolicy::Error);
+        bch.iter(|| black_box(f.call((&params, &txs, &tys)).unwrap()))
+    });
+    g.bench_function("batchrules_loop_grad", |bch| {
+        let examples: Vec<(Tensor, Tensor)> = (0..b)
+            .map(|i| (txs.select(0, i).unwrap(), tys.select(0, i).unwrap()))
+            .collect();
+        bch.iter(|| {
+            for (x, y) in &examples {
+                black_box(grad(mlp_loss).call((&params, x, y)).unwrap());
+            }
+        })
+    });
+    g.bench_function("ndarray_handbatched", |bch| {
+        let w1 = w1.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let w2 = w2.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let xs = xs.clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+        let b1 = b1.clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        let b2 = b2.clone().into_dimensionality::<ndarray::Ix1>().unwrap();
+        bch.iter(|| {
+            // Forward, batched by hand.
+            let mut h: Array2<f32> = xs.dot(&w1.t()) + &b1;
+            h.mapv_inplace(|v| v.max(0.0));
+            let mut delta: Array2<f32> = h.dot(&w2.t()) + &b2;
+            // delta = softmax(logits) - onehot(y), row by row.
+            for (mut row, &y) in delta.axis_iter_mut(Axis(0)).zip(&labels) {
+                let m = row.fold(f32::NEG_INFINITY, |a, &v| a.max(v));
+                row.mapv_inplace(|v| (v - m).exp());
+                let s = row.sum();
+                row.mapv_inplace(|v| v / s);
+                row[y as usize] -= 1.0;
+            }
+            // Per-sample outer products.
+            let dw2 = &delta.view().insert_axis(Axis(2)) * &h.view().insert_axis(Axis(1));
+            let mut dh = delta.dot(&w2);
+            Zip::from(&mut dh).and(&h).for_each(|d, &a| {
+                if a <= 0.0 {
+                    *d = 0.0
+                }
+            });
+            let dw1 = &dh.view().insert_axis(Axis(2)) * &xs.view().insert_axis(Axis(1));
+            black_box((dw1, dh, dw2, delta))
+        })
+    });
+    g.finish();
+}
+
+/// W9: the cost of `grad` itself on a 2-element input, against the same
+/// function without grad.
+fn w9_grad_overhead(c: &mut Criterion) {
+    let x = tensor(&[2]);
+    let f = |x: Tensor| ops::sum(&ops::mul(&x, &x)?, None, false);
+    let mut g = c.benchmark_group("W9_grad_overhead_2");
+    g.bench_function("batchrules_grad", |bch| {
+        bch.iter(|| black_box(grad(f).call(&x).unwrap()))
+    });
+    g.bench_function("batchrules_forward", |bch| {
+        bch.iter(|| black_box(f(x.clone()).unwrap()))
+    });
+    g.finish();
+}
+
+/// W10: `jacrev` of `tanh(W x + b)` against the loop of vjps (one pullback
+/// per output element), for 32 -> 2048 and 2048 -> 32.
+fn w10_jacrev(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W10_jacrev");
+    g.sample_size(10);
+    for (d_in, d_out) in [(32usize, 2048usize), (2048, 32)] {
+        let w = Tensor::from(array(&[d_out, d_in]).mapv(|v| v * 0.05));
+        let b = tensor(&[d_out]);
+        let x = tensor(&[d_in]);
+        let f = |x: Tensor| ops::tanh(&ops::linear(&x, &w, Some(&b))?);
+        let name = format!("{d_in}to{d_out}");
+        g.bench_function(BenchmarkId::new("jacrev", &name), |bch| {
+            bch.iter(|| black_box(jacrev(f).call(&x).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("vjp_loop", &name), |bch| {
+            let eye: Vec<Tensor> = (0..d_out)
+                .map(|i| {
+                    let mut v = vec![0.0f32; d_out];
+                    v[i] = 1.0;
+                    Tensor::from_shape_vec(&[d_out], v).unwrap()
+                })
+                .collect();
+            bch.iter(|| {
+                let (_, pullback) = vjp(f, &x).unwrap();
+                let rows: Vec<Tensor> = eye.iter().map(|e| pullback.call(e).unwrap()).collect();
+                black_box(ops::stack(&rows, 0).unwrap())
+            })
+        });
+    }
+    g.finish();
+}
+
 /// Median of one benchmark, in ns, from criterion's estimates.
 fn median(dir: &std::path::Path, id: &str) -> Option<f64> {
     let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
@@ -262,6 +390,23 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("W6_nested", "two_levels", "one_level"),
     ("W7_dense_dispatch", "batchrules/4", "ndarray/4"),
     ("W7_dense_dispatch", "batchrules/65536", "ndarray/65536"),
+    (
+        "W8_per_sample_grads_b256",
+        "batchrules_vmap_grad",
+        "ndarray_handbatched",
+    ),
+    (
+        "W8_per_sample_grads_b256",
+        "batchrules_vmap_grad",
+        "batchrules_loop_grad",
+    ),
+    (
+        "W9_grad_overhead_2",
+        "batchrules_grad",
+        "batchrules_forward",
+    ),
+    ("W10_jacrev", "jacrev/32to2048", "vjp_loop/32to2048"),
+    ("W10_jacrev", "jacrev/2048to32", "vjp_loop/2048to32"),
     (
         "R_rayon",
         "fallback_cumsum_b1024/all_threads",
@@ -327,6 +472,9 @@ fn main() {
     w5_meta(&mut c);
     w6_nested(&mut c);
     w7_dense(&mut c);
+    w8_per_sample_grads(&mut c);
+    w9_grad_overhead(&mut c);
+    w10_jacrev(&mut c);
     #[cfg(feature = "rayon")]
     r_rayon(&mut c);
     c.final_summary();

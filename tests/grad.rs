@@ -125,7 +125,10 @@ fn vjp_pullback_is_reusable_and_linear() -> Result<()> {
     assert_close(&g2, &Tensor::from(arr(&g1) * 3.0), 1e-12);
     // A cotangent of the wrong shape is an error, not a wrong answer.
     let err = pullback.call(&t64(&[3], 1)).unwrap_err();
-    assert!(err.to_string().contains("cotangent 0 has shape [3]"), "{err}");
+    assert!(
+        err.to_string().contains("cotangent 0 has shape [3]"),
+        "{err}"
+    );
     Ok(())
 }
 
@@ -265,7 +268,10 @@ fn grad_of_a_non_scalar_output_says_what_to_use() {
     let x = t64(&[3], 24);
     let err = grad(|x: Tensor| ops::sin(&x)).call(&x).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("shape [3]") && msg.contains("vjp") && msg.contains("jacrev"), "{msg}");
+    assert!(
+        msg.contains("shape [3]") && msg.contains("vjp") && msg.contains("jacrev"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -288,7 +294,10 @@ fn a_tracked_tensor_used_after_its_grad_is_an_error() {
     let leaked = stash.borrow_mut().take().unwrap();
     let err = ops::sin(&leaked).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.starts_with("sin") && msg.contains("grad") && msg.contains("tracked"), "{msg}");
+    assert!(
+        msg.starts_with("sin") && msg.contains("grad") && msg.contains("tracked"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -296,7 +305,11 @@ fn a_tracked_tensor_returned_as_aux_is_unwrapped() -> Result<()> {
     let x = t64(&[2], 26);
     let (_, aux) = grad(|x: Tensor| Ok((sum(&x)?, x.clone()))).call(&x)?;
     // Usable: it is the plain value.
-    assert_close(&ops::sin(&aux)?, &Tensor::from(arr(&x).mapv(f64::sin)), 1e-12);
+    assert_close(
+        &ops::sin(&aux)?,
+        &Tensor::from(arr(&x).mapv(f64::sin)),
+        1e-12,
+    );
     Ok(())
 }
 
@@ -325,7 +338,9 @@ fn non_differentiable_ops_stop_the_gradient() -> Result<()> {
 #[test]
 fn errors_inside_grad_name_the_op() {
     let x = t64(&[3], 28);
-    let err: Error = grad(|x: Tensor| sum(&ops::triu(&x, 0)?)).call(&x).unwrap_err();
+    let err: Error = grad(|x: Tensor| sum(&ops::triu(&x, 0)?))
+        .call(&x)
+        .unwrap_err();
     assert!(err.to_string().contains("triu"), "{err}");
 }
 
@@ -360,7 +375,9 @@ fn an_op_without_a_vjp_names_the_op_and_the_level() {
     let x = t64(&[3], 29);
     // Without grad it works, under vmap too.
     assert!(extra::twice(&x).is_ok());
-    let err = grad(|x: Tensor| sum(&extra::twice(&x)?)).call(&x).unwrap_err();
+    let err = grad(|x: Tensor| sum(&extra::twice(&x)?))
+        .call(&x)
+        .unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("twice") && msg.contains("no vjp") && msg.contains("grad level 1"),
@@ -372,4 +389,23 @@ fn an_op_without_a_vjp_names_the_op_and_the_level() {
         .call(&xs)
         .unwrap_err();
     assert!(err.to_string().contains("grad level 2"), "{err}");
+}
+
+#[test]
+fn a_long_chain_of_ops_is_differentiated_and_dropped_without_deep_recursion() -> Result<()> {
+    // 30 000 ops in sequence: recording, the backward pass and dropping the
+    // graph must not recurse once per op (that would overflow a test thread's
+    // stack and abort).
+    let x = t64(&[2], 31);
+    let g = grad(|x: Tensor| {
+        let mut y = x;
+        for _ in 0..30_000 {
+            y = ops::neg(&y)?;
+        }
+        sum(&y)
+    })
+    .call(&x)?;
+    // An even number of negations: the gradient is 1.
+    assert_close(&g, &Tensor::from(arr(&x).mapv(|_| 1.0)), 0.0);
+    Ok(())
 }

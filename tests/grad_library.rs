@@ -40,7 +40,10 @@ fn every_differentiable_op_passes_check_grad_and_the_composition_matrix() {
     }
     ops_checked.sort_unstable();
     ops_checked.dedup();
-    println!("{checked} cases over {} ops: {ops_checked:?}", ops_checked.len());
+    println!(
+        "{checked} cases over {} ops: {ops_checked:?}",
+        ops_checked.len()
+    );
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
@@ -56,5 +59,8 @@ fn every_differentiable_op_passes_check_grad_and_the_composition_matrix() {
         .map(|e| e.name())
         .filter(|n| !ops_checked.contains(n))
         .collect();
-    assert!(missing.is_empty(), "differentiable ops never checked: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "differentiable ops never checked: {missing:?}"
+    );
 }

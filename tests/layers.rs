@@ -41,6 +41,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("LevelTensor", "core"),
     ("Tensor", "core"),
     ("TensorTree", "core"),
+    ("StructTree", "core"),
     ("Arg", "core"),
     ("BDim", "core"),
     ("Outs", "core"),
@@ -92,8 +93,13 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The names imported by each `crate::` path in `source` (first segment only;
-/// `crate::{a, b::c}` gives `a` and `b`). Comments are skipped.
+/// `crate::{a, b::c}` gives `a` and `b`). Comments are skipped, and so is a
+/// file's unit-test module (`#[cfg(test)] mod tests`, at the end of the file):
+/// tests may reach any layer, as integration tests do.
 fn crate_imports(source: &str) -> Vec<String> {
+    let source = source
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(source, |at| &source[..at]);
     let mut names = Vec::new();
     for line in source.lines() {
         let code = line.split("//").next().unwrap_or("");

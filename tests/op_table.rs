@@ -354,7 +354,7 @@ fn vjp_of_a_tensor_list_gives_one_gradient_per_element() {
     assert!(matches!(err, Error::RuleBug { .. }), "{msg}");
     assert!(
         msg.contains("concat_first")
-            && msg.contains("concat_vjp")
+            && msg.contains("`concat_vjp` at tests/op_table.rs:")
             && msg.contains("1 gradients for the tensor list `tensors`, which has 2"),
         "{msg}"
     );

@@ -349,3 +349,47 @@ fn missing_vjps_lists_differentiable_primitives_without_one() {
     let zeros = registry.find("audit::ops", "zeros").unwrap();
     assert_eq!(zeros.vjp_status(), VjpStatus::NotDifferentiable);
 }
+
+#[test]
+fn coverage_report_has_a_vjp_column_and_lists_missing_vjps() {
+    let report = batchrules::coverage::report().unwrap();
+    let header = report.lines().next().unwrap();
+    assert!(header.ends_with("vjp"), "{header}");
+    let row = |op: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("batchrules::ops::{op} ")))
+            .unwrap_or_else(|| panic!("no row for {op}"))
+    };
+    assert!(row("argmax").ends_with("  not differentiable"));
+    assert!(row("zeros").ends_with("  not differentiable"));
+    assert!(row("softmax").ends_with("  through decomposition"));
+    let registry = batchrules::registry::registry().unwrap();
+    let missing = registry.missing_vjps();
+    for entry in registry.ops() {
+        let name = format!("{}::{} ", entry.table.path, entry.name());
+        let line = report.lines().find(|l| l.starts_with(&name)).unwrap();
+        if entry.vjp.is_some() {
+            assert!(line.ends_with("  vjp"), "{line}");
+        }
+    }
+    if missing.is_empty() {
+        assert!(!report.contains("no vjp"), "{report}");
+    } else {
+        let listed = report
+            .lines()
+            .find_map(|l| l.strip_prefix("no vjp (grad fails on these): "))
+            .expect("the report lists the ops without a vjp");
+        let listed: Vec<&str> = listed.split(", ").collect();
+        assert_eq!(listed.len(), missing.len());
+        for entry in &missing {
+            let name = format!("{}::{}", entry.table.path, entry.name());
+            assert!(listed.contains(&name.as_str()), "{name} not in {listed:?}");
+            let line = report
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap();
+            assert!(line.ends_with("  -"), "{line}");
+        }
+    }
+}

@@ -341,6 +341,9 @@ fn expand(tree: &Tree) -> TokenStream {
                 #(#paths)*
             }
         }
+
+        #[automatically_derived]
+        impl #impl_generics #krate::StructTree for #name #ty_generics #where_clause {}
     }
 }
 

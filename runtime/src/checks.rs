@@ -667,6 +667,50 @@ mod tests {
     }
 
     #[test]
+    fn vjp_checks_read_the_table() {
+        let ops = crate::ops::__SCHEMA;
+        let at = |name: &str| op_index(ops, name);
+        let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Vjp);
+        assert!(kind("exp").is_none());
+        for (op, says) in [
+            ("softmax", "composite op"),
+            ("argmax", "differentiable = false"),
+            ("zeros", "differentiable = false"),
+        ] {
+            let msg = kind(op).expect(op);
+            assert!(msg.as_str().contains(says), "{}", msg.as_str());
+        }
+        // (slots, mask of Tensor[] slots), once the spelling is right.
+        let ret = |name: &str| {
+            let i = at(name);
+            vjp_return_code(ops, i, ops[i].vjp.ret, true)
+        };
+        assert_eq!(ret("exp"), (1, 0));
+        assert_eq!(ret("mul"), (2, 0));
+        assert_eq!(ret("where"), (3, 0));
+        assert_eq!(ret("cat"), (1, 1));
+        assert_eq!(ret("softmax"), (0, 0), "off: the kind check reports it");
+        assert_eq!(
+            vjp_return_code(ops, at("mul"), "Result<Tensor>", true),
+            (0, 0)
+        );
+        // Parameters past the arguments are the outputs, then the cotangents.
+        let mul = at("mul");
+        assert_eq!(param_source(ops, mul, Role::Vjp, 1), (false, 1));
+        assert_eq!(param_source(ops, mul, Role::Vjp, 3), (true, 1));
+        assert_eq!(
+            param_code(ops, mul, Role::Vjp, 4, 3, "&Tensor", true),
+            (ParamKind::TENSOR, false, false)
+        );
+        let msg = check_param(ops, mul, Role::Vjp, 4, 2, "Tensor", true).unwrap();
+        assert!(
+            msg.as_str().contains("the op's output `result`"),
+            "{}",
+            msg.as_str()
+        );
+    }
+
+    #[test]
     fn numbers_render() {
         assert_eq!(Msg::new().num(0).as_str(), "0");
         assert_eq!(Msg::new().num(1207).as_str(), "1207");

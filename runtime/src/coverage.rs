@@ -1,22 +1,29 @@
-//! The coverage report: per op, what is registered and what vmap will use.
+//! The coverage report: per op, what is registered, what vmap will use, and
+//! how grad differentiates it.
 
 use std::fmt::Write;
 
-use crate::registry::{registry, VmapStrategy};
+use crate::registry::{registry, VjpStatus, VmapStrategy};
 use crate::schema::OpKind;
 use crate::Result;
 
 /// A table with one row per op of every linked op table: kind, kernel, meta,
-/// batching rule or decomposition, and what vmap will use.
+/// batching rule or decomposition, what vmap will use, and the vjp (`vjp`,
+/// `-` for a differentiable primitive without one, `not differentiable`, or
+/// `through decomposition` for a composite). Below it, the differentiable
+/// primitives that lack a vjp (see
+/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)).
 ///
 /// ```
 /// let report = batchrules::coverage::report()?;
 /// assert!(report.lines().any(|l| l.starts_with("batchrules::ops::triu ")));
+/// let argmax = report.lines().find(|l| l.starts_with("batchrules::ops::argmax ")).unwrap();
+/// assert!(argmax.ends_with("not differentiable"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn report() -> Result<String> {
     let reg = registry()?;
-    let rows: Vec<[String; 6]> = reg
+    let rows: Vec<[String; 7]> = reg
         .ops()
         .iter()
         .map(|e| {
@@ -38,6 +45,7 @@ pub fn report() -> Result<String> {
                 yes(e.meta.is_some()),
                 impl_col,
                 e.vmap_strategy().to_string(),
+                e.vjp_status().to_string(),
             ]
         })
         .collect();
@@ -48,6 +56,7 @@ pub fn report() -> Result<String> {
         "meta",
         "rule / decomposition",
         "vmap uses",
+        "vjp",
     ];
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -56,7 +65,7 @@ pub fn report() -> Result<String> {
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, cells: [&str; 6]| {
+    let line = |out: &mut String, cells: [&str; 7]| {
         let mut s = String::new();
         for (cell, w) in cells.iter().zip(widths) {
             let _ = write!(s, "{cell:<w$}  ");
@@ -83,5 +92,25 @@ pub fn report() -> Result<String> {
         rows.len(),
         fallback
     );
+    let missing = reg.missing_vjps();
+    let with_vjp = reg
+        .ops()
+        .iter()
+        .filter(|e| e.vjp_status() == VjpStatus::Vjp)
+        .count();
+    let _ = writeln!(
+        out,
+        "{} differentiable primitives: {} with a vjp, {} without",
+        with_vjp + missing.len(),
+        with_vjp,
+        missing.len()
+    );
+    if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|e| format!("{}::{}", e.table.path, e.name()))
+            .collect();
+        let _ = writeln!(out, "no vjp (grad fails on these): {}", names.join(", "));
+    }
     Ok(out)
 }

@@ -38,14 +38,14 @@ mod checks; // compile-time checks of registrations against a schema
 mod core; // tensor, dtypes, errors, dims, broadcasting, casting, size checks
 pub mod coverage; // what each op has, and what vmap uses
 pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
+mod grad;
 mod library; // the built-in op library
 #[doc(hidden)]
 pub mod private;
 pub mod registry; // the registrations of every op, audited
 pub mod schema; // op schemas as generated from op tables
 pub mod testing; // vmap against the per-example loop, for any op
-mod vmap; // the vmap transform: its interpreter, fallback loop and API
-mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
+mod vmap; // the vmap transform: its interpreter, fallback loop and API // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -58,15 +58,15 @@ pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALL
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
-pub use crate::core::tree::TensorTree;
+pub use crate::core::tree::{StructTree, TensorTree};
+pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use grad::{
     grad, hessian, jacrev, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Hessian, Jacrev,
     ValueAndGrad, VjpFn,
 };
-pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, InDims, Inputs,
-    OutDims, Vmap, VmapInputs, VmapOutputs,
+    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
+    InDims, Inputs, LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
@@ -269,55 +269,6 @@ pub use batchrules_macros::batching_rule;
 /// ```
 pub use batchrules_macros::decompose;
 
-/// Implements [`TensorTree`](trait@TensorTree) for a struct of tensors, so it
-/// can go through [`vmap`] (and the other transforms) as one value.
-///
-/// Every field is a tree (a [`Tensor`], a `Vec`/array/`Option`/`Box`/tuple of
-/// trees, or another derived struct), visited in declaration order. A field
-/// that holds no tensor (a size, a flag, an activation choice) is marked
-/// `#[tree(skip)]`: it has no leaves and is cloned as it is, so its type must be
-/// `Clone`. Named-field, tuple and unit structs are supported; generic structs
-/// get the bounds their fields need. An enum or a union is a compile error.
-///
-/// A crate that renames the dependency writes `#[tree(crate = br)]` on the
-/// struct (the default is `::batchrules`).
-///
-/// ```
-/// use batchrules::{ops, Tensor, TensorTree};
-/// use ndarray::array;
-///
-/// #[derive(Clone, TensorTree)]
-/// struct Linear {
-///     w: Tensor,
-///     b: Option<Tensor>,
-/// }
-///
-/// #[derive(Clone, TensorTree)]
-/// struct Mlp {
-///     layers: Vec<Linear>,
-///     #[tree(skip)]
-///     relu: bool,
-/// }
-///
-/// let t = |v: f64| Tensor::from(array![v].into_dyn());
-/// let mlp = Mlp {
-///     layers: vec![
-///         Linear { w: t(1.0), b: Some(t(2.0)) },
-///         Linear { w: t(3.0), b: None },
-///     ],
-///     relu: true,
-/// };
-/// assert_eq!(mlp.leaf_count(), 3);
-/// assert_eq!(mlp.leaf_path(2), ".layers[1].w");
-///
-/// // Every tensor negated; the structure and `relu` are kept.
-/// let neg = mlp.map_leaves(&mut |x| ops::neg(x))?;
-/// assert_eq!(neg.layers[1].w.to_array::<f64>()?, array![-3.0].into_dyn());
-/// assert!(neg.relu && neg.layers[1].b.is_none());
-/// # Ok::<(), batchrules::Error>(())
-/// ```
-pub use batchrules_macros::TensorTree;
-
 /// Registers the vector-Jacobian product (the backward formula) of a
 /// **differentiable primitive** op, which grad calls to send gradients back
 /// through it.
@@ -411,6 +362,59 @@ pub use batchrules_macros::TensorTree;
 /// # fn main() {}
 /// ```
 pub use batchrules_macros::vjp;
+
+/// Implements [`TensorTree`](trait@TensorTree) for a struct of tensors, so it
+/// can go through [`vmap`] (and the other transforms) as one value.
+///
+/// Every field is a tree (a [`Tensor`], a `Vec`/array/`Option`/`Box`/tuple of
+/// trees, or another derived struct), visited in declaration order. A field
+/// that holds no tensor (a size, a flag, an activation choice) is marked
+/// `#[tree(skip)]`: it has no leaves and is cloned as it is, so its type must be
+/// `Clone`. Named-field, tuple and unit structs are supported; generic structs
+/// get the bounds their fields need. An enum or a union is a compile error.
+///
+/// A crate that renames the dependency writes `#[tree(crate = br)]` on the
+/// struct (the default is `::batchrules`).
+///
+/// The derive also implements [`StructTree`], so the struct can be passed to
+/// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the
+/// vmapped function (one output); see [`vmap`] for an example.
+///
+/// ```
+/// use batchrules::{ops, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Linear {
+///     w: Tensor,
+///     b: Option<Tensor>,
+/// }
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Mlp {
+///     layers: Vec<Linear>,
+///     #[tree(skip)]
+///     relu: bool,
+/// }
+///
+/// let t = |v: f64| Tensor::from(array![v].into_dyn());
+/// let mlp = Mlp {
+///     layers: vec![
+///         Linear { w: t(1.0), b: Some(t(2.0)) },
+///         Linear { w: t(3.0), b: None },
+///     ],
+///     relu: true,
+/// };
+/// assert_eq!(mlp.leaf_count(), 3);
+/// assert_eq!(mlp.leaf_path(2), ".layers[1].w");
+///
+/// // Every tensor negated; the structure and `relu` are kept.
+/// let neg = mlp.map_leaves(&mut |x| ops::neg(x))?;
+/// assert_eq!(neg.layers[1].w.to_array::<f64>()?, array![-3.0].into_dyn());
+/// assert!(neg.relu && neg.layers[1].b.is_none());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub use batchrules_macros::TensorTree;
 
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}

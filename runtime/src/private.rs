@@ -239,16 +239,16 @@ gradients_tuple!(A, B, C, D, E);
 /// per tensor-valued argument slot of `op`, a `Tensor[]` slot giving one per
 /// element. A slot that does not fit its argument (a list of another length,
 /// a gradient for an absent `Tensor?`) is a bug in the vjp, reported naming
-/// the op and the function.
+/// the op and the function, with its location.
 pub fn flatten_gradients(
     op: &OpSchema,
-    function: &str,
+    function: &Location,
     args: &[Arg<Tensor>],
     slots: Vec<GradSlot>,
 ) -> Result<Vec<Option<Tensor>>> {
     let bug = |message: String| Error::RuleBug {
         op: op.name.to_string(),
-        rule: format!("#[vjp] `{function}`"),
+        rule: format!("vjp {function}"),
         message,
     };
     let mut out = Vec::with_capacity(args.len());
@@ -405,7 +405,7 @@ pub trait ProbeGradients {
     fn gradients(
         &self,
         op: &OpSchema,
-        function: &str,
+        function: &Location,
         args: &[Arg<Tensor>],
     ) -> Result<Vec<Option<Tensor>>>;
 }
@@ -413,7 +413,7 @@ impl<G: Gradients> ProbeGradients for &RetProbe<GradSlot, Result<G>> {
     fn gradients(
         &self,
         op: &OpSchema,
-        function: &str,
+        function: &Location,
         args: &[Arg<Tensor>],
     ) -> Result<Vec<Option<Tensor>>> {
         match self.0.take() {
@@ -426,12 +426,17 @@ pub trait ProbeGradientsFallback {
     fn gradients(
         &self,
         op: &OpSchema,
-        function: &str,
+        function: &Location,
         args: &[Arg<Tensor>],
     ) -> Result<Vec<Option<Tensor>>>;
 }
 impl<R> ProbeGradientsFallback for RetProbe<GradSlot, R> {
-    fn gradients(&self, _: &OpSchema, _: &str, _: &[Arg<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+    fn gradients(
+        &self,
+        _: &OpSchema,
+        _: &Location,
+        _: &[Arg<Tensor>],
+    ) -> Result<Vec<Option<Tensor>>> {
         Err(shim_error("return value", 0))
     }
 }

@@ -24,7 +24,9 @@
 //! ```
 
 use batchrules::batching::unary_pointwise;
-use batchrules::{batching_rule, decompose, kernel, meta, Data, Error, Result, Tensor, TensorMeta};
+use batchrules::{
+    batching_rule, decompose, kernel, meta, vjp, Data, Error, Result, Tensor, TensorMeta,
+};
 use ndarray::Axis;
 
 /// The ops of this crate, generated from `ops.toml`.
@@ -60,9 +62,26 @@ fn scale_rule(x: &Tensor, bdim: Option<usize>, factor: f64) -> Result<(Tensor, O
     unary_pointwise(|t| ops::scale(t, factor), x, bdim)
 }
 
+/// d(factor * x) = factor * dx: the vjp is written with ops (here the op
+/// itself), so under vmap it is batched by `scale`'s rule and under grad it
+/// is recorded again (second derivatives work).
+#[vjp(op = "scale", table = crate::ops)]
+fn scale_vjp(_x: &Tensor, factor: f64, _result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+    Ok(Some(ops::scale(grad, factor)?))
+}
+
 #[decompose(op = "sum_of_squares", table = crate::ops)]
 fn sum_of_squares(x: &Tensor, dim: Option<i64>) -> Result<Tensor> {
     batchrules::ops::sum(&batchrules::ops::mul(x, x)?, dim, false)
+}
+
+/// The gradient of a running sum is the running sum from the other end:
+/// `sum(g) - cumsum(g) + g` along `dim`.
+#[vjp(op = "cumsum", table = crate::ops)]
+fn cumsum_vjp(_x: &Tensor, dim: i64, _result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+    use batchrules::ops::{add, sub, sum};
+    let total = sum(grad, Some(dim), true)?;
+    Ok(Some(add(&sub(&total, &ops::cumsum(grad, dim)?)?, grad)?))
 }
 
 #[meta(op = "cumsum", table = crate::ops)]

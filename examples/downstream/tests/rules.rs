@@ -1,7 +1,7 @@
 //! The downstream crate's ops checked with batchrules' public testing helpers,
 //! as a kernel author would check their own rules.
 
-use batchrules::testing::{check_vmap, check_vmap_errors};
+use batchrules::testing::{check_grad, check_grad_compositions, check_vmap, check_vmap_errors};
 use batchrules::{vmap, FallbackPolicy, Tensor};
 use downstream_ops::ops;
 
@@ -50,4 +50,21 @@ fn op_without_rule_is_correct_through_the_fallback() {
     batchrules::set_fallback_policy(FallbackPolicy::Silent);
     check_vmap(|x| ops::cumsum(&x[0], 0), &[sample(&[4])]).unwrap();
     check_vmap_errors(|x| Ok(vec![ops::cumsum(&x[0], 1)?]), &[sample(&[4])]).unwrap();
+}
+
+#[test]
+fn vjps_match_finite_differences() {
+    let x = sample(&[2, 3]);
+    check_grad(|x| Ok(vec![ops::scale(&x[0], -0.5)?]), std::slice::from_ref(&x)).unwrap();
+    check_grad(|x| Ok(vec![ops::cumsum(&x[0], 1)?]), std::slice::from_ref(&x)).unwrap();
+    // The composite is differentiated through its decomposition.
+    check_grad(|x| Ok(vec![ops::sum_of_squares(&x[0], Some(0))?]), &[x]).unwrap();
+}
+
+#[test]
+fn scale_vjp_composes_with_vmap_and_itself() {
+    // vmap∘vjp, vjp∘vmap, vjp∘vjp and vmap∘vjp∘vjp, on every in_dims combination.
+    let f = |x: &[Tensor]| Ok(vec![ops::scale(&x[0], 3.0)?]);
+    let cases = check_grad_compositions(f, &[sample(&[2, 3])]).unwrap();
+    assert!(cases > 10, "{cases}");
 }

@@ -322,6 +322,17 @@ fn registration_items(r: &Registration) -> TokenStream {
     let module_level_label = "declared inside an `impl` block or a function body";
     let stand_in_params: Vec<_> = (0..r.params.len()).map(|i| format_ident!("P{i}")).collect();
 
+    let name_str = name.to_string();
+    let loc_span = name.span();
+    let file = quote_spanned!(loc_span=> ::core::file!());
+    let line = quote_spanned!(loc_span=> ::core::line!());
+    let location = quote! {
+        #rt::Location {
+            file: #file,
+            line: #line,
+            function: #name_str,
+        }
+    };
     let shim = format_ident!("__batchrules_{}_shim", r.role.attr());
     let probes = quote! {
         #[allow(unused_imports)]
@@ -342,25 +353,22 @@ fn registration_items(r: &Registration) -> TokenStream {
             },
             quote!(#rt::RegisteredFn::BatchingRule(#shim)),
         ),
-        Role::Vjp => {
-            let name_str = name.to_string();
-            (
-                quote! {
-                    fn #shim(
-                        args: &[#rt::Arg<#rt::Tensor>],
-                        outputs: &[#rt::Tensor],
-                        grads: &[#rt::Tensor],
-                    ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
-                        #probes
-                        let ret = #name(#(#call_args),*);
-                        #module_level
-                        let op = #rt::schema_at(#schema, #index)?;
-                        (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, #name_str, args)
-                    }
-                },
-                quote!(#rt::RegisteredFn::Vjp(#shim)),
-            )
-        }
+        Role::Vjp => (
+            quote! {
+                fn #shim(
+                    args: &[#rt::Arg<#rt::Tensor>],
+                    outputs: &[#rt::Tensor],
+                    grads: &[#rt::Tensor],
+                ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
+                    #probes
+                    let ret = #name(#(#call_args),*);
+                    #module_level
+                    let op = #rt::schema_at(#schema, #index)?;
+                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, &#location, args)
+                }
+            },
+            quote!(#rt::RegisteredFn::Vjp(#shim)),
+        ),
         _ => (
             quote! {
                 fn #shim(
@@ -385,10 +393,6 @@ fn registration_items(r: &Registration) -> TokenStream {
             },
         ),
     };
-    let name_str = name.to_string();
-    let loc_span = name.span();
-    let file = quote_spanned!(loc_span=> ::core::file!());
-    let line = quote_spanned!(loc_span=> ::core::line!());
     quote! {
         const _: () = {
             #[allow(non_camel_case_types, dead_code)]
@@ -406,11 +410,7 @@ fn registration_items(r: &Registration) -> TokenStream {
                         table: &#table::__TABLE,
                         op: #op,
                         func: #func_value,
-                        location: #rt::Location {
-                            file: #file,
-                            line: #line,
-                            function: #name_str,
-                        },
+                        location: #location,
                     }
                 }
             };

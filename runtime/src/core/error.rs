@@ -53,12 +53,13 @@ pub enum Error {
         /// The vmap level.
         level: usize,
     },
-    /// A batching rule returned something that disagrees with the op's meta.
-    #[error("bug in batching rule {rule} for {op}: {message}")]
+    /// A registered batching rule or vjp returned something that disagrees
+    /// with the op's meta or schema (a shape, a dtype, a count).
+    #[error("bug in {rule} for {op}: {message}")]
     RuleBug {
         /// The op whose rule misbehaved.
         op: String,
-        /// The rule function and where it is.
+        /// What misbehaved: `batching rule `f` at file:line`, `vjp `f` at ...`.
         rule: String,
         /// The disagreement.
         message: String,

@@ -45,6 +45,10 @@ pub trait TensorTree: Sized {
 
     /// The same structure with every leaf replaced by `f(leaf)`, called in the
     /// order of [`leaves`](Self::leaves). The first error of `f` is returned.
+    ///
+    /// `f` gets each leaf in place (a reference to the tensor inside `self`,
+    /// not to a copy): `vmap`'s `InDim::fields` finds the parts it is given by
+    /// where their leaves live.
     fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self>;
 
     /// The number of leaves.
@@ -96,6 +100,16 @@ pub trait TensorTree: Sized {
         Ok(rebuilt)
     }
 }
+
+/// A [`TensorTree`] that is a struct: passed on its own to [`vmap`](crate::vmap)
+/// (or returned from the vmapped function), it is **one** argument (or output),
+/// whose in_dim (or out_dim) applies to all its leaves. A `Vec` passed on its
+/// own is one argument per element instead, and a tuple one per element.
+///
+/// `#[derive(TensorTree)]` implements it. For a struct whose `TensorTree` impl
+/// is written by hand, implement it too (it has no methods), or pass the value
+/// in a 1-tuple: `vmap(f).call((&value,))`.
+pub trait StructTree: TensorTree {}
 
 fn leaf_count_error(want: usize, got: usize, more: bool) -> Error {
     let got = if more {

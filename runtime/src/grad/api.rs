@@ -278,7 +278,10 @@ pub(super) fn trace<A: TensorTree, R, T>(
     let result = f(wrapped)?;
     let (outs, roots, result) = outputs_of(result, level)?;
     drop(guard);
-    let outputs = outs.iter().map(|t| (t.shape().to_vec(), t.dtype())).collect();
+    let outputs = outs
+        .iter()
+        .map(|t| (t.shape().to_vec(), t.dtype()))
+        .collect();
     Ok((
         result,
         Pullback {
@@ -402,7 +405,9 @@ impl<F: Clone, A, const N: usize> Clone for Grad<F, A, N> {
 
 impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Grad").field("argnum", &N).finish_non_exhaustive()
+        f.debug_struct("Grad")
+            .field("argnum", &N)
+            .finish_non_exhaustive()
     }
 }
 
@@ -494,7 +499,9 @@ impl<F: Clone, A, const N: usize> Clone for ValueAndGrad<F, A, N> {
 
 impl<F, A, const N: usize> std::fmt::Debug for ValueAndGrad<F, A, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ValueAndGrad").field("argnum", &N).finish_non_exhaustive()
+        f.debug_struct("ValueAndGrad")
+            .field("argnum", &N)
+            .finish_non_exhaustive()
     }
 }
 
@@ -538,11 +545,20 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         F: Fn(A) -> Result<R>,
         R: GradOutput,
     {
-        let what = if self.with_value { "value_and_grad" } else { "grad" };
+        let what = if self.with_value {
+            "value_and_grad"
+        } else {
+            "grad"
+        };
         let inner = args.inner()?;
         let range = I::leaf_range(&inner);
-        let ((value, aux), pullback) =
-            trace(what, |a| (self.f)(a), &inner, range, true, |r: R, level| {
+        let ((value, aux), pullback) = trace(
+            what,
+            |a| (self.f)(a),
+            &inner,
+            range,
+            true,
+            |r: R, level| {
                 let (value, aux) = r.split();
                 let (value, root) = primal(&value, level)?;
                 if !value.shape().is_empty() || !value.dtype().is_float() {
@@ -556,7 +572,8 @@ impl<F, A, const N: usize> Grad<F, A, N> {
                 }
                 let aux = R::unwrap_aux(aux, level)?;
                 Ok((vec![value.clone()], vec![root], (value, aux)))
-            })?;
+            },
+        )?;
         let one = ops::full_scalar(1.0, value.dtype())?;
         let grads = pullback.call(what, &[one])?;
         let grad = I::arg(&inner).with_leaves(grads)?;

@@ -93,6 +93,20 @@ pub(crate) struct OpNode {
     pub(crate) parents: Vec<Option<NodeRef>>,
 }
 
+/// Dropping a long chain of nodes one inside the other would recurse once per
+/// node and overflow the stack (a loop of many ops under grad); parents whose
+/// last owner is this node are taken apart iteratively instead.
+impl Drop for OpNode {
+    fn drop(&mut self) {
+        let mut stack: Vec<Arc<Node>> = self.parents.drain(..).flatten().map(|p| p.node).collect();
+        while let Some(node) = stack.pop() {
+            if let Ok(Node::Op(mut op)) = Arc::try_unwrap(node) {
+                stack.extend(op.parents.drain(..).flatten().map(|p| p.node));
+            }
+        }
+    }
+}
+
 fn key(node: &Arc<Node>) -> usize {
     Arc::as_ptr(node) as *const () as usize
 }
@@ -126,10 +140,7 @@ fn topological(roots: &[&Arc<Node>]) -> Vec<Arc<Node>> {
 /// The backward pass: given a cotangent for each root (a node output), the
 /// gradient of each of the `leaves` input leaves (`None`: no path from it to a
 /// root, so its gradient is zero).
-pub(crate) fn backward(
-    roots: &[(NodeRef, Tensor)],
-    leaves: usize,
-) -> Result<Vec<Option<Tensor>>> {
+pub(crate) fn backward(roots: &[(NodeRef, Tensor)], leaves: usize) -> Result<Vec<Option<Tensor>>> {
     let root_nodes: Vec<&Arc<Node>> = roots.iter().map(|(r, _)| &r.node).collect();
     let order = topological(&root_nodes);
     let mut cotangents: HashMap<usize, SmallVec<[Option<Tensor>; 1]>> = HashMap::new();
@@ -196,7 +207,8 @@ fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option
             None => ops::zeros(out.shape(), out.dtype()),
         })
         .collect::<Result<Vec<_>>>()?;
-    let grads = vjp(&op.args, &op.outputs, &cts).map_err(|e| crate::dispatch::attribute(e, entry.name()))?;
+    let grads = vjp(&op.args, &op.outputs, &cts)
+        .map_err(|e| crate::dispatch::attribute(e, entry.name()))?;
     check_grads(op, &grads)?;
     Ok(grads)
 }
@@ -224,7 +236,7 @@ fn check_grads(op: &OpNode, grads: &[Option<Tensor>]) -> Result<()> {
         op: entry.name().to_string(),
         rule: entry
             .vjp_location
-            .map_or_else(|| "its vjp".to_string(), |l| l.to_string()),
+            .map_or_else(|| "vjp".to_string(), |l| format!("vjp {l}")),
         message,
     };
     let inputs = slots(&op.args);

@@ -25,7 +25,9 @@ impl<F: Clone, A, const N: usize> Clone for Jacrev<F, A, N> {
 
 impl<F, A, const N: usize> std::fmt::Debug for Jacrev<F, A, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Jacrev").field("argnum", &N).finish_non_exhaustive()
+        f.debug_struct("Jacrev")
+            .field("argnum", &N)
+            .finish_non_exhaustive()
     }
 }
 

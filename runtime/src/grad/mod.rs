@@ -11,8 +11,8 @@
 mod api;
 mod graph;
 mod interpreter;
-mod ops;
 mod jacobian;
+mod ops;
 mod tracked;
 
 pub use api::{grad, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, ValueAndGrad, VjpFn};

@@ -27,7 +27,10 @@ pub(crate) fn entry(name: OpName) -> Result<&'static OpEntry> {
     });
     entries[name as usize].ok_or_else(|| Error::NotImplemented {
         op: name.as_str().to_string(),
-        message: format!("grad needs the built-in op `{}`, which is not registered", name.as_str()),
+        message: format!(
+            "grad needs the built-in op `{}`, which is not registered",
+            name.as_str()
+        ),
     })
 }
 
@@ -41,13 +44,19 @@ pub(crate) fn call1(name: OpName, args: &[Arg<Tensor>]) -> Result<Tensor> {
 
 /// `a + b`.
 pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    call1(OpName::Add, &[Arg::Tensor(a.clone()), Arg::Tensor(b.clone())])
+    call1(
+        OpName::Add,
+        &[Arg::Tensor(a.clone()), Arg::Tensor(b.clone())],
+    )
 }
 
 /// `t` broadcast to `shape`.
 pub(crate) fn expand_to(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let size = shape.iter().map(|&d| d as i64).collect();
-    call1(OpName::Expand, &[Arg::Tensor(t.clone()), Arg::IntList(size)])
+    call1(
+        OpName::Expand,
+        &[Arg::Tensor(t.clone()), Arg::IntList(size)],
+    )
 }
 
 /// A tensor of zeros (dense: it does not depend on anything).
@@ -60,12 +69,19 @@ pub(crate) fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
 pub(crate) fn full_scalar(value: f64, dtype: DType) -> Result<Tensor> {
     call1(
         OpName::Full,
-        &[Arg::IntList(Vec::new()), Arg::Float(value), Arg::ScalarType(dtype)],
+        &[
+            Arg::IntList(Vec::new()),
+            Arg::Float(value),
+            Arg::ScalarType(dtype),
+        ],
     )
 }
 
 /// `t` reshaped to `shape`.
 pub(crate) fn reshape(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let size = shape.iter().map(|&d| d as i64).collect();
-    call1(OpName::Reshape, &[Arg::Tensor(t.clone()), Arg::IntList(size)])
+    call1(
+        OpName::Reshape,
+        &[Arg::Tensor(t.clone()), Arg::IntList(size)],
+    )
 }

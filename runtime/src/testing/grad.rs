@@ -21,7 +21,10 @@ type TensorFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
 /// where it is an unbatched constant).
 fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
     let n: usize = shape.iter().product();
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B4_E019) | 1;
+    let mut s = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(0x632B_E59B_D9B4_E019)
+        | 1;
     let values: Vec<f64> = (0..n)
         .map(|_| {
             s ^= s << 13;
@@ -111,13 +114,21 @@ where
     check_grad_dyn(&f, inputs, "vjp")
 }
 
-fn check_grad_dyn(f: &TensorFn<'_>, inputs: &[Tensor], what: &str) -> std::result::Result<usize, Mismatch> {
+fn check_grad_dyn(
+    f: &TensorFn<'_>,
+    inputs: &[Tensor],
+    what: &str,
+) -> std::result::Result<usize, Mismatch> {
     let fail = |detail: String| Mismatch {
         case: what.to_string(),
         detail,
     };
     let err = |e: Error| fail(e.to_string());
-    let x: Vec<Tensor> = inputs.iter().map(to_f64).collect::<Result<_>>().map_err(err)?;
+    let x: Vec<Tensor> = inputs
+        .iter()
+        .map(to_f64)
+        .collect::<Result<_>>()
+        .map_err(err)?;
     let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
     let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x).map_err(err)?;
     if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
@@ -167,7 +178,9 @@ fn check_grad_dyn(f: &TensorFn<'_>, inputs: &[Tensor], what: &str) -> std::resul
             .sum::<Result<f64>>()
             .map_err(err)?;
         let scale = 1.0 + numeric.abs().max(analytic.abs());
-        if !((numeric - analytic).abs() <= TOLERANCE * scale) {
+        // Written so that a NaN on either side fails.
+        let agree = (numeric - analytic).abs() <= TOLERANCE * scale;
+        if !agree {
             return Err(fail(format!(
                 "direction {k} (inputs {which:?}): the vjp gives {analytic:.12e}, central differences {numeric:.12e}"
             )));
@@ -178,7 +191,10 @@ fn check_grad_dyn(f: &TensorFn<'_>, inputs: &[Tensor], what: &str) -> std::resul
 
 /// The vjp of `f` as a function: inputs to the gradients of `⟨u, f(x)⟩`, for
 /// a cotangent `u` fixed by the outputs' shapes.
-fn pulled_back<'a>(f: &'a TensorFn<'a>, seed: u64) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {
+fn pulled_back<'a>(
+    f: &'a TensorFn<'a>,
+    seed: u64,
+) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {
     move |xs: &[Tensor]| {
         let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &xs.to_vec())?;
         let u = cotangents(&y, seed)?;
@@ -212,9 +228,11 @@ where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
     let f: &TensorFn<'_> = &f;
-    let label = |what: &'static str| move |m: Mismatch| Mismatch {
-        case: format!("{what}: {}", m.case),
-        detail: m.detail,
+    let label = |what: &'static str| {
+        move |m: Mismatch| Mismatch {
+            case: format!("{what}: {}", m.case),
+            detail: m.detail,
+        }
     };
     if !inputs.iter().any(|t| t.dtype().is_float()) {
         return Ok(0);
@@ -250,7 +268,13 @@ fn check_vjp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
                 inputs
                     .iter()
                     .zip(&batched)
-                    .map(|(t, &b)| if b { super::example(&to_f64(t)?, k) } else { to_f64(t) })
+                    .map(|(t, &b)| {
+                        if b {
+                            super::example(&to_f64(t)?, k)
+                        } else {
+                            to_f64(t)
+                        }
+                    })
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<_>>()

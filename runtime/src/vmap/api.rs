@@ -3,12 +3,13 @@
 
 use std::marker::PhantomData;
 
-use crate::core::value::{Outputs, Outs};
+use crate::core::tree::TensorTree;
 use crate::dispatch::{self, push_level};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
 use super::fallback::FallbackPolicy;
+use super::inputs::{Inputs, VmapInputs, VmapOutputs};
 use super::interpreter::VmapInterpreter;
 
 /// The number of vmap levels active on this thread.
@@ -21,22 +22,239 @@ pub fn vmap_depth() -> usize {
         .count()
 }
 
-/// Where each input's batch dim is: one entry per argument, `None` for an
-/// argument that is not batched. Negative dims count from the end.
+/// Where each input's batch dim is: one entry per top-level argument, `None`
+/// for an argument that is not batched. Negative dims count from the end.
+///
+/// The top-level arguments are what [`Vmap::call`] is given (see
+/// [`VmapInputs`]): a tensor or a struct is one argument, a tuple has one per
+/// element, a `Vec` or slice one per element. An entry applies to every leaf
+/// (tensor) of its argument; [`InDim::fields`] and [`InDim::per_leaf`] give
+/// each leaf of one argument a dim of its own.
 ///
 /// Converts from a single dim (applied to every argument), `None` (no argument
-/// batched; give a [`Vmap::batch_size`]), or a list with one entry per argument:
-/// `[Some(0), None]`, `vec![Some(-1), Some(0)]`.
+/// batched; give a [`Vmap::batch_size`]), a list with one entry per argument
+/// (`[Some(0), None]`, `vec![Some(-1), Some(0)]`), or a list of [`InDim`]s.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InDims {
     /// The same entry for every argument.
     All(Option<i64>),
     /// One entry per argument.
-    Each(Vec<Option<i64>>),
+    Each(Vec<InDim>),
+}
+
+/// The batch dims of one top-level argument: one dim for all its leaves, or
+/// one per leaf.
+///
+/// A list of `Option` dims converts into [`InDims`] without naming this type;
+/// it is needed to batch some fields of a struct and not others:
+///
+/// ```
+/// use batchrules::{ops, vmap, InDim, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(TensorTree)]
+/// struct Affine {
+///     scale: Tensor,
+///     shift: Tensor,
+/// }
+///
+/// // Three scales (one per example), one shift shared by all, three inputs.
+/// let p = Affine {
+///     scale: Tensor::from(array![[1.0f64], [2.0], [3.0]].into_dyn()),
+///     shift: Tensor::from(array![10.0f64].into_dyn()),
+/// };
+/// let x = Tensor::from(array![[1.0f64], [1.0], [1.0]].into_dyn());
+/// let dims = InDim::per_leaf(&p, |path, _| (path == ".scale").then_some(0));
+/// let y = vmap(|(p, x): (Affine, Tensor)| ops::add(&ops::mul(&p.scale, &x)?, &p.shift))
+///     .in_dims([dims, InDim::from(Some(0))])
+///     .call((&p, &x))?;
+/// assert_eq!(y.to_array::<f64>()?, array![[11.0], [12.0], [13.0]].into_dyn());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InDim {
+    /// The same dim for every leaf of the argument (`None`: not batched).
+    Arg(Option<i64>),
+    /// One dim per leaf of the argument, in the order of
+    /// [`TensorTree::leaves`]; build it with [`InDim::fields`] (by picking
+    /// fields) or [`InDim::per_leaf`] (by leaf path).
+    Leaves(Vec<Option<i64>>),
+}
+
+impl InDim {
+    /// One dim per leaf of `value` (the argument as it will be given to
+    /// [`Vmap::call`]), chosen by `dim(path, leaf)`, where `path` says where
+    /// the leaf sits (`".layers[1].w"`, see [`TensorTree::leaf_path`]).
+    pub fn per_leaf<T: TensorTree>(
+        value: &T,
+        mut dim: impl FnMut(&str, &Tensor) -> Option<i64>,
+    ) -> InDim {
+        let mut leaves = Vec::new();
+        value.leaves(&mut leaves);
+        InDim::Leaves(
+            leaves
+                .iter()
+                .enumerate()
+                .map(|(i, t)| dim(&value.leaf_path(i), t))
+                .collect(),
+        )
+    }
+
+    /// Per-field dims for `value`, chosen by the fields themselves rather than
+    /// by their paths: start with every leaf unbatched, then
+    /// [`batch`](FieldDims::batch) the parts of `value` you pick, and
+    /// [`build`](FieldDims::build).
+    ///
+    /// A picked part is matched to `value`'s leaves by where they live, so
+    /// the closure must return a part of its argument (not a clone). This
+    /// relies on [`TensorTree::map_leaves`] handing out the leaves in place, as
+    /// the impls of this crate and the derive do.
+    ///
+    /// ```
+    /// use batchrules::{ops, vmap, InDim, Tensor, TensorTree};
+    /// use ndarray::array;
+    ///
+    /// #[derive(TensorTree)]
+    /// struct Layer {
+    ///     w: Tensor,
+    ///     b: Tensor,
+    /// }
+    ///
+    /// // Two weights (one per example) and one bias shared by both.
+    /// let layer = Layer {
+    ///     w: Tensor::from(array![[1.0f64, 0.0], [0.0, 2.0]].into_dyn()),
+    ///     b: Tensor::from(array![1.0f64, 1.0].into_dyn()),
+    /// };
+    /// let dims = InDim::fields(&layer).batch(|l| &l.w, 0).build()?;
+    /// assert_eq!(dims, InDim::Leaves(vec![Some(0), None]));
+    /// let y = vmap(|(l,): (Layer,)| ops::add(&l.w, &l.b))
+    ///     .in_dims([dims])
+    ///     .call((&layer,))?;
+    /// assert_eq!(y.to_array::<f64>()?, array![[2.0, 1.0], [1.0, 3.0]].into_dyn());
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    pub fn fields<T: TensorTree>(value: &T) -> FieldDims<'_, T> {
+        let (addresses, error) = match leaf_addresses(value) {
+            Ok(a) => (a, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        FieldDims {
+            value,
+            dims: vec![None; addresses.len()],
+            addresses,
+            error,
+        }
+    }
+}
+
+/// Per-field in_dims of one argument, built from the argument itself; see
+/// [`InDim::fields`].
+#[derive(Debug)]
+pub struct FieldDims<'a, T> {
+    value: &'a T,
+    /// Where each leaf of `value` is, in leaf order: what identifies a picked
+    /// part's leaves (compared, never read through).
+    addresses: Vec<*const Tensor>,
+    dims: Vec<Option<i64>>,
+    /// The first problem, reported by `build`.
+    error: Option<Error>,
+}
+
+/// Where each leaf of `value` lives, in leaf order. `map_leaves` hands out
+/// references to the leaves themselves, so a part picked from `value` has the
+/// same addresses.
+fn leaf_addresses<T: TensorTree>(value: &T) -> Result<Vec<*const Tensor>> {
+    let mut out = Vec::new();
+    value.map_leaves(&mut |t| {
+        out.push(std::ptr::from_ref(t));
+        Ok(t.clone())
+    })?;
+    Ok(out)
+}
+
+impl<'a, T: TensorTree> FieldDims<'a, T> {
+    /// Batches every leaf of the part `pick` returns (a field, an element of
+    /// a `Vec` field, a nested struct, ...) at `dim`. A later call overrides an
+    /// earlier one for the leaves both pick.
+    #[must_use]
+    pub fn batch<S: TensorTree + 'a>(self, pick: impl FnOnce(&'a T) -> &'a S, dim: i64) -> Self {
+        self.set(pick, Some(dim))
+    }
+
+    /// Leaves every leaf of the part `pick` returns unbatched (the default;
+    /// useful to carve a part out of a part batched before).
+    #[must_use]
+    pub fn share<S: TensorTree + 'a>(self, pick: impl FnOnce(&'a T) -> &'a S) -> Self {
+        self.set(pick, None)
+    }
+
+    fn set<S: TensorTree + 'a>(
+        mut self,
+        pick: impl FnOnce(&'a T) -> &'a S,
+        dim: Option<i64>,
+    ) -> Self {
+        if self.error.is_some() {
+            return self;
+        }
+        let part = pick(self.value);
+        match leaf_addresses(part) {
+            Ok(picked) => {
+                for address in picked {
+                    match self.addresses.iter().position(|&a| a == address) {
+                        Some(i) => self.dims[i] = dim,
+                        None => {
+                            self.error = Some(Error::Vmap(
+                                "InDim::fields: the part picked is not inside the value given to InDim::fields (pick a field of the closure's argument, e.g. `|p| &p.layers`, not another value)"
+                                    .to_string(),
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => self.error = Some(e),
+        }
+        self
+    }
+
+    /// The dims, one per leaf of the value; errors if a part picked was not
+    /// inside the value.
+    pub fn build(self) -> Result<InDim> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(InDim::Leaves(self.dims)),
+        }
+    }
+}
+
+/// `None`: the argument is not batched; `Some(d)`: all its leaves are batched
+/// at `d`.
+impl From<Option<i64>> for InDim {
+    fn from(d: Option<i64>) -> Self {
+        InDim::Arg(d)
+    }
+}
+
+impl<const N: usize> From<[InDim; N]> for InDims {
+    fn from(d: [InDim; N]) -> Self {
+        InDims::Each(d.into())
+    }
+}
+
+impl From<Vec<InDim>> for InDims {
+    fn from(d: Vec<InDim>) -> Self {
+        InDims::Each(d)
+    }
 }
 
 /// Where each output's batch dim goes: one dim for every output, or one per
-/// output. Negative dims count from the end of the output (batch dim included).
+/// top-level output. Negative dims count from the end of the output (batch dim
+/// included).
+///
+/// The top-level outputs are what the function returns (see [`VmapOutputs`]):
+/// a tensor or a struct is one output, a tuple has one per element, a `Vec`
+/// one per element. An output's dim applies to every leaf (tensor) of it, each
+/// leaf counting from its own rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutDims {
     /// The same dim for every output.
@@ -54,17 +272,17 @@ macro_rules! dims_from_int {
         }
         impl<const N: usize> From<[Option<$t>; N]> for InDims {
             fn from(d: [Option<$t>; N]) -> Self {
-                InDims::Each(d.iter().map(|d| d.map(|d| d.as_dim())).collect())
+                InDims::Each(d.iter().map(|d| InDim::Arg(d.map(|d| d.as_dim()))).collect())
             }
         }
         impl From<Vec<Option<$t>>> for InDims {
             fn from(d: Vec<Option<$t>>) -> Self {
-                InDims::Each(d.iter().map(|d| d.map(|d| d.as_dim())).collect())
+                InDims::Each(d.iter().map(|d| InDim::Arg(d.map(|d| d.as_dim()))).collect())
             }
         }
         impl From<&[Option<$t>]> for InDims {
             fn from(d: &[Option<$t>]) -> Self {
-                InDims::Each(d.iter().map(|d| d.map(|d| d.as_dim())).collect())
+                InDims::Each(d.iter().map(|d| InDim::Arg(d.map(|d| d.as_dim()))).collect())
             }
         }
         impl From<$t> for OutDims {
@@ -116,108 +334,9 @@ impl AsDim for usize {
     }
 }
 
-/// The inputs of a vmapped function: one tensor, a tuple of up to four, or a
-/// list. The function receives them as owned [`Tensor`]s (cheap handles), in the
-/// same shape: `Tensor`, `(Tensor, Tensor)`, ..., or `Vec<Tensor>`.
-pub trait VmapInputs {
-    /// What the vmapped function receives.
-    type Inner;
-    /// The input tensors, in order.
-    fn tensors(&self) -> Inputs;
-    /// Rebuilds the function's argument from (batched) tensors.
-    fn rebuild(ts: Inputs) -> Self::Inner;
-}
-
-/// The input tensors of a vmap call (inline up to four).
-pub type Inputs = smallvec::SmallVec<[Tensor; 4]>;
-
-impl VmapInputs for &Tensor {
-    type Inner = Tensor;
-    fn tensors(&self) -> Inputs {
-        smallvec::smallvec![(*self).clone()]
-    }
-    fn rebuild(ts: Inputs) -> Tensor {
-        ts.into_iter().next().expect("one input")
-    }
-}
-
-impl VmapInputs for Tensor {
-    type Inner = Tensor;
-    fn tensors(&self) -> Inputs {
-        smallvec::smallvec![self.clone()]
-    }
-    fn rebuild(ts: Inputs) -> Tensor {
-        ts.into_iter().next().expect("one input")
-    }
-}
-
-impl VmapInputs for &[Tensor] {
-    type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Inputs {
-        self.iter().cloned().collect()
-    }
-    fn rebuild(ts: Inputs) -> Vec<Tensor> {
-        ts.into_vec()
-    }
-}
-
-impl VmapInputs for &Vec<Tensor> {
-    type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Inputs {
-        self.iter().cloned().collect()
-    }
-    fn rebuild(ts: Inputs) -> Vec<Tensor> {
-        ts.into_vec()
-    }
-}
-
-impl VmapInputs for Vec<Tensor> {
-    type Inner = Vec<Tensor>;
-    fn tensors(&self) -> Inputs {
-        self.iter().cloned().collect()
-    }
-    fn rebuild(ts: Inputs) -> Vec<Tensor> {
-        ts.into_vec()
-    }
-}
-
-macro_rules! tuple_inputs {
-    ($($name:ident),+) => {
-        impl VmapInputs for ($(&$name,)+) {
-            type Inner = ($($name,)+);
-            #[allow(non_snake_case)]
-            fn tensors(&self) -> Inputs {
-                let ($($name,)+) = *self;
-                smallvec::smallvec![$((*$name).clone()),+]
-            }
-            #[allow(non_snake_case)]
-            fn rebuild(ts: Inputs) -> Self::Inner {
-                let mut it = ts.into_iter();
-                $(let $name = it.next().expect("arity checked");)+
-                ($($name,)+)
-            }
-        }
-    };
-}
-#[allow(non_camel_case_types)]
-type T1 = Tensor;
-#[allow(non_camel_case_types)]
-type T2 = Tensor;
-#[allow(non_camel_case_types)]
-type T3 = Tensor;
-#[allow(non_camel_case_types)]
-type T4 = Tensor;
-tuple_inputs!(T1, T2);
-tuple_inputs!(T1, T2, T3);
-tuple_inputs!(T1, T2, T3, T4);
-
-/// The outputs of a vmapped function: a [`Tensor`], a tuple of two or three, or
-/// a `Vec<Tensor>`.
-pub trait VmapOutputs: Outputs<Tensor> {}
-impl<O: Outputs<Tensor>> VmapOutputs for O {}
-
 /// A function prepared for vmap; see [`vmap`]. `A` is what the function
-/// receives: a [`Tensor`], a tuple of them, or a `Vec<Tensor>`.
+/// receives: a [`Tensor`], a struct of tensors, a tuple of them, or a `Vec`
+/// (see [`VmapInputs`]).
 pub struct Vmap<F, A> {
     f: F,
     args: PhantomData<fn(A)>,
@@ -251,6 +370,50 @@ pub struct Vmap<F, A> {
 /// // Meta checks see the per-example (logical) shape: each row of x is 1-d.
 /// let err = vmap(|x: Tensor| ops::triu(&x, 0)).call(&x).unwrap_err();
 /// assert!(err.to_string().contains("got shape [3]"));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// Inputs and outputs may be structures of tensors ([`TensorTree`]s): tuples,
+/// `Vec`s and structs with `#[derive(TensorTree)]`. An in_dim applies to every
+/// tensor of its argument, so one `None` shares a model's parameters across the
+/// batch, and one `Some(0)` runs several stacked models at once (ensembling):
+///
+/// ```
+/// use batchrules::{ops, vmap, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Linear {
+///     w: Tensor,
+///     b: Tensor,
+/// }
+///
+/// fn forward(p: &Linear, x: &Tensor) -> batchrules::Result<Tensor> {
+///     ops::linear(x, &p.w, Some(&p.b))
+/// }
+///
+/// let p = Linear {
+///     w: Tensor::from(array![[1.0f64, 2.0], [0.0, 1.0]].into_dyn()),
+///     b: Tensor::from(array![0.5f64, -0.5].into_dyn()),
+/// };
+/// let xs = Tensor::from(array![[1.0f64, 0.0], [0.0, 1.0], [1.0, 1.0]].into_dyn());
+///
+/// // Shared parameters, batched data: the closure gets a `Linear` and a row.
+/// let ys = vmap(|(p, x): (Linear, Tensor)| forward(&p, &x))
+///     .in_dims([None, Some(0)])
+///     .call((&p, &xs))?;
+/// assert_eq!(ys.to_array::<f64>()?, array![[1.5, -0.5], [2.5, 0.5], [3.5, 0.5]].into_dyn());
+///
+/// // Two models stacked leaf by leaf (dim 0), the same data for both.
+/// let two = p.map_leaves(&mut |t| ops::stack(&[t.clone(), ops::neg(t)?], 0))?;
+/// let both = vmap(|(p, x): (Linear, Tensor)| forward(&p, &x))
+///     .in_dims([Some(0), None])
+///     .call((&two, &xs.select(0, 0)?))?;
+/// assert_eq!(both.to_array::<f64>()?, array![[1.5, -0.5], [-1.5, 0.5]].into_dyn());
+///
+/// // A struct comes back as a struct: every leaf gets the batch dim.
+/// let grown = vmap(|p: Linear| p.map_leaves(&mut |t| ops::add(t, t))).call(&two)?;
+/// assert_eq!(grown.w.shape(), &[2, 2, 2]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn vmap<F, A, O>(f: F) -> Vmap<F, A>
@@ -318,7 +481,9 @@ impl<F, A> Vmap<F, A> {
         self
     }
 
-    /// Runs the function over the batch.
+    /// Runs the function over the batch. `args` is a tensor, a struct of
+    /// tensors, a tuple of references to either, or a list (see
+    /// [`VmapInputs`]); the function receives the same structure, batched.
     ///
     /// Errors if `in_dims`/`out_dims` do not fit the inputs/outputs, if batched
     /// inputs disagree on the batch size, if nothing is batched and no batch size
@@ -330,8 +495,10 @@ impl<F, A> Vmap<F, A> {
         O: VmapOutputs,
     {
         let inputs = args.tensors();
-        let dims = resolve_in_dims(&self.in_dims, &inputs)?;
-        let size = batch_size(&inputs, &dims, self.batch_size)?;
+        let counts = args.arg_leaf_counts();
+        let input_name = |k: usize| leaf_name("input", &counts, k, |a, l| args.arg_leaf_path(a, l));
+        let dims = resolve_in_dims(&self.in_dims, &inputs, &counts, &input_name)?;
+        let size = batch_size(&inputs, &dims, self.batch_size, &input_name)?;
         let policy = self.policy;
         let guard = push_level("vmap", |id| {
             VmapInterpreter::at_depth(id.depth(), size, policy)
@@ -345,29 +512,75 @@ impl<F, A> Vmap<F, A> {
                 None => Ok(t),
             })
             .collect::<Result<_>>()?;
-        let out = (self.f)(I::rebuild(wrapped)).map_err(|e| in_level(e, level.depth()))?;
-        let outs = out.into_outputs();
+        let out = (self.f)(args.rebuild(wrapped)?).map_err(|e| in_level(e, level.depth()))?;
+        let counts = out.output_leaf_counts();
         if let OutDims::Each(ds) = &self.out_dims {
-            if ds.len() != outs.len() {
+            if ds.len() != counts.len() {
                 return Err(Error::Vmap(format!(
                     "out_dims has {} entries but the function returned {} outputs",
                     ds.len(),
-                    outs.len()
+                    counts.len()
                 )));
             }
         }
-        let results = outs
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let d = match &self.out_dims {
-                    OutDims::All(d) => *d,
-                    OutDims::Each(ds) => ds[i],
-                };
-                finish_output(i, &t, d, level, size)
-            })
-            .collect::<Result<Outs<_>>>()?;
-        O::from_outputs(results)
+        // Each leaf of the output, in order, finished at its output's out_dim.
+        let mut next = 0;
+        out.map_leaves(&mut |t| {
+            let k = next;
+            next += 1;
+            let d = match &self.out_dims {
+                OutDims::All(d) => *d,
+                OutDims::Each(ds) => match ds.get(locate(&counts, k).0) {
+                    Some(d) => *d,
+                    None => {
+                        return Err(inconsistent_tree(
+                            "output",
+                            &counts,
+                            &format!("at least {}", k + 1),
+                        ))
+                    }
+                },
+            };
+            let name = || leaf_name("output", &counts, k, |o, l| out.output_leaf_path(o, l));
+            finish_output(&name, t, d, level, size)
+        })
+    }
+}
+
+/// A hand-written `TensorTree` whose `leaf_count` disagrees with its `leaves`
+/// (or `map_leaves`): the leaves cannot be matched to their dims.
+fn inconsistent_tree(kind: &str, counts: &[usize], got: &str) -> Error {
+    Error::Vmap(format!(
+        "the {kind}s count {} leaves ({counts:?} per {kind}) but give {got} tensors; a hand-written TensorTree impl must make leaf_count, leaves and map_leaves agree",
+        counts.iter().sum::<usize>()
+    ))
+}
+
+/// Which top-level argument (or output) leaf `k` of the flattened list
+/// belongs to, and its index among that argument's leaves.
+fn locate(counts: &[usize], mut k: usize) -> (usize, usize) {
+    for (i, &n) in counts.iter().enumerate() {
+        if k < n {
+            return (i, k);
+        }
+        k -= n;
+    }
+    (counts.len(), k)
+}
+
+/// `input 2`, or `input 0 (.layers[1].w)` for a leaf inside an argument.
+fn leaf_name(
+    kind: &str,
+    counts: &[usize],
+    k: usize,
+    path: impl Fn(usize, usize) -> String,
+) -> String {
+    let (arg, leaf) = locate(counts, k);
+    let path = path(arg, leaf);
+    if path.is_empty() {
+        format!("{kind} {arg}")
+    } else {
+        format!("{kind} {arg} ({path})")
     }
 }
 
@@ -400,38 +613,74 @@ fn show_dim(d: i64) -> String {
     }
 }
 
-/// Resolved in_dims: one entry per input (inline up to four).
+/// Resolved in_dims: one entry per leaf of the inputs (inline up to four).
 type Dims = smallvec::SmallVec<[Option<usize>; 4]>;
 
-fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Dims> {
-    if let InDims::Each(ds) = in_dims {
-        if ds.len() != inputs.len() {
-            return Err(Error::Vmap(format!(
-                "in_dims has {} entries but the function takes {} inputs; give one entry per input (None for an unbatched one)",
-                ds.len(),
-                inputs.len()
-            )));
+/// The in_dim of every leaf, as given (one entry per leaf, inline up to four).
+fn leaf_in_dims(
+    in_dims: &InDims,
+    leaves: usize,
+    counts: &[usize],
+) -> Result<smallvec::SmallVec<[Option<i64>; 4]>> {
+    let ds = match in_dims {
+        InDims::All(d) => return Ok(smallvec::smallvec![*d; leaves]),
+        InDims::Each(ds) => ds,
+    };
+    if ds.len() != counts.len() {
+        return Err(Error::Vmap(format!(
+            "in_dims has {} entries but the function takes {} inputs; give one entry per input (None for an unbatched one)",
+            ds.len(),
+            counts.len()
+        )));
+    }
+    let mut out = smallvec::SmallVec::with_capacity(leaves);
+    for (i, (d, &n)) in ds.iter().zip(counts).enumerate() {
+        match d {
+            InDim::Arg(d) => out.extend(std::iter::repeat_n(*d, n)),
+            InDim::Leaves(ls) if ls.len() == n => out.extend_from_slice(ls),
+            InDim::Leaves(ls) => {
+                return Err(Error::Vmap(format!(
+                    "in_dims entry {i} gives {} leaf dims but input {i} has {n} leaves; build the entry from the argument itself with InDim::fields or InDim::per_leaf",
+                    ls.len()
+                )))
+            }
         }
     }
+    Ok(out)
+}
+
+fn resolve_in_dims(
+    in_dims: &InDims,
+    inputs: &[Tensor],
+    counts: &[usize],
+    name: &dyn Fn(usize) -> String,
+) -> Result<Dims> {
+    if counts.iter().sum::<usize>() != inputs.len() {
+        return Err(inconsistent_tree(
+            "input",
+            counts,
+            &inputs.len().to_string(),
+        ));
+    }
+    let given = leaf_in_dims(in_dims, inputs.len(), counts)?;
     inputs
         .iter()
+        .zip(given)
         .enumerate()
-        .map(|(i, t)| {
-            let d = match in_dims {
-                InDims::All(d) => *d,
-                InDims::Each(ds) => ds[i],
-            };
+        .map(|(i, (t, d))| {
             let Some(d) = d else { return Ok(None) };
             let rank = t.ndim() as i64;
             if rank == 0 {
                 return Err(Error::Vmap(format!(
-                    "input {i} is a 0-d tensor and has no dim to batch over; give it in_dim None"
+                    "{} is a 0-d tensor and has no dim to batch over; give it in_dim None",
+                    name(i)
                 )));
             }
             if d < -rank || d >= rank {
                 return Err(Error::Vmap(format!(
-                    "in_dim {} of input {i} is out of range for its shape {:?} (valid: {}..={})",
+                    "in_dim {} of {} is out of range for its shape {:?} (valid: {}..={})",
                     show_dim(d),
+                    name(i),
                     t.shape(),
                     -rank,
                     rank - 1
@@ -442,8 +691,13 @@ fn resolve_in_dims(in_dims: &InDims, inputs: &[Tensor]) -> Result<Dims> {
         .collect()
 }
 
-fn batch_size(inputs: &[Tensor], dims: &[Option<usize>], explicit: Option<usize>) -> Result<usize> {
-    // (input, in_dim, size) of every batched input.
+fn batch_size(
+    inputs: &[Tensor],
+    dims: &[Option<usize>],
+    explicit: Option<usize>,
+    name: &dyn Fn(usize) -> String,
+) -> Result<usize> {
+    // (leaf, in_dim, size) of every batched leaf.
     let sizes = || {
         inputs
             .iter()
@@ -453,7 +707,7 @@ fn batch_size(inputs: &[Tensor], dims: &[Option<usize>], explicit: Option<usize>
     };
     let describe = || {
         sizes()
-            .map(|(i, d, n)| format!("input {i} has size {n} at in_dim {d}"))
+            .map(|(i, d, n)| format!("{} has size {n} at in_dim {d}", name(i)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -481,10 +735,10 @@ fn batch_size(inputs: &[Tensor], dims: &[Option<usize>], explicit: Option<usize>
     }
 }
 
-/// Moves output `i`'s batch dim at `level` to `out_dim`, broadcasting an
-/// output that does not depend on the batch.
+/// Moves the batch dim at `level` of an output leaf (`name()` for messages)
+/// to `out_dim`, broadcasting a leaf that does not depend on the batch.
 fn finish_output(
-    i: usize,
+    name: &dyn Fn() -> String,
     t: &Tensor,
     out_dim: i64,
     level: LevelId,
@@ -493,8 +747,9 @@ fn finish_output(
     let rank = t.ndim() as i64 + 1;
     if out_dim < -rank || out_dim >= rank {
         return Err(Error::Vmap(format!(
-            "out_dim {} of output {i} is out of range: the output has logical shape {:?}, so with its batch dim it has {rank} dims (valid: {}..={})",
+            "out_dim {} of {} is out of range: the output has logical shape {:?}, so with its batch dim it has {rank} dims (valid: {}..={})",
             show_dim(out_dim),
+            name(),
             t.shape(),
             -rank,
             rank - 1
@@ -511,7 +766,8 @@ fn finish_output(
         // An output that does not depend on the batch is repeated along it.
         _ => t.broadcast_new_dim(d, size).map_err(|e| {
             Error::Vmap(format!(
-                "output {i} does not depend on the batch and is repeated {size} times: {e}"
+                "{} does not depend on the batch and is repeated {size} times: {e}",
+                name()
             ))
         }),
     }

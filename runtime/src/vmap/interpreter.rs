@@ -174,9 +174,10 @@ impl VmapInterpreter {
     fn rule_bug(entry: &OpEntry, message: String) -> Error {
         Error::RuleBug {
             op: entry.name().to_string(),
-            rule: entry
-                .rule_location
-                .map_or_else(|| "?".to_string(), |l| l.to_string()),
+            rule: entry.rule_location.map_or_else(
+                || "batching rule".to_string(),
+                |l| format!("batching rule {l}"),
+            ),
             message,
         }
     }

@@ -10,12 +10,16 @@
 //! * `batched`: the batched tensor and how it is rearranged and stacked;
 //! * `interpreter`: rule dispatch and the rule self-check;
 //! * `fallback`: the per-example loop and its policy;
-//! * `api`: [`vmap`], [`Vmap`], in/out dims, inputs and outputs.
+//! * `api`: [`vmap`], [`Vmap`], in/out dims;
+//! * `inputs`: the inputs and outputs a vmapped function takes and returns
+//!   (structures of tensors).
 
 mod api;
 mod batched;
 mod fallback;
+mod inputs;
 mod interpreter;
 
-pub use api::{vmap, vmap_depth, InDims, Inputs, OutDims, Vmap, VmapInputs, VmapOutputs};
+pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
 pub use fallback::{fallback_policy, set_fallback_policy, FallbackPolicy};
+pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
