@@ -104,7 +104,7 @@ macro_rules! compare {
 
             crate::op_samples!(
                 op = $op,
-                samples = super::binary_samples,
+                samples = super::compare_samples,
                 errors = super::binary_errors
             );
         }
@@ -335,19 +335,32 @@ fn clamp_rule(
 }
 
 /// Broadcasting in both directions, 0-d operands, size-1 and size-0 dims, and
-/// mixed dtypes (promotion).
+/// mixed dtypes (promotion). The two float operands never hold equal values,
+/// so `maximum` and `minimum` have no ties (kinks of their derivatives); the
+/// comparisons add ties of their own ([`compare_samples`]).
 fn binary_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3])],
-        crate::args![&f64s(&[2, 1]), &f64s(&[3])],
-        crate::args![&f64s(&[3]), &f64s(&[2, 1])],
-        crate::args![&f64s(&[]), &f64s(&[2, 2])],
-        crate::args![&f32s(&[4]), &f64s(&[])],
+        crate::args![&f64s(&[2, 3]), &f64s_from(&[2, 3], 11)],
+        crate::args![&f64s(&[2, 1]), &f64s_from(&[3], 20)],
+        crate::args![&f64s(&[3]), &f64s_from(&[2, 1], 30)],
+        crate::args![&f64s(&[]), &f64s_from(&[2, 2], 40)],
+        crate::args![&f32s(&[4]), &f64s_from(&[], 50)],
         crate::args![&i64s(&[3], 5), &f64s(&[3])],
         crate::args![&bools(&[2]), &i64s(&[2], 4)],
         crate::args![&f64s(&[0, 2]), &f64s(&[2])],
     ]
+}
+
+/// The binary samples, and equal operands: every element tied, in one dtype
+/// and across f32 and f64.
+fn compare_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = binary_samples();
+    s.push(crate::args![&f64s(&[2, 3]), &f64s(&[2, 3])]);
+    s.push(crate::args![&f32s(&[4]), &f64s(&[])]);
+    s.push(crate::args![&i64s(&[2, 2], 3), &i64s(&[2], 3)]);
+    s
 }
 
 fn binary_errors() -> Vec<crate::testing::Sample> {

@@ -20,6 +20,13 @@ pub(crate) fn f64s(shape: &[usize]) -> Tensor {
     build(shape, value)
 }
 
+/// An f64 tensor whose values continue the sequence of [`f64s`] from element
+/// `start` on: an operand distinct from an `f64s` one (no element equal to the
+/// one it meets), where ties would be kinks of a derivative.
+pub(crate) fn f64s_from(shape: &[usize], start: usize) -> Tensor {
+    build(shape, |i| value(start + i))
+}
+
 /// An f32 tensor.
 pub(crate) fn f32s(shape: &[usize]) -> Tensor {
     build(shape, |i| value(i) as f32)

@@ -3,25 +3,17 @@
 //! (transposed); `matmul`'s broadcast batch dims are summed back and its 1-d
 //! operands restored by [`grad_for`] and a reshape.
 
-use super::{erased, grad_for, ErasedVjp};
+use super::grad_for;
 use crate::batching::shape_arg;
-use crate::{ops, Result, Tensor};
+use crate::{ops, vjp, Result, Tensor};
 
-pub(super) fn triu_vjp(
-    x: &Tensor,
-    diagonal: i64,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "triu")]
+fn triu_vjp(x: &Tensor, diagonal: i64, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || ops::triu(g, diagonal))
 }
 
-pub(super) fn tril_vjp(
-    x: &Tensor,
-    diagonal: i64,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "tril")]
+fn tril_vjp(x: &Tensor, diagonal: i64, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || ops::tril(g, diagonal))
 }
 
@@ -32,35 +24,40 @@ fn t(t: &Tensor) -> Result<Tensor> {
     ops::transpose(t, -1, -2)
 }
 
-pub(super) fn mm_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "mm")]
+fn mm_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     Ok((
         grad_for(a, || ops::mm(g, &t(b)?))?,
         grad_for(b, || ops::mm(&t(a)?, g))?,
     ))
 }
 
-pub(super) fn bmm_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "bmm")]
+fn bmm_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     Ok((
         grad_for(a, || ops::bmm(g, &t(b)?))?,
         grad_for(b, || ops::bmm(&t(a)?, g))?,
     ))
 }
 
-pub(super) fn mv_vjp(a: &Tensor, v: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "mv")]
+fn mv_vjp(a: &Tensor, v: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     Ok((
         grad_for(a, || ops::outer(g, v))?,
         grad_for(v, || ops::mv(&t(a)?, g))?,
     ))
 }
 
-pub(super) fn dot_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "dot")]
+fn dot_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     Ok((
         grad_for(a, || ops::mul(g, b))?,
         grad_for(b, || ops::mul(g, a))?,
     ))
 }
 
-pub(super) fn outer_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "outer")]
+fn outer_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     Ok((
         grad_for(a, || ops::mv(g, b))?,
         grad_for(b, || ops::mv(&t(g)?, a))?,
@@ -71,7 +68,8 @@ pub(super) fn outer_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Resu
 /// right operand a column (so the cotangent gets those dims back), the
 /// products are taken as matrices, and the gradients are summed over the
 /// broadcast batch dims and reshaped to the operands.
-pub(super) fn matmul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
+#[vjp(op = "matmul")]
+fn matmul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<ProductGrads> {
     let a2 = if a.ndim() == 1 {
         ops::unsqueeze(a, 0)?
     } else {
@@ -103,17 +101,4 @@ pub(super) fn matmul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Res
         grad_for(a, || back(ops::matmul(&g2, &t(&b2)?)?, &a2, a))?,
         grad_for(b, || back(ops::matmul(&t(&a2)?, &g2)?, &b2, b))?,
     ))
-}
-
-pub(super) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
-    vec![
-        ("triu", erased!(triu_vjp, 0 1)),
-        ("tril", erased!(tril_vjp, 0 1)),
-        ("mm", erased!(mm_vjp, 0 1)),
-        ("bmm", erased!(bmm_vjp, 0 1)),
-        ("mv", erased!(mv_vjp, 0 1)),
-        ("dot", erased!(dot_vjp, 0 1)),
-        ("outer", erased!(outer_vjp, 0 1)),
-        ("matmul", erased!(matmul_vjp, 0 1)),
-    ]
 }

@@ -4,12 +4,19 @@
 //! (`None` where no gradient flows: integer and bool inputs, index tensors,
 //! `where`'s condition).
 //!
-//! Every vjp is written with `ops::` calls only, never reading data, so under
-//! an outer `vmap` it is batched like any other code and under an outer `grad`
-//! it is recorded again (higher derivatives). The helpers here keep the
-//! gradients exact in shape and dtype: [`grad_for`] un-broadcasts a gradient
-//! with `sum_to_size` and casts it back to its input's dtype with `to_dtype`
-//! (after type promotion), and skips the computation for non-float inputs.
+//! Each is registered with `#[vjp(op = "...")]`, checked at compile time
+//! against the op table like the other attributes. Every vjp is written with
+//! `ops::` calls only, never reading data, so under an outer `vmap` it is
+//! batched like any other code and under an outer `grad` it is recorded again
+//! (higher derivatives). The helpers here keep the gradients exact in shape and
+//! dtype: [`grad_for`] un-broadcasts a gradient with `sum_to_size` and casts it
+//! back to its input's dtype with `to_dtype` (after type promotion), and skips
+//! the computation for non-float inputs.
+//!
+//! At points where an op has no derivative the vjps follow PyTorch: `abs` and
+//! `relu` give 0 at 0, `maximum`/`minimum` and `amax`/`amin` split the
+//! gradient evenly among tied elements, `clamp` passes it only where
+//! `min <= x <= max`.
 
 use crate::batching::shape_arg;
 use crate::{ops, Result, Tensor};
@@ -59,75 +66,3 @@ fn unreduce(g: &Tensor, x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<T
     };
     ops::expand(&g, &shape_arg(None, x.shape()))
 }
-
-/// The erased form of a vjp, as the op registry stores it: the op's
-/// arguments, its outputs and their cotangents in; one gradient per tensor
-/// argument slot out.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) type ErasedVjp =
-    fn(&[crate::Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
-
-/// A vjp's typed gradients as one list, in argument order.
-pub(crate) trait IntoGrads {
-    fn into_grads(self) -> Vec<Option<Tensor>>;
-}
-impl IntoGrads for Option<Tensor> {
-    fn into_grads(self) -> Vec<Option<Tensor>> {
-        vec![self]
-    }
-}
-impl IntoGrads for (Option<Tensor>, Option<Tensor>) {
-    fn into_grads(self) -> Vec<Option<Tensor>> {
-        vec![self.0, self.1]
-    }
-}
-impl IntoGrads for (Option<Tensor>, Option<Tensor>, Option<Tensor>) {
-    fn into_grads(self) -> Vec<Option<Tensor>> {
-        vec![self.0, self.1, self.2]
-    }
-}
-impl IntoGrads for Vec<Option<Tensor>> {
-    fn into_grads(self) -> Vec<Option<Tensor>> {
-        self
-    }
-}
-
-/// The erased form of the typed vjp `$f`; `$i` are the positions of the op's
-/// arguments.
-macro_rules! erased {
-    ($f:path, $($i:literal)*) => {{
-        fn erased(
-            args: &[crate::Arg<Tensor>],
-            outs: &[Tensor],
-            grads: &[Tensor],
-        ) -> Result<Vec<Option<Tensor>>> {
-            use crate::core::value::FromArg;
-            let missing = |what: &str| crate::Error::invalid(format!("the vjp expects {what}"));
-            let (Some(out), Some(g)) = (outs.first(), grads.first()) else {
-                return Err(missing("one output and one cotangent"));
-            };
-            let grads = $f(
-                $(FromArg::from_arg(args.get($i).ok_or_else(|| missing("more arguments"))?, $i)?,)*
-                out,
-                g,
-            )?;
-            Ok(crate::library::vjp::IntoGrads::into_grads(grads))
-        }
-        erased as ErasedVjp
-    }};
-}
-
-/// Every vjp of the built-in library, by op name, in erased form.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
-    let mut all = pointwise::vjps();
-    all.extend(reduce::vjps());
-    all.extend(views::vjps());
-    all.extend(linalg::vjps());
-    all
-}
-
-use erased;
-
-#[cfg(test)]
-mod tests;

@@ -3,48 +3,49 @@
 //! [`grad_for`]; ties of `maximum`/`minimum` split the gradient evenly between
 //! the operands, as PyTorch does.
 
-use super::{erased, grad_for, scalar, ErasedVjp};
-use crate::{ops, DType, Result, Tensor};
+use super::{grad_for, scalar};
+use crate::{ops, vjp, DType, Result, Tensor};
 
 /// The vjp of a pointwise unary op `y = f(x)` from its derivative written
 /// with ops: `$grad(x, y, g)` is the gradient for a float `x`.
 macro_rules! unary_vjp {
-    ($($name:ident: |$x:ident, $y:ident, $g:ident| $grad:expr;)*) => {
+    ($($name:ident $op:tt: |$x:ident, $y:ident, $g:ident| $grad:expr;)*) => {
         $(
-            pub(super) fn $name(x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-                let ($x, $y, $g) = (x, y, g);
-                grad_for(x, || $grad)
+            mod $name {
+                use super::*;
+
+                #[vjp(op = $op)]
+                fn vjp(x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+                    let ($x, $y, $g) = (x, y, g);
+                    grad_for(x, || $grad)
+                }
             }
         )*
     };
 }
 
 unary_vjp! {
-    neg_vjp: |_x, _y, g| ops::neg(g);
+    neg_vjp "neg": |_x, _y, g| ops::neg(g);
     // The sign of x as gt - lt (0 at 0, as PyTorch's sgn).
-    abs_vjp: |x, _y, g| {
+    abs_vjp "abs": |x, _y, g| {
         let zero = scalar(x, 0.0)?;
         ops::mul(g, &ops::sub(&ops::gt(x, &zero)?, &ops::lt(x, &zero)?)?)
     };
     // Through where the result is positive (0 at 0, as PyTorch).
-    relu_vjp: |_x, y, g| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, g, &scalar(g, 0.0)?);
-    exp_vjp: |_x, y, g| ops::mul(g, y);
-    log_vjp: |x, _y, g| ops::div(g, x);
-    sqrt_vjp: |_x, y, g| ops::div(g, &ops::mul(y, &scalar(y, 2.0)?)?);
-    sin_vjp: |x, _y, g| ops::mul(g, &ops::cos(x)?);
-    cos_vjp: |x, _y, g| ops::neg(&ops::mul(g, &ops::sin(x)?)?);
-    tanh_vjp: |_x, y, g| ops::mul(g, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
-    sigmoid_vjp: |_x, y, g| ops::mul(&ops::mul(g, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
+    relu_vjp "relu": |_x, y, g| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, g, &scalar(g, 0.0)?);
+    exp_vjp "exp": |_x, y, g| ops::mul(g, y);
+    log_vjp "log": |x, _y, g| ops::div(g, x);
+    sqrt_vjp "sqrt": |_x, y, g| ops::div(g, &ops::mul(y, &scalar(y, 2.0)?)?);
+    sin_vjp "sin": |x, _y, g| ops::mul(g, &ops::cos(x)?);
+    cos_vjp "cos": |x, _y, g| ops::neg(&ops::mul(g, &ops::sin(x)?)?);
+    tanh_vjp "tanh": |_x, y, g| ops::mul(g, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
+    sigmoid_vjp "sigmoid": |_x, y, g| ops::mul(&ops::mul(g, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
 }
 
 /// `to_dtype`: the cotangent converted back to the input's dtype; nothing
 /// flows through a conversion to or from an integer or bool dtype.
-pub(super) fn to_dtype_vjp(
-    x: &Tensor,
-    _dtype: DType,
-    y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "to_dtype")]
+fn to_dtype_vjp(x: &Tensor, _dtype: DType, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     if !y.dtype().is_float() {
         return Ok(None);
     }
@@ -64,19 +65,23 @@ fn binary(
     Ok((grad_for(a, ga)?, grad_for(b, gb)?))
 }
 
-pub(super) fn add_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "add")]
+fn add_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     binary(a, b, || Ok(g.clone()), || Ok(g.clone()))
 }
 
-pub(super) fn sub_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "sub")]
+fn sub_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     binary(a, b, || Ok(g.clone()), || ops::neg(g))
 }
 
-pub(super) fn mul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "mul")]
+fn mul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     binary(a, b, || ops::mul(g, b), || ops::mul(g, a))
 }
 
-pub(super) fn div_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "div")]
+fn div_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     // d(a / b)/db = -a / b^2 (not -y / b, which is NaN where b is 0 and a is not).
     binary(
         a,
@@ -96,26 +101,27 @@ fn as_dtype_of(t: &Tensor, like: &Tensor) -> Result<Tensor> {
     }
 }
 
-pub(super) fn pow_vjp(a: &Tensor, b: &Tensor, y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+/// `pow`: `b * a^(b - 1)` for the base and `a^b * log(a)` for the exponent.
+/// Both are 0 where PyTorch's are (at `b = 0` for the base, at `a = 0` for the
+/// exponent), but computed without an infinity in the branch not taken: the
+/// exponent `b - 1` is `0` where `b` is 0 and `log(a)` is `log(1)` where `a` is
+/// 0, so a second derivative (grad of grad) does not meet `0 * inf = NaN`. At
+/// `a = 0` with `b < 0` the result is infinite and the exponent's gradient NaN.
+#[vjp(op = "pow")]
+fn pow_vjp(a: &Tensor, b: &Tensor, y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+    let (zero, one) = (scalar(y, 0.0)?, scalar(y, 1.0)?);
     binary(
         a,
         b,
-        // b * a^(b - 1), and 0 where b is 0 (also at a = 0), as PyTorch.
         || {
             let bf = as_dtype_of(b, y)?;
-            let d = ops::mul(&bf, &ops::pow(a, &ops::sub(&bf, &scalar(y, 1.0)?)?)?)?;
-            let d = ops::where_(&ops::eq(&bf, &scalar(y, 0.0)?)?, &scalar(y, 0.0)?, &d)?;
-            ops::mul(g, &d)
+            let e = ops::where_(&ops::eq(&bf, &zero)?, &one, &bf)?;
+            ops::mul(g, &ops::mul(&bf, &ops::pow(a, &ops::sub(&e, &one)?)?)?)
         },
-        // y * log(a), and 0 where a is 0 and b >= 0 (where y * log(a) would be
-        // 0 * -inf), as PyTorch.
         || {
             let af = as_dtype_of(a, y)?;
-            let zero = scalar(y, 0.0)?;
-            let d = ops::mul(y, &ops::log(&af)?)?;
-            let at_zero = ops::where_(&ops::lt(b, &zero)?, &d, &zero)?;
-            let d = ops::where_(&ops::eq(&af, &zero)?, &at_zero, &d)?;
-            ops::mul(g, &d)
+            let safe = ops::where_(&ops::eq(&af, &zero)?, &one, &af)?;
+            ops::mul(g, &ops::mul(y, &ops::log(&safe)?)?)
         },
     )
 }
@@ -137,15 +143,18 @@ fn extreme_vjp(
     binary(a, b, || share(a, b), || share(b, a))
 }
 
-pub(super) fn maximum_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "maximum")]
+fn maximum_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     extreme_vjp(a, b, g, ops::gt)
 }
 
-pub(super) fn minimum_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
+#[vjp(op = "minimum")]
+fn minimum_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
     extreme_vjp(a, b, g, ops::lt)
 }
 
-pub(super) fn where_vjp(
+#[vjp(op = "where")]
+fn where_vjp(
     c: &Tensor,
     a: &Tensor,
     b: &Tensor,
@@ -165,7 +174,8 @@ pub(super) fn where_vjp(
 /// `clamp`: the gradient flows where `min <= x <= max` (not where a bound
 /// clipped `x`, nor at NaN), as PyTorch. The bounds are compared as f64
 /// scalars, which promote `x`, so a bound beyond the f32 range still compares.
-pub(super) fn clamp_vjp(
+#[vjp(op = "clamp")]
+fn clamp_vjp(
     x: &Tensor,
     min: Option<f64>,
     max: Option<f64>,
@@ -185,29 +195,4 @@ pub(super) fn clamp_vjp(
         }
         Ok(out)
     })
-}
-
-pub(super) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
-    vec![
-        ("neg", erased!(neg_vjp, 0)),
-        ("abs", erased!(abs_vjp, 0)),
-        ("relu", erased!(relu_vjp, 0)),
-        ("exp", erased!(exp_vjp, 0)),
-        ("log", erased!(log_vjp, 0)),
-        ("sqrt", erased!(sqrt_vjp, 0)),
-        ("sin", erased!(sin_vjp, 0)),
-        ("cos", erased!(cos_vjp, 0)),
-        ("tanh", erased!(tanh_vjp, 0)),
-        ("sigmoid", erased!(sigmoid_vjp, 0)),
-        ("to_dtype", erased!(to_dtype_vjp, 0 1)),
-        ("add", erased!(add_vjp, 0 1)),
-        ("sub", erased!(sub_vjp, 0 1)),
-        ("mul", erased!(mul_vjp, 0 1)),
-        ("div", erased!(div_vjp, 0 1)),
-        ("pow", erased!(pow_vjp, 0 1)),
-        ("maximum", erased!(maximum_vjp, 0 1)),
-        ("minimum", erased!(minimum_vjp, 0 1)),
-        ("where", erased!(where_vjp, 0 1 2)),
-        ("clamp", erased!(clamp_vjp, 0 1 2)),
-    ]
 }

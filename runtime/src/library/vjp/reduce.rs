@@ -2,12 +2,13 @@
 //! (divided by the count for `mean`; for `amax`/`amin`, shared evenly among
 //! the elements equal to the extreme, as PyTorch's `amax` does).
 
-use super::{erased, grad_for, scalar, unreduce, ErasedVjp};
+use super::{grad_for, scalar, unreduce};
 use crate::batching::shape_arg;
 use crate::library::composites::reduced_count;
-use crate::{ops, Result, Tensor};
+use crate::{ops, vjp, Result, Tensor};
 
-pub(super) fn sum_vjp(
+#[vjp(op = "sum")]
+fn sum_vjp(
     x: &Tensor,
     dim: Option<i64>,
     keepdim: bool,
@@ -17,7 +18,8 @@ pub(super) fn sum_vjp(
     grad_for(x, || unreduce(g, x, dim, keepdim))
 }
 
-pub(super) fn mean_vjp(
+#[vjp(op = "mean")]
+fn mean_vjp(
     x: &Tensor,
     dim: Option<i64>,
     keepdim: bool,
@@ -33,7 +35,7 @@ pub(super) fn mean_vjp(
 /// `amax`/`amin`: each element equal to the result gets an even share of the
 /// cotangent (ties split evenly; a NaN result gives NaN gradients, as in
 /// PyTorch).
-pub(super) fn extreme_vjp(
+fn extreme_vjp(
     x: &Tensor,
     dim: Option<i64>,
     keepdim: bool,
@@ -49,21 +51,29 @@ pub(super) fn extreme_vjp(
 }
 
 /// `sum_to_size` is the reverse of `expand`, and its vjp is `expand`.
-pub(super) fn sum_to_size_vjp(
-    x: &Tensor,
-    _size: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "sum_to_size")]
+fn sum_to_size_vjp(x: &Tensor, _size: &[i64], _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || ops::expand(g, &shape_arg(None, x.shape())))
 }
 
-pub(super) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
-    vec![
-        ("sum", erased!(sum_vjp, 0 1 2)),
-        ("mean", erased!(mean_vjp, 0 1 2)),
-        ("amax", erased!(extreme_vjp, 0 1 2)),
-        ("amin", erased!(extreme_vjp, 0 1 2)),
-        ("sum_to_size", erased!(sum_to_size_vjp, 0 1)),
-    ]
+/// The registered vjps of `amax` and `amin`, which share [`extreme_vjp`].
+macro_rules! extreme {
+    ($($name:ident $op:tt),*) => {$(
+        mod $name {
+            use super::*;
+
+            #[vjp(op = $op)]
+            fn vjp(
+                x: &Tensor,
+                dim: Option<i64>,
+                keepdim: bool,
+                y: &Tensor,
+                g: &Tensor,
+            ) -> Result<Option<Tensor>> {
+                extreme_vjp(x, dim, keepdim, y, g)
+            }
+        }
+    )*};
 }
+
+extreme!(amax "amax", amin "amin");

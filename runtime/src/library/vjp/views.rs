@@ -3,9 +3,9 @@
 //! `narrow`, a narrow for `pad_dim` and `cat`, an accumulation for the
 //! indexing ops). Index tensors get no gradient.
 
-use super::{erased, grad_for, zeros_like, ErasedVjp};
+use super::{grad_for, zeros_like};
 use crate::batching::{shape_arg, wrap_dim};
-use crate::{ops, Result, Tensor};
+use crate::{ops, vjp, Result, Tensor};
 
 /// The vjp of an op that only rearranges its input's elements into another
 /// shape (`reshape`, `squeeze`, `unsqueeze`): the cotangent reshaped back.
@@ -13,50 +13,30 @@ fn reshaped_back(x: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || ops::reshape(g, &shape_arg(None, x.shape())))
 }
 
-pub(super) fn reshape_vjp(
-    x: &Tensor,
-    _s: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "reshape")]
+fn reshape_vjp(x: &Tensor, _s: &[i64], _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     reshaped_back(x, g)
 }
 
-pub(super) fn squeeze_vjp(
-    x: &Tensor,
-    _dim: Option<i64>,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "squeeze")]
+fn squeeze_vjp(x: &Tensor, _dim: Option<i64>, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     reshaped_back(x, g)
 }
 
-pub(super) fn unsqueeze_vjp(
-    x: &Tensor,
-    _dim: i64,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "unsqueeze")]
+fn unsqueeze_vjp(x: &Tensor, _dim: i64, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     reshaped_back(x, g)
 }
 
 /// `expand` copies elements, so its vjp sums the copies (`sum_to_size`,
 /// which [`grad_for`] applies to any cotangent larger than its input).
-pub(super) fn expand_vjp(
-    x: &Tensor,
-    _size: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "expand")]
+fn expand_vjp(x: &Tensor, _size: &[i64], _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || Ok(g.clone()))
 }
 
-pub(super) fn permute_vjp(
-    x: &Tensor,
-    dims: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
+#[vjp(op = "permute")]
+fn permute_vjp(x: &Tensor, dims: &[i64], _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || {
         // The inverse permutation: dim `dims[i]` of x is dim `i` of the result.
         let mut inverse = vec![0i64; dims.len()];
@@ -67,7 +47,8 @@ pub(super) fn permute_vjp(
     })
 }
 
-pub(super) fn transpose_vjp(
+#[vjp(op = "transpose")]
+fn transpose_vjp(
     x: &Tensor,
     dim0: i64,
     dim1: i64,
@@ -79,7 +60,8 @@ pub(super) fn transpose_vjp(
 
 /// `narrow` keeps a range of one dim; its vjp pads the cotangent with zeros
 /// back to the whole dim.
-pub(super) fn narrow_vjp(
+#[vjp(op = "narrow")]
+fn narrow_vjp(
     x: &Tensor,
     dim: i64,
     start: i64,
@@ -95,7 +77,8 @@ pub(super) fn narrow_vjp(
 }
 
 /// `pad_dim` adds zeros around its input; its vjp narrows them away.
-pub(super) fn pad_dim_vjp(
+#[vjp(op = "pad_dim")]
+fn pad_dim_vjp(
     x: &Tensor,
     dim: i64,
     before: i64,
@@ -112,12 +95,8 @@ pub(super) fn pad_dim_vjp(
 /// `cat`: each tensor's range of the joined dim. A 1-d empty tensor that
 /// `cat` skipped (shape `[0]`, beside tensors of another shape) gets an empty
 /// gradient.
-pub(super) fn cat_vjp(
-    tensors: &[Tensor],
-    dim: i64,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Vec<Option<Tensor>>> {
+#[vjp(op = "cat")]
+fn cat_vjp(tensors: &[Tensor], dim: i64, _y: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     let skipped = |t: &Tensor| t.shape() == [0] && g.shape() != [0];
     let mut offset = 0i64;
     tensors
@@ -136,12 +115,8 @@ pub(super) fn cat_vjp(
 }
 
 /// `stack`: each tensor's slice of the new dim.
-pub(super) fn stack_vjp(
-    tensors: &[Tensor],
-    dim: i64,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Vec<Option<Tensor>>> {
+#[vjp(op = "stack")]
+fn stack_vjp(tensors: &[Tensor], dim: i64, _y: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
     tensors
         .iter()
         .enumerate()
@@ -157,7 +132,8 @@ pub(super) fn stack_vjp(
 type IndexedGrads = (Option<Tensor>, Option<Tensor>);
 
 /// `index_select`: the cotangent's slices added back at their indices.
-pub(super) fn index_select_vjp(
+#[vjp(op = "index_select")]
+fn index_select_vjp(
     x: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -169,7 +145,8 @@ pub(super) fn index_select_vjp(
 }
 
 /// `gather`: the cotangent's elements added back at their indices.
-pub(super) fn gather_vjp(
+#[vjp(op = "gather")]
+fn gather_vjp(
     x: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -184,7 +161,8 @@ type AccumulatedGrads = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
 
 /// `index_add`: `self` passes the cotangent through; `source` gets the
 /// cotangent's slices at the indices (`index_select`).
-pub(super) fn index_add_vjp(
+#[vjp(op = "index_add")]
+fn index_add_vjp(
     x: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -200,7 +178,8 @@ pub(super) fn index_add_vjp(
 /// `scatter_add`: `self` passes the cotangent through; `src` gets the
 /// cotangent's elements at the indices (`gather`), and zeros where `src`
 /// extends beyond the index (those elements were not added).
-pub(super) fn scatter_add_vjp(
+#[vjp(op = "scatter_add")]
+fn scatter_add_vjp(
     x: &Tensor,
     dim: i64,
     index: &Tensor,
@@ -232,23 +211,4 @@ pub(super) fn scatter_add_vjp(
         ops::reshape(&picked, &shape_arg(None, src.shape()))
     })?;
     Ok((gx, None, gs))
-}
-
-pub(super) fn vjps() -> Vec<(&'static str, ErasedVjp)> {
-    vec![
-        ("reshape", erased!(reshape_vjp, 0 1)),
-        ("squeeze", erased!(squeeze_vjp, 0 1)),
-        ("unsqueeze", erased!(unsqueeze_vjp, 0 1)),
-        ("expand", erased!(expand_vjp, 0 1)),
-        ("permute", erased!(permute_vjp, 0 1)),
-        ("transpose", erased!(transpose_vjp, 0 1 2)),
-        ("narrow", erased!(narrow_vjp, 0 1 2 3)),
-        ("pad_dim", erased!(pad_dim_vjp, 0 1 2 3)),
-        ("cat", erased!(cat_vjp, 0 1)),
-        ("stack", erased!(stack_vjp, 0 1)),
-        ("index_select", erased!(index_select_vjp, 0 1 2)),
-        ("gather", erased!(gather_vjp, 0 1 2)),
-        ("index_add", erased!(index_add_vjp, 0 1 2 3)),
-        ("scatter_add", erased!(scatter_add_vjp, 0 1 2 3)),
-    ]
 }
