@@ -409,3 +409,94 @@ fn a_long_chain_of_ops_is_differentiated_and_dropped_without_deep_recursion() ->
     assert_close(&g, &Tensor::from(arr(&x).mapv(|_| 1.0)), 0.0);
     Ok(())
 }
+
+/// Downstream ops with deliberately wrong vjps: the checks must catch them.
+mod wrong {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "wrong_scale(Tensor self) -> Tensor"
+kind = "primitive"
+
+[[op]]
+schema = "wrong_shape(Tensor self, Tensor other) -> Tensor"
+kind = "primitive"
+"#
+    );
+}
+
+#[batchrules::meta(op = "wrong_scale", table = wrong)]
+fn wrong_scale_meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+    Ok(x.clone())
+}
+#[batchrules::kernel(op = "wrong_scale", table = wrong)]
+fn wrong_scale_kernel(x: &Tensor) -> Result<Tensor> {
+    ops::add(x, x)
+}
+#[batchrules::batching_rule(op = "wrong_scale", table = wrong)]
+fn wrong_scale_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+    Ok((wrong::wrong_scale(x)?, bdim))
+}
+/// Bug: d(2x) = 2 dx, but this returns 3 g.
+#[batchrules::vjp(op = "wrong_scale", table = wrong)]
+fn wrong_scale_vjp(_x: &Tensor, _result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+    Ok(Some(ops::add(&ops::add(grad, grad)?, grad)?))
+}
+
+#[batchrules::meta(op = "wrong_shape", table = wrong)]
+fn wrong_shape_meta(
+    x: &batchrules::TensorMeta,
+    y: &batchrules::TensorMeta,
+) -> Result<batchrules::TensorMeta> {
+    // A test op: `other` broadcasts to `self`'s shape.
+    let _ = y;
+    Ok(x.clone())
+}
+#[batchrules::kernel(op = "wrong_shape", table = wrong)]
+fn wrong_shape_kernel(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    ops::add(x, y)
+}
+#[batchrules::batching_rule(op = "wrong_shape", table = wrong)]
+fn wrong_shape_rule(
+    x: &Tensor,
+    xb: Option<usize>,
+    y: &Tensor,
+    yb: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    batchrules::batching::binary_broadcast(ops::add, x, xb, y, yb)
+}
+/// Bug: forgets to sum the broadcast gradient back to each input's shape.
+#[batchrules::vjp(op = "wrong_shape", table = wrong)]
+fn wrong_shape_vjp(
+    _x: &Tensor,
+    _y: &Tensor,
+    _result: &Tensor,
+    grad: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    Ok((Some(grad.clone()), Some(grad.clone())))
+}
+
+#[test]
+fn check_grad_catches_a_wrong_vjp() {
+    let x = t64(&[3], 32);
+    let err = batchrules::testing::check_grad(|x| Ok(vec![wrong::wrong_scale(&x[0])?]), &[x])
+        .unwrap_err();
+    assert!(err.to_string().contains("the vjp gives"), "{err}");
+}
+
+#[test]
+fn the_vjp_self_check_catches_a_forgotten_unbroadcast() {
+    let (x, b) = (t64(&[2, 3], 33), t64(&[3], 34));
+    let err = grad(|(x, b): (Tensor, Tensor)| sum(&wrong::wrong_shape(&x, &b)?))
+        .argnums::<1>()
+        .call((&x, &b))
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err.root(), Error::RuleBug { .. }), "{msg}");
+    assert!(
+        msg.contains("wrong_shape")
+            && msg.contains("wrong_shape_vjp")
+            && msg.contains("shape [2, 3]"),
+        "{msg}"
+    );
+}

@@ -7,6 +7,7 @@
 //! op calls: batched by an enclosing vmap, recorded by an enclosing grad.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -107,6 +108,28 @@ impl Drop for OpNode {
     }
 }
 
+/// Hashes a node's address: addresses are already unique and well spread, so
+/// the maps of one backward pass need no general-purpose hash.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Nodes are at least 8-byte aligned: drop the always-zero bits.
+        self.0 = ((n as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type ByAddress = BuildHasherDefault<AddressHasher>;
+
 fn key(node: &Arc<Node>) -> usize {
     Arc::as_ptr(node) as *const () as usize
 }
@@ -114,7 +137,7 @@ fn key(node: &Arc<Node>) -> usize {
 /// Every node reachable from `roots`, each after all of its parents.
 fn topological(roots: &[&Arc<Node>]) -> Vec<Arc<Node>> {
     let mut order = Vec::new();
-    let mut visited: HashSet<usize> = HashSet::new();
+    let mut visited: HashSet<usize, ByAddress> = HashSet::default();
     // Iterative depth-first search; `true` marks a node whose parents are done.
     let mut stack: Vec<(Arc<Node>, bool)> = roots.iter().map(|r| (Arc::clone(r), false)).collect();
     while let Some((node, done)) = stack.pop() {
@@ -143,7 +166,7 @@ fn topological(roots: &[&Arc<Node>]) -> Vec<Arc<Node>> {
 pub(crate) fn backward(roots: &[(NodeRef, Tensor)], leaves: usize) -> Result<Vec<Option<Tensor>>> {
     let root_nodes: Vec<&Arc<Node>> = roots.iter().map(|(r, _)| &r.node).collect();
     let order = topological(&root_nodes);
-    let mut cotangents: HashMap<usize, SmallVec<[Option<Tensor>; 1]>> = HashMap::new();
+    let mut cotangents: Cotangents = HashMap::default();
     for (r, ct) in roots {
         accumulate(&mut cotangents, r, ct.clone())?;
     }
@@ -171,11 +194,10 @@ pub(crate) fn backward(roots: &[(NodeRef, Tensor)], leaves: usize) -> Result<Vec
     Ok(grads)
 }
 
-fn accumulate(
-    cotangents: &mut HashMap<usize, SmallVec<[Option<Tensor>; 1]>>,
-    at: &NodeRef,
-    ct: Tensor,
-) -> Result<()> {
+/// The cotangents flowing into each node's outputs, by node address.
+type Cotangents = HashMap<usize, SmallVec<[Option<Tensor>; 1]>, ByAddress>;
+
+fn accumulate(cotangents: &mut Cotangents, at: &NodeRef, ct: Tensor) -> Result<()> {
     let n = match &*at.node {
         Node::Leaf { .. } => 1,
         Node::Op(op) => op.outputs.len(),

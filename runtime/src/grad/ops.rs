@@ -67,6 +67,11 @@ pub(crate) fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 /// A 0-d tensor holding `value`.
 pub(crate) fn full_scalar(value: f64, dtype: DType) -> Result<Tensor> {
+    match dtype {
+        DType::F32 => return Ok(Tensor::scalar(value as f32)),
+        DType::F64 => return Ok(Tensor::scalar(value)),
+        _ => {}
+    }
     call1(
         OpName::Full,
         &[
