@@ -175,3 +175,164 @@ fn every_op_matches_the_loop_and_rejects_its_error_inputs() {
         failures.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------
+// The primitives the vjps are built from: their values (the sweep above only
+// compares vmap with the loop) and their errors.
+
+mod reverse_ops {
+    use batchrules::{ops, DType, Tensor};
+    use ndarray::{array, ArrayD};
+
+    fn t(a: ArrayD<f64>) -> Tensor {
+        Tensor::from(a)
+    }
+
+    fn values(x: &Tensor) -> ArrayD<f64> {
+        x.to_array::<f64>().unwrap()
+    }
+
+    fn index(v: &[i64]) -> Tensor {
+        Tensor::from_shape_vec(&[v.len()], v.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn sum_to_size_sums_what_expand_copied() {
+        let x = t(array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]].into_dyn());
+        let rows = ops::sum_to_size(&x, &[3]).unwrap();
+        assert_eq!(values(&rows), array![5.0, 7.0, 9.0].into_dyn());
+        let cols = ops::sum_to_size(&x, &[2, 1]).unwrap();
+        assert_eq!(values(&cols), array![[6.0], [15.0]].into_dyn());
+        let all = ops::sum_to_size(&x, &[]).unwrap();
+        assert_eq!(values(&all), ArrayD::from_elem(vec![], 21.0));
+        // sum_to_size(expand(v)) is v times the number of copies.
+        let v = t(array![[1.0], [2.0]].into_dyn());
+        let e = ops::expand(&v, &[3, 2, 4]).unwrap();
+        let back = ops::sum_to_size(&e, &[2, 1]).unwrap();
+        assert_eq!(values(&back), array![[12.0], [24.0]].into_dyn());
+        // bool is counted in i64.
+        let b = Tensor::from(array![[true, false], [true, true]].into_dyn());
+        let counted = ops::sum_to_size(&b, &[2]).unwrap();
+        assert_eq!(
+            counted.to_array::<i64>().unwrap(),
+            array![2i64, 1].into_dyn()
+        );
+    }
+
+    #[test]
+    fn sum_to_size_rejects_a_size_that_does_not_broadcast() {
+        let x = t(ArrayD::zeros(vec![2, 3]));
+        for size in [&[2i64][..], &[1, 2, 3], &[-1], &[0, 3]] {
+            let err = ops::sum_to_size(&x, size).unwrap_err().to_string();
+            assert!(err.starts_with("sum_to_size:"), "{err}");
+        }
+    }
+
+    #[test]
+    fn index_add_accumulates_repeated_indices() {
+        let x = t(ArrayD::zeros(vec![3, 2]));
+        let source = t(array![[1.0, 2.0], [10.0, 20.0], [100.0, 200.0]].into_dyn());
+        let out = ops::index_add(&x, 0, &index(&[2, 0, 2]), &source).unwrap();
+        assert_eq!(
+            values(&out),
+            array![[10.0, 20.0], [0.0, 0.0], [101.0, 202.0]].into_dyn()
+        );
+        // The reverse of index_select: <index_select(x), g> = <x, index_add(0, g)>.
+        let x = t(array![[1.0, -2.0], [0.5, 3.0], [4.0, 1.5]].into_dyn());
+        let i = index(&[1, 1, 0, 2]);
+        let g = t(array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]].into_dyn());
+        let selected = ops::index_select(&x, 0, &i).unwrap();
+        let lhs = (values(&selected) * values(&g)).sum();
+        let zeros = t(ArrayD::zeros(vec![3, 2]));
+        let rhs = (values(&x) * values(&ops::index_add(&zeros, 0, &i, &g).unwrap())).sum();
+        assert_eq!(lhs, rhs);
+    }
+
+    #[test]
+    fn scatter_add_is_the_reverse_of_gather() {
+        let x = t(ArrayD::zeros(vec![2, 3]));
+        let i = Tensor::from(array![[1i64, 0, 1], [1, 1, 0]].into_dyn());
+        let src = t(array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]].into_dyn());
+        let out = ops::scatter_add(&x, 0, &i, &src).unwrap();
+        assert_eq!(
+            values(&out),
+            array![[0.0, 2.0, 6.0], [5.0, 5.0, 3.0]].into_dyn()
+        );
+        // <gather(y), g> = <y, scatter_add(0, g)>.
+        let y = t(array![[0.5, -1.0, 2.0], [3.0, 0.25, -4.0]].into_dyn());
+        let lhs = (values(&ops::gather(&y, 0, &i).unwrap()) * values(&src)).sum();
+        let rhs = (values(&y) * values(&out)).sum();
+        assert_eq!(lhs, rhs);
+    }
+
+    #[test]
+    fn accumulating_ops_check_every_index_and_dtype() {
+        let x = t(ArrayD::zeros(vec![3]));
+        let err = ops::index_add(&x, 0, &index(&[3]), &t(array![1.0].into_dyn()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("index_add:") && err.contains("out of range"),
+            "{err}"
+        );
+        let err = ops::scatter_add(&x, 0, &index(&[-1]), &t(array![1.0].into_dyn()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("scatter_add:") && err.contains("out of range"),
+            "{err}"
+        );
+        let f32s = Tensor::from(array![1.0f32].into_dyn());
+        let err = ops::index_add(&x, 0, &index(&[0]), &f32s)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("index_add:") && err.contains("dtype"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn pad_dim_is_the_reverse_of_narrow() {
+        let x = t(array![[1.0, 2.0], [3.0, 4.0]].into_dyn());
+        let padded = ops::pad_dim(&x, 1, 1, 2).unwrap();
+        assert_eq!(
+            values(&padded),
+            array![[0.0, 1.0, 2.0, 0.0, 0.0], [0.0, 3.0, 4.0, 0.0, 0.0]].into_dyn()
+        );
+        let back = ops::narrow(&padded, 1, 1, 2).unwrap();
+        assert_eq!(values(&back), values(&x));
+        for (before, after) in [(-1, 0), (0, -1), (i64::MAX, 0)] {
+            let err = ops::pad_dim(&x, 0, before, after).unwrap_err().to_string();
+            assert!(err.starts_with("pad_dim:"), "{err}");
+        }
+        let err = ops::pad_dim(&t(ArrayD::zeros(vec![])), 0, 1, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("pad_dim:") && err.contains("0-d"), "{err}");
+    }
+
+    #[test]
+    fn detach_is_the_identity_and_to_dtype_converts() {
+        let x = t(array![1.5, -2.5, 0.0].into_dyn());
+        assert_eq!(values(&ops::detach(&x).unwrap()), values(&x));
+        let ints = ops::to_dtype(&x, DType::I64).unwrap();
+        assert_eq!(
+            ints.to_array::<i64>().unwrap(),
+            array![1i64, -2, 0].into_dyn()
+        );
+        let bools = ops::to_dtype(&x, DType::Bool).unwrap();
+        assert_eq!(
+            bools.to_array::<bool>().unwrap(),
+            array![true, true, false].into_dyn()
+        );
+        let f32s = ops::to_dtype(&t(array![1e300].into_dyn()), DType::F32).unwrap();
+        assert_eq!(f32s.to_array::<f32>().unwrap()[[0]], f32::INFINITY);
+        for bad in [f64::NAN, f64::INFINITY, 1e19, -1e19] {
+            let err = ops::to_dtype(&t(array![bad].into_dyn()), DType::I64)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("to_dtype:") && err.contains("i64"), "{err}");
+        }
+    }
+}

@@ -567,14 +567,21 @@ fn index_add_rule(
     source_bdim: Option<usize>,
 ) -> Result<(Tensor, Option<usize>)> {
     // The result is per example whatever is batched: self and source at the
-    // front (repeated over the batch if unbatched); 0-d examples as [1].
+    // front (repeated over the batch if unbatched), with the index if it is
+    // batched (an unbatched one serves every example as it is); 0-d examples
+    // as [1].
     let rank = logical_rank(x, x_bdim);
-    let ts = materialize_at_front(
-        &[x.clone(), source.clone(), index.clone()],
-        &[x_bdim, source_bdim, index_bdim],
-    )?;
-    let [x, source, batched_index] = &ts[..] else {
-        return Err(Error::invalid("expected three tensors"));
+    let mut tensors = vec![x.clone(), source.clone()];
+    let mut bdims = vec![x_bdim, source_bdim];
+    if index_bdim.is_some() {
+        tensors.push(index.clone());
+        bdims.push(index_bdim);
+    }
+    let ts = materialize_at_front(&tensors, &bdims)?;
+    let (x, source, batched_index) = match &ts[..] {
+        [x, source] => (x, source, None),
+        [x, source, index] => (x, source, Some(index)),
+        _ => return Err(Error::invalid("expected two or three tensors")),
     };
     let (x, source) = if rank == 0 {
         (x.unsqueezed(1)?, source.unsqueezed(1)?)
@@ -582,12 +589,12 @@ fn index_add_rule(
         (x.clone(), source.clone())
     };
     let d = physical_dim(&x, true, dim)?;
-    let out = match index_bdim {
+    let out = match batched_index {
         // One index for every example: index_add along the physical dim.
         None => ops::index_add(&x, d as i64, index, &source)?,
         // Each example's own indices: a scatter_add with them expanded over
         // the other dims (whose kernel checks every index against the dim).
-        Some(_) => {
+        Some(batched_index) => {
             let index = expand_index_along(batched_index, source.shape(), d)?;
             ops::scatter_add(&x, d as i64, &index, &source)?
         }
