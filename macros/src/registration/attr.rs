@@ -106,7 +106,12 @@ fn parse_one(
         );
         return Ok(());
     }
-    let value: Expr = meta.value()?.parse()?;
+    let mut value: Expr = meta.value()?.parse()?;
+    // A `macro_rules!` fragment (`op = $op` with `$op:literal` or `:expr`)
+    // arrives wrapped in an invisible group: look inside it.
+    while let Expr::Group(group) = value {
+        value = *group.expr;
+    }
     let string = match &value {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..

@@ -313,7 +313,11 @@ fn registration_items(r: &Registration) -> TokenStream {
     };
     let module_level = ret_ty.map(|ret_ty| {
         let span = name.span();
-        quote_spanned!(span=> module_level::<_, #ret_ty>(&ret);)
+        // `ret` keeps the call-site span of the `let ret` it names: a
+        // function whose name comes from a `macro_rules!` parameter has
+        // another hygiene context, which must not be given to this local.
+        let ret = proc_macro2::Ident::new("ret", proc_macro2::Span::call_site());
+        quote_spanned!(span=> module_level::<_, #ret_ty>(&#ret);)
     });
     let module_level_message = format!(
         "`{}` is on `{name}`, which is not declared at module level: it is an associated function in an `impl` block (or a function inside another function's body), and the registration cannot name it there. Move `{name}` out to module level; to keep an associated function, register a module-level function that calls it.",
