@@ -500,3 +500,62 @@ fn the_vjp_self_check_catches_a_forgotten_unbroadcast() {
         "{msg}"
     );
 }
+
+mod probe {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "probe_mul(Tensor self, Tensor other) -> Tensor"
+kind = "primitive"
+"#
+    );
+}
+
+thread_local! {
+    static ASKED: std::cell::RefCell<Vec<(bool, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[batchrules::meta(op = "probe_mul", table = probe)]
+fn probe_meta(x: &batchrules::TensorMeta, _y: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+    Ok(x.clone())
+}
+#[batchrules::kernel(op = "probe_mul", table = probe)]
+fn probe_kernel(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    ops::mul(x, y)
+}
+/// Records which gradients the backward pass asks for.
+#[batchrules::vjp(op = "probe_mul", table = probe)]
+fn probe_vjp(
+    x: &Tensor,
+    y: &Tensor,
+    _result: &Tensor,
+    grad: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (wx, wy) = (batchrules::needs_gradient(x), batchrules::needs_gradient(y));
+    ASKED.with(|a| a.borrow_mut().push((wx, wy)));
+    Ok((
+        wx.then(|| ops::mul(grad, y)).transpose()?,
+        wy.then(|| ops::mul(grad, x)).transpose()?,
+    ))
+}
+
+#[test]
+fn a_vjp_is_told_which_gradients_are_discarded() -> Result<()> {
+    let (x, c) = (t64(&[3], 35), t64(&[3], 36));
+    let f = |(x, c): (Tensor, Tensor)| sum(&probe::probe_mul(&x, &c)?);
+    ASKED.with(|a| a.borrow_mut().clear());
+    let gx = grad(f).call((&x, &c))?;
+    let gc = grad(f).argnums::<1>().call((&x, &c))?;
+    // x passed twice: both wanted, and the gradient counts both uses.
+    let gxx = grad(|x: Tensor| sum(&probe::probe_mul(&x, &x)?)).call(&x)?;
+    assert_eq!(
+        ASKED.with(|a| a.borrow().clone()),
+        vec![(true, false), (false, true), (true, true)]
+    );
+    assert_close(&gx, &c, 0.0);
+    assert_close(&gc, &x, 0.0);
+    assert_close(&gxx, &Tensor::from(arr(&x) * 2.0), 1e-15);
+    // Outside a backward pass, every gradient is needed.
+    assert!(batchrules::needs_gradient(&x));
+    Ok(())
+}

@@ -50,6 +50,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("__private", "private"),
     ("vmap", "vmap"),
     ("grad", "grad"),
+    ("needs_gradient", "grad"),
     ("vjp", "grad"),
     ("value_and_grad", "grad"),
     ("jacrev", "grad"),

@@ -61,8 +61,8 @@ pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use grad::{
-    grad, hessian, jacrev, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Hessian, Jacrev,
-    ValueAndGrad, VjpFn,
+    grad, hessian, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput,
+    Hessian, Jacrev, ValueAndGrad, VjpFn,
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,

@@ -290,6 +290,16 @@ impl Tensor {
         }
     }
 
+    /// An identity of the value this handle points to: equal for clones of
+    /// one tensor, different for tensors alive at the same time that were
+    /// made separately.
+    pub(crate) fn identity(&self) -> usize {
+        match &self.repr {
+            Repr::Dense(d) => Arc::as_ptr(d) as *const () as usize,
+            Repr::Level(v) => Arc::as_ptr(v) as *const () as usize,
+        }
+    }
+
     /// The value at the outermost level as the transform's own type `T`, if it
     /// is one.
     pub fn downcast_level<T: LevelTensor>(&self) -> Option<&T> {

@@ -6,6 +6,7 @@
 //! gone (`jacrev` calls it under a new vmap), and the vjps it runs are ordinary
 //! op calls: batched by an enclosing vmap, recorded by an enclosing grad.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -229,8 +230,10 @@ fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option
             None => ops::zeros(out.shape(), out.dtype()),
         })
         .collect::<Result<Vec<_>>>()?;
-    let grads = vjp(&op.args, &op.outputs, &cts)
-        .map_err(|e| crate::dispatch::attribute(e, entry.name()))?;
+    let grads = {
+        let _skip = Unwanted::set(op);
+        vjp(&op.args, &op.outputs, &cts).map_err(|e| crate::dispatch::attribute(e, entry.name()))?
+    };
     check_grads(op, &grads)?;
     Ok(grads)
 }
@@ -299,4 +302,71 @@ pub(crate) fn slots(args: &[Arg<Tensor>]) -> Vec<Option<&Tensor>> {
         }
     }
     out
+}
+
+thread_local! {
+    /// The identities of the inputs of the vjp running on this thread whose
+    /// gradients the backward pass discards (see [`needs_gradient`]).
+    static UNWANTED: RefCell<SmallVec<[usize; 4]>> = RefCell::new(SmallVec::new());
+}
+
+/// Holds the unwanted inputs of one vjp call; restores the previous set
+/// (of an enclosing call) when dropped.
+struct Unwanted {
+    previous: SmallVec<[usize; 4]>,
+}
+
+impl Unwanted {
+    fn set(op: &OpNode) -> Unwanted {
+        let inputs = slots(&op.args);
+        let wanted: SmallVec<[usize; 4]> = inputs
+            .iter()
+            .zip(&op.parents)
+            .filter_map(|(t, p)| p.as_ref().and(t.map(Tensor::identity)))
+            .collect();
+        // An input that is also a wanted one (the same tensor passed twice)
+        // stays wanted.
+        let unwanted = inputs
+            .iter()
+            .zip(&op.parents)
+            .filter_map(|(t, p)| {
+                if p.is_none() {
+                    t.map(Tensor::identity)
+                } else {
+                    None
+                }
+            })
+            .filter(|id| !wanted.contains(id))
+            .collect();
+        Unwanted {
+            previous: UNWANTED.with(|u| std::mem::replace(&mut *u.borrow_mut(), unwanted)),
+        }
+    }
+}
+
+impl Drop for Unwanted {
+    fn drop(&mut self) {
+        let previous = std::mem::take(&mut self.previous);
+        UNWANTED.with(|u| *u.borrow_mut() = previous);
+    }
+}
+
+/// Whether the vjp running on this thread must compute the gradient of its
+/// input `input`: `false` when the backward pass will discard it, because
+/// `input` is not differentiated (a constant, data, or an argument outside
+/// `argnums`). A vjp may skip such a gradient and return `None` for it, which
+/// saves work that can dominate (the weight gradient of a matmul when only
+/// the input's is wanted, as in a Jacobian with respect to the input).
+///
+/// Outside a vjp called by the backward pass (a vjp called directly, in a
+/// test) every gradient is needed.
+///
+/// ```
+/// use batchrules::{needs_gradient, Tensor};
+/// // Not inside a backward pass: compute everything.
+/// assert!(needs_gradient(&Tensor::scalar(1.0f64)));
+/// ```
+pub fn needs_gradient(input: &Tensor) -> bool {
+    let id = input.identity();
+    UNWANTED.with(|u| !u.borrow().contains(&id))
 }

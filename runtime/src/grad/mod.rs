@@ -16,4 +16,5 @@ mod ops;
 mod tracked;
 
 pub use api::{grad, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, ValueAndGrad, VjpFn};
+pub use graph::needs_gradient;
 pub use jacobian::{hessian, jacrev, Hessian, Jacrev};

@@ -27,11 +27,12 @@ mod reduce;
 mod views;
 
 /// The gradient of `input`, computed by `grad` only when `input` is a float
-/// tensor (integer and bool tensors get `None`), then summed down to
+/// tensor (integer and bool tensors get `None`) whose gradient the backward
+/// pass keeps ([`needs_gradient`](crate::needs_gradient)), then summed down to
 /// `input`'s (logical) shape if it was broadcast and converted to its dtype if
 /// the op promoted it.
 fn grad_for(input: &Tensor, grad: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
-    if !input.dtype().is_float() {
+    if !input.dtype().is_float() || !crate::needs_gradient(input) {
         return Ok(None);
     }
     let mut g = grad()?;
