@@ -95,6 +95,13 @@ fn matmul_matches_the_definition() {
         (&[2, 0], &[0, 3]),
         (&[0, 2, 3], &[3, 2]),
         (&[2, 3, 1, 2, 2], &[3, 2, 2, 2]),
+        // Inner dim 1 (outer products, written without a GEMM): batched,
+        // broadcast on either side, shared right-hand side.
+        (&[4, 1], &[1, 5]),
+        (&[3, 4, 1], &[3, 1, 5]),
+        (&[3, 4, 1], &[1, 5]),
+        (&[4, 1], &[2, 1, 5]),
+        (&[2, 1, 3, 1], &[4, 1, 2]),
     ];
     for &(sa, sb) in cases {
         let (a, b) = (t(sa), t(sb));

@@ -55,8 +55,16 @@ fn op_without_rule_is_correct_through_the_fallback() {
 #[test]
 fn vjps_match_finite_differences() {
     let x = sample(&[2, 3]);
-    check_grad(|x| Ok(vec![ops::scale(&x[0], -0.5)?]), std::slice::from_ref(&x)).unwrap();
-    check_grad(|x| Ok(vec![ops::cumsum(&x[0], 1)?]), std::slice::from_ref(&x)).unwrap();
+    check_grad(
+        |x| Ok(vec![ops::scale(&x[0], -0.5)?]),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    check_grad(
+        |x| Ok(vec![ops::cumsum(&x[0], 1)?]),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
     // The composite is differentiated through its decomposition.
     check_grad(|x| Ok(vec![ops::sum_of_squares(&x[0], Some(0))?]), &[x]).unwrap();
 }
