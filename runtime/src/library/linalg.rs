@@ -225,6 +225,43 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
         .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
 }
 
+/// Products whose inner dim is 1 (outer products: per-sample weight gradients
+/// are these), when each operand has one matrix per product or one shared
+/// matrix and the right operand's rows are contiguous: each output row is its
+/// left element times the right row, written once, instead of zeroing the
+/// output and running a GEMM with an inner dim of 1. `None` otherwise.
+fn outer_products<T: LinalgScalar>(
+    a3: &ndarray::ArrayView3<'_, T>,
+    b3: &ndarray::ArrayView3<'_, T>,
+    count: usize,
+    (n, m): (usize, usize),
+) -> Option<Result<Array3<T>>> {
+    let pick = |len: usize| (len == count || len == 1).then_some(move |t: usize| t.min(len - 1));
+    let (ia, ib) = (pick(a3.shape()[0])?, pick(b3.shape()[0])?);
+    let rows: Vec<&[T]> = (0..b3.shape()[0])
+        .map(|t| {
+            b3.index_axis(Axis(0), t)
+                .index_axis_move(Axis(0), 0)
+                .to_slice()
+        })
+        .collect::<Option<_>>()?;
+    let mut values = Vec::with_capacity(count * n * m);
+    for t in 0..count {
+        let row = rows[ib(t)];
+        for &x in a3
+            .index_axis(Axis(0), ia(t))
+            .index_axis_move(Axis(1), 0)
+            .iter()
+        {
+            values.extend(row.iter().map(|&y| x * y));
+        }
+    }
+    Some(
+        Array3::from_shape_vec((count, n, m), values)
+            .map_err(|e| Error::invalid(format!("outer products: {e}"))),
+    )
+}
+
 /// The matrix product of `a` and `b` with NumPy `matmul` semantics.
 ///
 /// The output is allocated once, as `[batch, n, m]`; each product of the
@@ -274,6 +311,11 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
     checked_numel(&[count, n, m])?;
 
     let (a3, b3) = (as_matrix_stack(&a_mat)?, as_matrix_stack(&b_mat)?);
+    if k == 1 {
+        if let Some(out) = outer_products(&a3.view(), &b3.view(), count, (n, m)) {
+            return finish_matmul(out?, batch, a.ndim(), b.ndim(), n, m);
+        }
+    }
     let mut out = Array3::<T>::zeros((count, n, m));
     if b3.shape()[0] == 1 && a3.shape()[0] == count {
         // One right-hand matrix shared by the whole batch (the common case under
