@@ -516,7 +516,10 @@ thread_local! {
 }
 
 #[batchrules::meta(op = "probe_mul", table = probe)]
-fn probe_meta(x: &batchrules::TensorMeta, _y: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+fn probe_meta(
+    x: &batchrules::TensorMeta,
+    _y: &batchrules::TensorMeta,
+) -> Result<batchrules::TensorMeta> {
     Ok(x.clone())
 }
 #[batchrules::kernel(op = "probe_mul", table = probe)]

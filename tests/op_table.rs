@@ -151,7 +151,7 @@ fn cast_rule(
 }
 
 // The vjps below report what reached them, so the tests can check the
-// plumbing of the erased `VjpFn`: arguments, outputs and cotangents in, one
+// plumbing of the erased `VjpRuleFn`: arguments, outputs and cotangents in, one
 // gradient per tensor slot out.
 
 /// The gradient of each list element is its slice of `grad`; `dim = 99`
@@ -312,7 +312,7 @@ fn schema_constants_describe_the_table() {
     );
 }
 
-fn typed_vjp(op: &str) -> batchrules::registry::VjpFn {
+fn typed_vjp(op: &str) -> batchrules::registry::VjpRuleFn {
     let registry = batchrules::registry::registry().unwrap();
     let entry = registry.find("op_table::typed", op).unwrap();
     assert!(entry.vjp_location.is_some());

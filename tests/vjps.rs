@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use batchrules::dispatch::call_op;
-use batchrules::registry::{registry, OpEntry, VjpFn};
+use batchrules::registry::{registry, OpEntry, VjpRuleFn};
 use batchrules::schema::OpKind;
 use batchrules::testing::{check_vmap, describe, op_infos, sample_tensors, with_tensors, Sample};
 use batchrules::{ops, set_fallback_policy, DType, FallbackPolicy, Tensor};
@@ -19,7 +19,7 @@ use batchrules::{ops, set_fallback_policy, DType, FallbackPolicy, Tensor};
 const TABLE: &str = "batchrules::ops";
 
 /// The ops of the built-in table with a vjp, with it.
-fn vjps() -> BTreeMap<&'static str, (&'static OpEntry, VjpFn)> {
+fn vjps() -> BTreeMap<&'static str, (&'static OpEntry, VjpRuleFn)> {
     registry()
         .unwrap()
         .ops()
@@ -99,7 +99,7 @@ fn projected(
 /// how many were skipped at a kink or a non-finite value.
 fn check_sample(
     entry: &'static OpEntry,
-    vjp: VjpFn,
+    vjp: VjpRuleFn,
     sample: &Sample,
 ) -> Result<(usize, usize), String> {
     let case = format!("{} {}", entry.name(), describe(sample));

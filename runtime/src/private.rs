@@ -235,7 +235,7 @@ gradients_tuple!(A, B, C);
 gradients_tuple!(A, B, C, D);
 gradients_tuple!(A, B, C, D, E);
 
-/// The flat gradient list of a [`VjpFn`](crate::registry::VjpFn): one entry
+/// The flat gradient list of a [`VjpRuleFn`](crate::registry::VjpRuleFn): one entry
 /// per tensor-valued argument slot of `op`, a `Tensor[]` slot giving one per
 /// element. A slot that does not fit its argument (a list of another length,
 /// a gradient for an absent `Tensor?`) is a bug in the vjp, reported naming

@@ -30,7 +30,7 @@ pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Outs<BatchedOutput>>;
 /// for a `Tensor` argument, one for a `Tensor?` argument (`None` when the
 /// argument is `None`), and one per element for a `Tensor[]` argument. `None`
 /// means that no gradient flows to that slot.
-pub type VjpFn = fn(&[Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+pub type VjpRuleFn = fn(&[Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
 
 /// What a composite's decomposition does under vmap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub enum RegisteredFn {
     /// `#[decompose]`
     Decomposition(KernelFn, DecomposeVmap),
     /// `#[vjp]`
-    Vjp(VjpFn),
+    Vjp(VjpRuleFn),
 }
 
 impl RegisteredFn {
@@ -162,7 +162,7 @@ pub struct OpEntry {
     /// Its decomposition (composites).
     pub decomposition: Option<(KernelFn, DecomposeVmap)>,
     /// Its vjp (differentiable primitives).
-    pub vjp: Option<VjpFn>,
+    pub vjp: Option<VjpRuleFn>,
     /// Where the vjp was written.
     pub vjp_location: Option<Location>,
 }
