@@ -562,3 +562,42 @@ fn a_vjp_is_told_which_gradients_are_discarded() -> Result<()> {
     assert!(batchrules::needs_gradient(&x));
     Ok(())
 }
+
+#[test]
+fn hostile_uses_of_the_transforms_are_errors() {
+    // grad nested past the level limit.
+    fn nest(depth: usize, x: Tensor) -> Result<Tensor> {
+        if depth == 0 {
+            return sum(&ops::sin(&x)?);
+        }
+        grad(|x: Tensor| nest(depth - 1, x)).call(&x)
+    }
+    let x = t64(&[], 37);
+    let err = nest(batchrules::dispatch::MAX_DEPTH + 1, x.clone()).unwrap_err();
+    assert!(err.to_string().contains("cannot nest more than"), "{err}");
+    assert_eq!(batchrules::dispatch::depth(), 0, "every level was popped");
+
+    // jacrev whose identity basis would not fit in memory.
+    let err = jacrev(|x: Tensor| ops::expand(&x, &[300_000]))
+        .call(&t64(&[1], 38))
+        .unwrap_err();
+    assert!(err.to_string().contains("jacrev"), "{err}");
+
+    // A pullback given the wrong number of cotangents.
+    let (_, pullback) = vjp(
+        |x: Tensor| Ok((ops::sin(&x)?, ops::cos(&x)?)),
+        &t64(&[2], 39),
+    )
+    .unwrap();
+    let err = pullback.call(&(t64(&[2], 40), t64(&[3], 41))).unwrap_err();
+    assert!(
+        err.to_string().contains("cotangent 1 has shape [3]"),
+        "{err}"
+    );
+
+    // hessian of a vector function says to use jacrev.
+    let err = hessian(|x: Tensor| ops::sin(&x))
+        .call(&t64(&[2], 42))
+        .unwrap_err();
+    assert!(err.to_string().contains("jacrev"), "{err}");
+}
