@@ -43,9 +43,10 @@ impl GradArgs for Tensor {
     }
 }
 
-/// Which argument [`grad`] differentiates: `Argnum<N>` is implemented by the
-/// argument forms that have an argument `N` (`&x` has argument 0; a tuple of
-/// `k` has `0..k`), so an out-of-range argnum does not compile.
+/// Which argument [`grad`] differentiates: `ArgAt<N>` is implemented by the
+/// argument forms that have an argument `N` (`&x` and `x` have argument 0; a
+/// tuple of `k` references has `0..k`), so an out-of-range
+/// [`argnums`](Grad::argnums) does not compile.
 pub trait ArgAt<const N: usize>: GradArgs {
     /// The type of argument `N`: the gradient has the same type.
     type Out: TensorTree;
