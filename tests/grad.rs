@@ -601,3 +601,16 @@ fn hostile_uses_of_the_transforms_are_errors() {
         .unwrap_err();
     assert!(err.to_string().contains("jacrev"), "{err}");
 }
+
+#[test]
+fn a_pullback_can_be_sent_to_another_thread() -> Result<()> {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    let x = t64(&[3], 43);
+    let (_, pullback) = vjp(|x: Tensor| ops::tanh(&ops::mul(&x, &x)?), &x)?;
+    send_sync(&pullback);
+    let u = t64(&[3], 44);
+    let here = pullback.call(&u)?;
+    let there = std::thread::scope(|s| s.spawn(|| pullback.call(&u)).join().unwrap())?;
+    assert_close(&there, &here, 0.0);
+    Ok(())
+}
