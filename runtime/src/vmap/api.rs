@@ -8,6 +8,7 @@ use crate::dispatch::{self, push_level};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
+use super::builtin;
 use super::fallback::FallbackPolicy;
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
 use super::interpreter::VmapInterpreter;
@@ -344,6 +345,7 @@ pub struct Vmap<F, A> {
     out_dims: OutDims,
     batch_size: Option<usize>,
     policy: Option<FallbackPolicy>,
+    chunk_size: Option<usize>,
 }
 
 /// Vectorizes a per-example function over a batch dim.
@@ -427,6 +429,7 @@ where
         out_dims: OutDims::All(0),
         batch_size: None,
         policy: None,
+        chunk_size: None,
     }
 }
 
@@ -439,6 +442,7 @@ impl<F: Clone, A> Clone for Vmap<F, A> {
             out_dims: self.out_dims.clone(),
             batch_size: self.batch_size,
             policy: self.policy,
+            chunk_size: self.chunk_size,
         }
     }
 }
@@ -450,6 +454,7 @@ impl<F, A> std::fmt::Debug for Vmap<F, A> {
             .field("out_dims", &self.out_dims)
             .field("batch_size", &self.batch_size)
             .field("policy", &self.policy)
+            .field("chunk_size", &self.chunk_size)
             .finish_non_exhaustive()
     }
 }
@@ -481,6 +486,28 @@ impl<F, A> Vmap<F, A> {
         self
     }
 
+    /// Runs the batch in chunks of at most `size` examples, one vmap call per
+    /// chunk, and joins the results along each output's batch dim, so the
+    /// memory the function's intermediates take is bounded by the chunk, not
+    /// the batch. The results equal the unchunked ones.
+    ///
+    /// ```
+    /// use batchrules::{ops, vmap, Tensor};
+    ///
+    /// let xs = Tensor::from(ndarray::Array::from_shape_fn((10, 3), |(i, j)| (i * 3 + j) as f64).into_dyn());
+    /// let f = |x: Tensor| ops::sum(&ops::mul(&x, &x)?, None, false);
+    /// let whole = vmap(f).call(&xs)?;
+    /// let chunked = vmap(f).chunk_size(4).call(&xs)?;  // chunks of 4, 4 and 2
+    /// assert_eq!(chunked.to_array::<f64>()?, whole.to_array::<f64>()?);
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    ///
+    /// `call` errors if `size` is 0.
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
+    }
+
     /// Runs the function over the batch. `args` is a tensor, a struct of
     /// tensors, a tuple of references to either, or a list (see
     /// [`VmapInputs`]); the function receives the same structure, batched.
@@ -499,6 +526,79 @@ impl<F, A> Vmap<F, A> {
         let input_name = |k: usize| leaf_name("input", &counts, k, |a, l| args.arg_leaf_path(a, l));
         let dims = resolve_in_dims(&self.in_dims, &inputs, &counts, &input_name)?;
         let size = batch_size(&inputs, &dims, self.batch_size, &input_name)?;
+        match self.chunk_size {
+            Some(0) => Err(Error::Vmap(
+                "chunk_size(0): a chunk must hold at least one example".to_string(),
+            )),
+            Some(chunk) if chunk < size => self.call_chunked(&args, &inputs, &dims, size, chunk),
+            _ => self.call_level(&args, inputs, &dims, size),
+        }
+    }
+
+    /// One vmap call over chunks of `chunk` examples, joined.
+    fn call_chunked<I, O>(
+        &self,
+        args: &I,
+        inputs: &[Tensor],
+        dims: &[Option<usize>],
+        size: usize,
+        chunk: usize,
+    ) -> Result<O>
+    where
+        I: VmapInputs<Inner = A>,
+        F: Fn(A) -> Result<O>,
+        O: VmapOutputs,
+    {
+        let mut parts: Vec<O> = Vec::with_capacity(size.div_ceil(chunk));
+        for start in (0..size).step_by(chunk) {
+            let len = chunk.min(size - start);
+            let sliced: Inputs = inputs
+                .iter()
+                .zip(dims)
+                .map(|(t, d)| match d {
+                    Some(d) => builtin::narrow(t, *d, start, len),
+                    None => Ok(t.clone()),
+                })
+                .collect::<Result<_>>()?;
+            parts.push(self.call_level(args, sliced, dims, len)?);
+        }
+        let leaves: Vec<Vec<Tensor>> = parts
+            .iter()
+            .map(|p| {
+                let mut v = Vec::new();
+                p.leaves(&mut v);
+                v
+            })
+            .collect();
+        let counts = parts[0].output_leaf_counts();
+        let mut k = 0;
+        parts[0].map_leaves(&mut |first| {
+            let d = match &self.out_dims {
+                OutDims::All(d) => *d,
+                OutDims::Each(ds) => ds.get(locate(&counts, k).0).copied().unwrap_or(0),
+            };
+            // The dim was checked against this rank by the first chunk.
+            let rank = first.ndim() as i64;
+            let d = if d < 0 { d + rank } else { d } as usize;
+            let column: Vec<Tensor> = leaves.iter().map(|l| l[k].clone()).collect();
+            k += 1;
+            builtin::cat(&column, d)
+        })
+    }
+
+    /// One vmap call over a whole batch of `size` examples.
+    fn call_level<I, O>(
+        &self,
+        args: &I,
+        inputs: Inputs,
+        dims: &[Option<usize>],
+        size: usize,
+    ) -> Result<O>
+    where
+        I: VmapInputs<Inner = A>,
+        F: Fn(A) -> Result<O>,
+        O: VmapOutputs,
+    {
         let policy = self.policy;
         let guard = push_level("vmap", |id| {
             VmapInterpreter::at_depth(id.depth(), size, policy)
@@ -506,7 +606,7 @@ impl<F, A> Vmap<F, A> {
         let level = guard.id();
         let wrapped: Inputs = inputs
             .into_iter()
-            .zip(&dims)
+            .zip(dims)
             .map(|(t, d)| match d {
                 Some(d) => Batched::wrap(t, *d, level),
                 None => Ok(t),

@@ -166,7 +166,7 @@ pub(crate) fn stack(
     if ts.iter().all(|t| t.downcast_level::<Batched>().is_none()) {
         // The top level is another transform's (grad's tracked tensors, say):
         // stack through the `stack` op, so that transform sees the call.
-        return stack_op(ts, dim);
+        return super::builtin::stack(ts, dim);
     }
     if ts.iter().any(|t| {
         t.level().is_some_and(|l| l.depth() == level.depth()) && Batched::at(t, level).is_none()
@@ -186,18 +186,4 @@ pub(crate) fn stack(
         .collect::<Result<Vec<_>>>()?;
     let stacked = stack(&inners, dim + 1, level_size)?;
     Batched::wrap(stacked, 0, level)
-}
-
-/// Stacks `ts` with the built-in `stack` op, through the dispatcher.
-fn stack_op(ts: &[Tensor], dim: usize) -> Result<Tensor> {
-    let entry = crate::registry::registry()?
-        .find("batchrules::ops", "stack")
-        .ok_or_else(|| Error::Tensor("the built-in op `stack` is not registered".to_string()))?;
-    let args = [
-        crate::core::value::Arg::TensorList(ts.to_vec()),
-        crate::core::value::Arg::Int(dim as i64),
-    ];
-    crate::dispatch::call_op(entry, &args)?
-        .pop()
-        .ok_or_else(|| Error::Tensor("`stack` returned no tensor".to_string()))
 }

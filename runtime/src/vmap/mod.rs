@@ -16,6 +16,7 @@
 
 mod api;
 mod batched;
+mod builtin;
 mod fallback;
 mod inputs;
 mod interpreter;
