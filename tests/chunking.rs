@@ -124,3 +124,23 @@ fn a_chunk_of_zero_examples_is_an_error() {
         .unwrap();
     assert_eq!(out.shape(), &[0, 2]);
 }
+
+#[test]
+fn chunked_jacrev_equals_the_whole_jacobian() -> Result<()> {
+    let w = t(&[7, 3], 9);
+    let x = t(&[3], 10);
+    let f = |x: Tensor| ops::tanh(&ops::mv(&w, &x)?);
+    let whole = batchrules::jacrev(f).call(&x)?;
+    assert_eq!(whole.shape(), &[7, 3]);
+    for chunk in [1, 2, 3, 7, 100] {
+        same(&batchrules::jacrev(f).chunk_size(chunk).call(&x)?, &whole);
+    }
+    // A 2-d output: rows of the identity of a [2, 3] space.
+    let g = |x: Tensor| ops::outer(&ops::sin(&x)?, &x);
+    let whole = batchrules::jacrev(g).call(&x)?;
+    assert_eq!(whole.shape(), &[3, 3, 3]);
+    same(&batchrules::jacrev(g).chunk_size(4).call(&x)?, &whole);
+    let err = batchrules::jacrev(f).chunk_size(0).call(&x).unwrap_err();
+    assert!(err.to_string().contains("chunk_size(0)"), "{err}");
+    Ok(())
+}

@@ -32,11 +32,12 @@ pub(crate) enum OpName {
     Narrow,
     Squeeze,
     Stack,
+    Cat,
 }
 
 impl OpName {
     /// Every name, in discriminant order.
-    pub(crate) const ALL: [OpName; 10] = [
+    pub(crate) const ALL: [OpName; 11] = [
         OpName::Add,
         OpName::Expand,
         OpName::Zeros,
@@ -47,6 +48,7 @@ impl OpName {
         OpName::Narrow,
         OpName::Squeeze,
         OpName::Stack,
+        OpName::Cat,
     ];
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -61,6 +63,7 @@ impl OpName {
             OpName::Narrow => "narrow",
             OpName::Squeeze => "squeeze",
             OpName::Stack => "stack",
+            OpName::Cat => "cat",
         }
     }
 }

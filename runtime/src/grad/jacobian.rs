@@ -11,6 +11,7 @@ use super::ops;
 /// A function prepared for [`jacrev`]; `N` is the argument differentiated.
 pub struct Jacrev<F, A, const N: usize = 0> {
     f: F,
+    chunk_size: Option<usize>,
     args: PhantomData<fn(A)>,
 }
 
@@ -18,6 +19,7 @@ impl<F: Clone, A, const N: usize> Clone for Jacrev<F, A, N> {
     fn clone(&self) -> Self {
         Jacrev {
             f: self.f.clone(),
+            chunk_size: self.chunk_size,
             args: PhantomData,
         }
     }
@@ -56,6 +58,7 @@ where
 {
     Jacrev {
         f,
+        chunk_size: None,
         args: PhantomData,
     }
 }
@@ -65,8 +68,17 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
     pub fn argnums<const M: usize>(self) -> Jacrev<F, A, M> {
         Jacrev {
             f: self.f,
+            chunk_size: self.chunk_size,
             args: PhantomData,
         }
+    }
+
+    /// Pulls back at most `size` rows of the identity at a time (see
+    /// [`Vmap::chunk_size`](crate::Vmap::chunk_size)), bounding the memory of
+    /// the batched pullback by the chunk; the Jacobian is the same.
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
     }
 
     /// The Jacobian at `args`.
@@ -81,7 +93,7 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
     {
         let inner = args.inner()?;
         let range = I::leaf_range(&inner);
-        let leaves = jacobian("jacrev", |a| (self.f)(a), &inner, range)?;
+        let leaves = jacobian("jacrev", |a| (self.f)(a), &inner, range, self.chunk_size)?;
         I::arg(&inner).with_leaves(leaves)
     }
 }
@@ -93,6 +105,7 @@ fn jacobian<A: TensorTree>(
     f: impl FnOnce(A) -> Result<Tensor>,
     inner: &A,
     range: std::ops::Range<usize>,
+    chunk_size: Option<usize>,
 ) -> Result<Vec<Tensor>> {
     let (out, pullback) = trace(what, f, inner, range, true, |o: Tensor, level| {
         let (p, root) = primal(&o, level)?;
@@ -101,8 +114,34 @@ fn jacobian<A: TensorTree>(
     let dtype = out.dtype();
     let out_shape = out.shape().to_vec();
     let rows = crate::core::alloc::checked_numel(&out_shape)?;
-    let basis = identity(what, rows, &out_shape, dtype)?;
-    let grads: Vec<Tensor> = vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?;
+    // Rows of the identity, `chunk` at a time (all at once by default), each
+    // batch of rows pulled back under one vmap; the rows are built per chunk,
+    // so a chunk bounds the memory of the basis too.
+    let chunk = match chunk_size {
+        Some(0) => {
+            return Err(Error::Tensor(format!(
+                "{what}: chunk_size(0): a chunk must hold at least one row"
+            )))
+        }
+        Some(c) => c.min(rows.max(1)),
+        None => rows.max(1),
+    };
+    let mut parts: Vec<Vec<Tensor>> = Vec::new();
+    for start in (0..rows.max(1)).step_by(chunk) {
+        let len = chunk.min(rows - start.min(rows));
+        let basis = identity_rows(what, start, len, rows, &out_shape, dtype)?;
+        parts.push(vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?);
+    }
+    let grads: Vec<Tensor> = if parts.len() == 1 {
+        parts.pop().unwrap_or_default()
+    } else {
+        (0..parts[0].len())
+            .map(|k| {
+                let column: Vec<Tensor> = parts.iter().map(|p| p[k].clone()).collect();
+                ops::cat0(&column)
+            })
+            .collect::<Result<_>>()?
+    };
     grads
         .iter()
         .map(|g| {
@@ -114,24 +153,33 @@ fn jacobian<A: TensorTree>(
         .collect()
 }
 
-/// The rows of the identity of a space of shape `shape`: `[rows, shape..]`.
-fn identity(what: &str, rows: usize, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    let mut full = vec![rows];
+/// Rows `start..start + len` of the identity of a space of shape `shape`
+/// (which has `rows` elements): `[len, shape..]`.
+fn identity_rows(
+    what: &str,
+    start: usize,
+    len: usize,
+    rows: usize,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor> {
+    let mut full = vec![len];
     full.extend_from_slice(shape);
     crate::core::alloc::check_alloc_in(what, &full, dtype)?;
     match dtype {
-        DType::F32 => Tensor::from_shape_vec(&full, eye::<f32>(rows, 1.0)),
-        DType::F64 => Tensor::from_shape_vec(&full, eye::<f64>(rows, 1.0)),
+        DType::F32 => Tensor::from_shape_vec(&full, unit_rows(start, len, rows, 1.0f32)),
+        DType::F64 => Tensor::from_shape_vec(&full, unit_rows(start, len, rows, 1.0f64)),
         other => Err(Error::Tensor(format!(
             "{what}: the function returned a {other} tensor; only floating-point outputs can be differentiated"
         ))),
     }
 }
 
-fn eye<T: Copy + Default>(n: usize, one: T) -> Vec<T> {
-    let mut v = vec![T::default(); n * n];
-    for i in 0..n {
-        v[i * n + i] = one;
+/// Rows `start..start + len` of the `rows` x `rows` identity, row-major.
+fn unit_rows<T: Copy + Default>(start: usize, len: usize, rows: usize, one: T) -> Vec<T> {
+    let mut v = vec![T::default(); len * rows];
+    for i in 0..len {
+        v[i * rows + start + i] = one;
     }
     v
 }
@@ -177,11 +225,11 @@ where
     /// Errors if `f` errs or does not return a 0-d float tensor.
     pub fn call(&self, x: &Tensor) -> Result<Tensor> {
         let inner_jac = |x: Tensor| -> Result<Tensor> {
-            let mut g = jacobian("hessian", |x| self.check_scalar(x), &x, 0..1)?;
+            let mut g = jacobian("hessian", |x| self.check_scalar(x), &x, 0..1, None)?;
             g.pop()
                 .ok_or_else(|| Error::Tensor("hessian: no gradient".to_string()))
         };
-        let mut h = jacobian("hessian", inner_jac, x, 0..1)?;
+        let mut h = jacobian("hessian", inner_jac, x, 0..1, None)?;
         h.pop()
             .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
     }

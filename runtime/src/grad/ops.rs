@@ -90,3 +90,8 @@ pub(crate) fn reshape(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
         &[Arg::Tensor(t.clone()), Arg::IntList(size)],
     )
 }
+
+/// `ts` joined along dim 0.
+pub(crate) fn cat0(ts: &[Tensor]) -> Result<Tensor> {
+    call1(OpName::Cat, &[Arg::TensorList(ts.to_vec()), Arg::Int(0)])
+}
