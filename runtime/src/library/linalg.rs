@@ -337,6 +337,32 @@ fn matmul_arrays<T: LinalgScalar + Send + Sync>(
         );
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
+    if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 {
+        // One left-hand matrix shared by the whole batch (`mv(W, x)` under
+        // vmap with unbatched weights): the batch folds into the columns of
+        // one product, `[n, k] @ [k, count * m]`, instead of `count` products
+        // that each pack the whole shared matrix again.
+        let b2 = b3
+            .view()
+            .permuted_axes([1, 0, 2])
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order((k, count * m))
+            .map_err(|e| Error::invalid(format!("cannot fold the batch into columns: {e}")))?;
+        let mut wide = ndarray::Array2::<T>::zeros((n, count * m));
+        general_mat_mul(
+            T::one(),
+            &a3.index_axis(Axis(0), 0),
+            &b2,
+            T::zero(),
+            &mut wide,
+        );
+        let folded = wide
+            .into_shape_with_order((n, count, m))
+            .map_err(|e| Error::invalid(format!("cannot unfold the batch: {e}")))?;
+        out.assign(&folded.permuted_axes([1, 0, 2]));
+        return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
+    }
     // Output product `t` multiplies the operands' own (broadcast) batch entries.
     // Without broadcasting (the usual case under vmap), product `t` multiplies
     // entry `t` of both operands.
