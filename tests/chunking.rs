@@ -144,3 +144,18 @@ fn chunked_jacrev_equals_the_whole_jacobian() -> Result<()> {
     assert!(err.to_string().contains("chunk_size(0)"), "{err}");
     Ok(())
 }
+
+#[test]
+fn chunks_returning_different_structures_are_an_error() {
+    // The number of outputs depends on a captured counter: one per call.
+    let calls = std::cell::Cell::new(0usize);
+    let xs = t(&[4, 2], 11);
+    let err = vmap(|x: Tensor| {
+        calls.set(calls.get() + 1);
+        Ok(vec![x.clone(); calls.get()])
+    })
+    .chunk_size(2)
+    .call(&xs)
+    .unwrap_err();
+    assert!(err.to_string().contains("same structure"), "{err}");
+}

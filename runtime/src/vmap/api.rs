@@ -570,6 +570,13 @@ impl<F, A> Vmap<F, A> {
                 v
             })
             .collect();
+        if let Some(other) = leaves.iter().find(|l| l.len() != leaves[0].len()) {
+            return Err(Error::Vmap(format!(
+                "chunk_size: the function returned {} tensors for one chunk and {} for another; chunked vmap needs outputs of the same structure for every chunk",
+                leaves[0].len(),
+                other.len()
+            )));
+        }
         let counts = parts[0].output_leaf_counts();
         let mut k = 0;
         parts[0].map_leaves(&mut |first| {
@@ -580,7 +587,16 @@ impl<F, A> Vmap<F, A> {
             // The dim was checked against this rank by the first chunk.
             let rank = first.ndim() as i64;
             let d = if d < 0 { d + rank } else { d } as usize;
-            let column: Vec<Tensor> = leaves.iter().map(|l| l[k].clone()).collect();
+            let column: Vec<Tensor> = leaves
+                .iter()
+                .map(|l| l.get(k).cloned())
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    Error::Vmap(format!(
+                        "chunk_size: the function returned {} tensors for the first chunk but fewer for another; chunked vmap needs outputs of the same structure for every chunk",
+                        leaves[0].len()
+                    ))
+                })?;
             k += 1;
             builtin::cat(&column, d)
         })
