@@ -19,6 +19,8 @@ mod levels;
 mod meta_cache;
 
 use std::any::Any;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 pub use levels::{depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH};
 pub(crate) use meta_cache::run_meta;
@@ -149,6 +151,36 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     interp
         .process(entry, args, live, metas.as_deref())
         .map_err(|e| attribute(e, entry.name()))
+}
+
+/// The module path of the built-in op table.
+const BUILTIN_TABLE: &str = "batchrules::ops";
+
+/// Calls the built-in op `name`, which has one output, through the dispatcher
+/// (so it is transformed like any call). For transforms that need ops
+/// themselves (grad accumulating gradients, vmap joining chunks): the op
+/// library sits above them, so they reach its ops by name.
+pub(crate) fn call_builtin(name: &str, args: &[Arg<Tensor>]) -> Result<Tensor> {
+    static BY_NAME: OnceLock<HashMap<&'static str, &'static OpEntry>> = OnceLock::new();
+    let reg = registry::registry()?;
+    let by_name = BY_NAME.get_or_init(|| {
+        reg.ops()
+            .iter()
+            .filter(|e| e.table.path == BUILTIN_TABLE)
+            .map(|e| (e.name(), e))
+            .collect()
+    });
+    let entry = by_name.get(name).ok_or_else(|| Error::NotImplemented {
+        op: name.to_string(),
+        message: "a transform needs this built-in op, which is not registered".to_string(),
+    })?;
+    let mut outs = call_entry(entry, args)?;
+    match (outs.pop(), outs.is_empty()) {
+        (Some(t), true) => Ok(t),
+        _ => Err(Error::Tensor(format!(
+            "op `{name}` did not return one tensor"
+        ))),
+    }
 }
 
 /// The highest transform level among the tensors of `args`.

@@ -19,55 +19,6 @@ use crate::{Error, Result, Tensor};
 
 use super::ops;
 
-/// The built-in ops grad calls by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum OpName {
-    Add,
-    Expand,
-    Zeros,
-    Full,
-    Reshape,
-    Permute,
-    Unsqueeze,
-    Narrow,
-    Squeeze,
-    Stack,
-    Cat,
-}
-
-impl OpName {
-    /// Every name, in discriminant order.
-    pub(crate) const ALL: [OpName; 11] = [
-        OpName::Add,
-        OpName::Expand,
-        OpName::Zeros,
-        OpName::Full,
-        OpName::Reshape,
-        OpName::Permute,
-        OpName::Unsqueeze,
-        OpName::Narrow,
-        OpName::Squeeze,
-        OpName::Stack,
-        OpName::Cat,
-    ];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            OpName::Add => "add",
-            OpName::Expand => "expand",
-            OpName::Zeros => "zeros",
-            OpName::Full => "full",
-            OpName::Reshape => "reshape",
-            OpName::Permute => "permute",
-            OpName::Unsqueeze => "unsqueeze",
-            OpName::Narrow => "narrow",
-            OpName::Squeeze => "squeeze",
-            OpName::Stack => "stack",
-            OpName::Cat => "cat",
-        }
-    }
-}
-
 /// A node and which of its outputs a tensor is.
 #[derive(Clone, Debug)]
 pub(crate) struct NodeRef {

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use crate::{DType, LevelId, LevelTensor, Result, Tensor};
 
-use super::graph::{NodeRef, OpName};
-use super::ops::{call1, expand_to, Arg};
+use super::graph::NodeRef;
+use super::ops::{expand_to, Arg};
+use crate::dispatch::call_builtin;
 
 /// A tensor at a grad level: its value one level down (`inner`, which may
 /// itself belong to a lower level) and the graph node that produced it.
@@ -67,22 +68,19 @@ impl LevelTensor for Tracked {
 
     fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
         let perm: Vec<i64> = perm.iter().map(|&d| d as i64).collect();
-        call1(
-            OpName::Permute,
-            &[Arg::Tensor(self.handle()), Arg::IntList(perm)],
-        )
+        call_builtin("permute", &[Arg::Tensor(self.handle()), Arg::IntList(perm)])
     }
 
     fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
-        call1(
-            OpName::Unsqueeze,
+        call_builtin(
+            "unsqueeze",
             &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
         )
     }
 
     fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
-        let slice = call1(
-            OpName::Narrow,
+        let slice = call_builtin(
+            "narrow",
             &[
                 Arg::Tensor(self.handle()),
                 Arg::Int(dim as i64),
@@ -90,8 +88,8 @@ impl LevelTensor for Tracked {
                 Arg::Int(1),
             ],
         )?;
-        call1(
-            OpName::Squeeze,
+        call_builtin(
+            "squeeze",
             &[Arg::Tensor(slice), Arg::OptInt(Some(dim as i64))],
         )
     }
@@ -99,8 +97,8 @@ impl LevelTensor for Tracked {
     fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
         let mut shape = self.shape().to_vec();
         shape.insert(dim, size);
-        let one = call1(
-            OpName::Unsqueeze,
+        let one = call_builtin(
+            "unsqueeze",
             &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
         )?;
         expand_to(&one, &shape)
