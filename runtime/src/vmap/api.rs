@@ -580,10 +580,7 @@ impl<F, A> Vmap<F, A> {
         let counts = parts[0].output_leaf_counts();
         let mut k = 0;
         parts[0].map_leaves(&mut |first| {
-            let d = match &self.out_dims {
-                OutDims::All(d) => *d,
-                OutDims::Each(ds) => ds.get(locate(&counts, k).0).copied().unwrap_or(0),
-            };
+            let d = self.out_dim(&counts, k)?;
             // The dim was checked against this rank by the first chunk.
             let rank = first.ndim() as i64;
             let d = if d < 0 { d + rank } else { d } as usize;
@@ -600,6 +597,17 @@ impl<F, A> Vmap<F, A> {
             k += 1;
             builtin::cat(&column, d)
         })
+    }
+
+    /// The out_dim of output leaf `k`, for outputs of `counts` leaves each.
+    fn out_dim(&self, counts: &[usize], k: usize) -> Result<i64> {
+        match &self.out_dims {
+            OutDims::All(d) => Ok(*d),
+            OutDims::Each(ds) => ds
+                .get(locate(counts, k).0)
+                .copied()
+                .ok_or_else(|| inconsistent_tree("output", counts, &format!("at least {}", k + 1))),
+        }
     }
 
     /// One vmap call over a whole batch of `size` examples.
@@ -644,19 +652,7 @@ impl<F, A> Vmap<F, A> {
         out.map_leaves(&mut |t| {
             let k = next;
             next += 1;
-            let d = match &self.out_dims {
-                OutDims::All(d) => *d,
-                OutDims::Each(ds) => match ds.get(locate(&counts, k).0) {
-                    Some(d) => *d,
-                    None => {
-                        return Err(inconsistent_tree(
-                            "output",
-                            &counts,
-                            &format!("at least {}", k + 1),
-                        ))
-                    }
-                },
-            };
+            let d = self.out_dim(&counts, k)?;
             let name = || leaf_name("output", &counts, k, |o, l| out.output_leaf_path(o, l));
             finish_output(&name, t, d, level, size)
         })
