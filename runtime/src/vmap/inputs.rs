@@ -172,56 +172,29 @@ fn items_rebuild<T: TensorTree>(items: &[T], leaves: Inputs) -> Result<Vec<T>> {
         .collect()
 }
 
-/// A list: one argument per element.
-impl<T: TensorTree> VmapInputs for &[T] {
-    type Inner = Vec<T>;
-    fn tensors(&self) -> Inputs {
-        items_tensors(self)
-    }
-    fn arg_leaf_counts(&self) -> LeafCounts {
-        items_counts(self)
-    }
-    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
-        items_path(self, arg, leaf)
-    }
-    fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
-        items_rebuild(self, leaves)
-    }
+/// The three list forms (`&[T]`, `&Vec<T>`, `Vec<T>`): one argument per
+/// element, each an item of the list the function receives.
+macro_rules! list_inputs {
+    ($($list:ty),+) => {$(
+        /// A list: one argument per element.
+        impl<T: TensorTree> VmapInputs for $list {
+            type Inner = Vec<T>;
+            fn tensors(&self) -> Inputs {
+                items_tensors(self)
+            }
+            fn arg_leaf_counts(&self) -> LeafCounts {
+                items_counts(self)
+            }
+            fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
+                items_path(self, arg, leaf)
+            }
+            fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
+                items_rebuild(self, leaves)
+            }
+        }
+    )+};
 }
-
-/// A list: one argument per element.
-impl<T: TensorTree> VmapInputs for &Vec<T> {
-    type Inner = Vec<T>;
-    fn tensors(&self) -> Inputs {
-        items_tensors(self)
-    }
-    fn arg_leaf_counts(&self) -> LeafCounts {
-        items_counts(self)
-    }
-    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
-        items_path(self, arg, leaf)
-    }
-    fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
-        items_rebuild(self, leaves)
-    }
-}
-
-/// A list: one argument per element.
-impl<T: TensorTree> VmapInputs for Vec<T> {
-    type Inner = Vec<T>;
-    fn tensors(&self) -> Inputs {
-        items_tensors(self)
-    }
-    fn arg_leaf_counts(&self) -> LeafCounts {
-        items_counts(self)
-    }
-    fn arg_leaf_path(&self, arg: usize, leaf: usize) -> String {
-        items_path(self, arg, leaf)
-    }
-    fn rebuild(&self, leaves: Inputs) -> Result<Vec<T>> {
-        items_rebuild(self, leaves)
-    }
-}
+list_inputs!(&[T], &Vec<T>, Vec<T>);
 
 macro_rules! tuple_inputs {
     ($($name:ident $idx:tt),+) => {
