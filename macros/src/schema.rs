@@ -57,6 +57,21 @@ pub struct Signature {
     pub display: String,
 }
 
+impl Signature {
+    /// A signature returning `Result<inner>`; `shown` are the parameters as
+    /// the messages display them (`name: Type`).
+    fn new(params: Vec<String>, param_names: Vec<String>, shown: &[String], inner: &str) -> Self {
+        let ret = format!("Result<{inner}>");
+        let display = format!("fn({}) -> {ret}", shown.join(", "));
+        Signature {
+            params,
+            param_names,
+            ret,
+            display,
+        }
+    }
+}
+
 const KEYWORDS: &[&str] = &[
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
     "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
@@ -314,14 +329,7 @@ impl Schema {
             let items: Vec<String> = self.returns.iter().map(|b| item(*b)).collect();
             format!("({})", items.join(", "))
         };
-        let ret = format!("Result<{inner}>");
-        let display = format!("fn({}) -> {ret}", shown.join(", "));
-        Signature {
-            params,
-            param_names,
-            ret,
-            display,
-        }
+        Signature::new(params, param_names, &shown, &inner)
     }
 }
 
@@ -371,14 +379,7 @@ impl Schema {
             [one] => one.to_string(),
             many => format!("({})", many.join(", ")),
         };
-        let ret = format!("Result<{inner}>");
-        let display = format!("fn({}) -> {ret}", shown.join(", "));
-        Signature {
-            params,
-            param_names,
-            ret,
-            display,
-        }
+        Signature::new(params, param_names, &shown, &inner)
     }
 }
 

@@ -158,9 +158,7 @@ fn container_attrs(cx: &Ctxt, input: &DeriveInput) -> Option<Path> {
                         &meta.path,
                         format!("unknown key `{key}` in `#[tree(...)]` on a struct; the key there is `crate = path` (and `skip` on a field)"),
                     );
-                    if meta.input.peek(Token![=]) {
-                        let _: Expr = meta.value()?.parse()?;
-                    }
+                    skip_value(&meta)?;
                 }
             }
             Ok(())
@@ -173,6 +171,15 @@ fn container_attrs(cx: &Ctxt, input: &DeriveInput) -> Option<Path> {
         }
     }
     krate
+}
+
+/// Consumes the `= value` of a key already reported as misplaced or unknown,
+/// so the parse goes on to the next key.
+fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        let _: Expr = meta.value()?.parse()?;
+    }
+    Ok(())
 }
 
 /// Whether a field has `#[tree(skip)]`.
@@ -200,18 +207,14 @@ fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
                         &meta.path,
                         "`crate = path` applies to the whole struct: put `#[tree(crate = ...)]` on the struct, not on a field",
                     );
-                    if meta.input.peek(Token![=]) {
-                        let _: Expr = meta.value()?.parse()?;
-                    }
+                    skip_value(&meta)?;
                 }
                 _ => {
                     cx.error_spanned_by(
                         &meta.path,
                         format!("unknown key `{key}` in `#[tree(...)]` on a field; the key there is `skip` (for a field that holds no tensor)"),
                     );
-                    if meta.input.peek(Token![=]) {
-                        let _: Expr = meta.value()?.parse()?;
-                    }
+                    skip_value(&meta)?;
                 }
             }
             Ok(())
