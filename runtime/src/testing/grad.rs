@@ -1,6 +1,7 @@
 //! Checks of reverse mode: vjps against finite differences, and the
 //! composition matrix of vjp with vmap and with itself.
 
+use crate::core::cast::cast;
 use crate::dispatch::call_op;
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
@@ -53,19 +54,21 @@ fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
 
 /// `t` with float elements converted to f64 (other dtypes as they are).
 fn to_f64(t: &Tensor) -> Result<Tensor> {
-    Ok(match t.data()? {
-        Data::F32(a) => Tensor::from(a.mapv(f64::from)),
-        _ => t.clone(),
-    })
+    if t.dtype() != DType::F32 {
+        return Ok(t.clone());
+    }
+    Ok(Tensor::from_data(cast(t, DType::F64)?.into_owned()))
 }
 
+/// The elements of `t` as f64, in row-major order.
 fn values(t: &Tensor) -> Result<Vec<f64>> {
-    Ok(match t.data()? {
-        Data::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
-        Data::F64(a) => a.iter().copied().collect(),
-        Data::I64(a) => a.iter().map(|&v| v as f64).collect(),
-        Data::Bool(a) => a.iter().map(|&v| f64::from(u8::from(v))).collect(),
-    })
+    match &*cast(t, DType::F64)? {
+        Data::F64(a) => Ok(a.iter().copied().collect()),
+        other => Err(Error::Tensor(format!(
+            "values: expected f64 data, got {}",
+            other.dtype()
+        ))),
+    }
 }
 
 fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
