@@ -2,8 +2,8 @@
 //! of problem is reported, naming the op and every source location involved.
 
 use batchrules::registry::{
-    DecomposeVmap, Location, ProblemKind, RegisteredFn, Registration, Registry, VjpStatus,
-    VmapStrategy,
+    DecomposeVmap, JvpStatus, Location, ProblemKind, RegisteredFn, Registration, Registry,
+    VjpStatus, VmapStrategy,
 };
 use batchrules::schema::{OpKind, OpTable};
 use batchrules::{Arg, BDim, Outs, Result, Tensor, TensorMeta};
@@ -59,6 +59,10 @@ fn rule(_: &[Arg<Tensor>], _: &[BDim]) -> Result<Outs<(Tensor, Option<usize>)>> 
     Ok(Outs::new())
 }
 fn vjp(_: &[Arg<Tensor>], _: &[Tensor], _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+    Ok(Vec::new())
+}
+
+fn jvp(_: &[Arg<Tensor>], _: &[Tensor], _: &[Vec<Option<Tensor>>]) -> Result<Vec<Option<Tensor>>> {
     Ok(Vec::new())
 }
 
@@ -391,5 +395,178 @@ fn coverage_report_has_a_vjp_column_and_lists_missing_vjps() {
                 .unwrap();
             assert!(line.ends_with("  -"), "{line}");
         }
+    }
+}
+
+#[test]
+fn jvp_on_a_non_differentiable_op_is_reported() {
+    let mut regs = complete();
+    regs.push(reg("argmax", RegisteredFn::Jvp(jvp), at("argmax_jvp", 8)));
+    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 9)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
+    assert_eq!(p.op, "argmax");
+    assert_eq!(p.locations, vec![at("argmax_jvp", 8)]);
+    assert!(
+        p.message
+            .contains("`argmax_jvp` at src/audit.rs:8 registers a #[jvp] for `argmax`")
+            && p.message.contains("differentiable = false")
+            && p.message.contains("remove the #[jvp]"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn jvp_on_a_linear_op_is_reported() {
+    let mut regs = complete();
+    regs.push(reg("sum", RegisteredFn::Jvp(jvp), at("sum_jvp", 11)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::Linear);
+    assert_eq!(p.op, "sum");
+    assert_eq!(p.locations, vec![at("sum_jvp", 11)]);
+    assert!(
+        p.message.contains("`sum_jvp` at src/audit.rs:11")
+            && p.message.contains("linear = true")
+            && p.message.contains("the op itself applied to the tangents")
+            && p.message.contains("remove the #[jvp]"),
+        "{}",
+        p.message
+    );
+    // A vjp on a linear op is fine: the linear flag derives only the jvp.
+    let mut regs = complete();
+    regs.push(reg("sum", RegisteredFn::Vjp(vjp), at("sum_vjp", 12)));
+    assert!(audit(&regs).is_empty());
+}
+
+#[test]
+fn jvp_on_a_composite_is_wrong_kind() {
+    let mut regs = complete();
+    regs.push(reg("softmax", RegisteredFn::Jvp(jvp), at("softmax_jvp", 7)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::WrongKind);
+    assert!(
+        problems[0]
+            .message
+            .contains("registers a #[jvp] for `softmax`"),
+        "{}",
+        problems[0].message
+    );
+}
+
+#[test]
+fn duplicate_jvp_names_both_locations() {
+    let mut regs = complete();
+    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 20)));
+    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp_again", 21)));
+    // A vjp of the same op is another role, not a duplicate.
+    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 22)));
+    let problems = audit(&regs);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let p = &problems[0];
+    assert_eq!(p.kind, ProblemKind::Duplicate);
+    assert_eq!(p.op, "exp");
+    assert_eq!(
+        p.locations,
+        vec![at("exp_jvp", 20), at("exp_jvp_again", 21)]
+    );
+    assert!(
+        p.message.contains("2 #[jvp] registrations") && p.message.contains("delete all but one"),
+        "{}",
+        p.message
+    );
+}
+
+#[test]
+fn missing_jvps_leave_out_linear_and_non_differentiable_ops() {
+    let mut regs = complete();
+    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 30)));
+    let refs: Vec<&Registration> = regs.iter().collect();
+    let registry = Registry::build(&[&TABLE], &refs).expect("jvps are optional");
+    let missing: Vec<&str> = registry.missing_jvps().iter().map(|e| e.name()).collect();
+    assert!(
+        missing.contains(&"sin") && missing.contains(&"mul"),
+        "{missing:?}"
+    );
+    for not_listed in [
+        "exp", "add", "sum", "cat", "argmax", "zeros", "softmax", "flatten",
+    ] {
+        assert!(
+            !missing.contains(&not_listed),
+            "{not_listed} in {missing:?}"
+        );
+    }
+    let status = |op: &str| registry.find("audit::ops", op).unwrap().jvp_status();
+    assert_eq!(status("exp"), JvpStatus::Jvp);
+    assert_eq!(
+        registry.find("audit::ops", "exp").unwrap().jvp_location,
+        Some(at("exp_jvp", 30))
+    );
+    assert_eq!(status("sum"), JvpStatus::Linear);
+    assert_eq!(status("sin"), JvpStatus::Missing);
+    assert_eq!(status("argmax"), JvpStatus::NotDifferentiable);
+    assert_eq!(status("zeros"), JvpStatus::NotDifferentiable);
+    assert_eq!(status("softmax"), JvpStatus::ThroughDecomposition);
+    let shown: Vec<String> = [
+        JvpStatus::Jvp,
+        JvpStatus::Linear,
+        JvpStatus::Missing,
+        JvpStatus::NotDifferentiable,
+        JvpStatus::ThroughDecomposition,
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    assert_eq!(
+        shown,
+        [
+            "jvp",
+            "linear",
+            "-",
+            "not differentiable",
+            "through decomposition"
+        ]
+    );
+}
+
+#[test]
+fn the_table_marks_linear_ops() {
+    let ops = batchrules::ops::__SCHEMA;
+    let linear = |name: &str| ops.iter().find(|o| o.name == name).unwrap().linear;
+    for op in [
+        "neg",
+        "add",
+        "sub",
+        "to_dtype",
+        "where",
+        "sum",
+        "mean",
+        "sum_to_size",
+        "reshape",
+        "expand",
+        "permute",
+        "transpose",
+        "unsqueeze",
+        "squeeze",
+        "narrow",
+        "pad_dim",
+        "cat",
+        "stack",
+        "index_select",
+        "gather",
+        "index_add",
+        "scatter_add",
+        "triu",
+        "tril",
+    ] {
+        assert!(linear(op), "{op} is linear");
+    }
+    for op in ["mul", "exp", "matmul", "argmax", "softmax"] {
+        assert!(!linear(op), "{op} is not linear");
     }
 }

@@ -19,6 +19,8 @@ pub enum Role {
     Decomposition,
     /// `#[vjp]`
     Vjp,
+    /// `#[jvp]`
+    Jvp,
 }
 
 /// The keys every attribute takes.
@@ -35,6 +37,7 @@ impl Role {
             Role::BatchingRule => "batching_rule",
             Role::Decomposition => "decompose",
             Role::Vjp => "vjp",
+            Role::Jvp => "jvp",
         }
     }
 
@@ -54,6 +57,7 @@ impl Role {
             Role::BatchingRule => "BatchingRule",
             Role::Decomposition => "Decomposition",
             Role::Vjp => "Vjp",
+            Role::Jvp => "Jvp",
         };
         Ident::new(name, Span::call_site())
     }

@@ -292,8 +292,8 @@ impl Schema {
     /// the kernel's; so does the typed op function).
     pub fn signature(&self, role: Role) -> Signature {
         let role = role.signature_role();
-        if role == Role::Vjp {
-            return self.vjp_signature();
+        if matches!(role, Role::Vjp | Role::Jvp) {
+            return self.derivative_signature(role);
         }
         let mut params = Vec::new();
         let mut param_names = Vec::new();
@@ -333,13 +333,25 @@ impl Schema {
     }
 }
 
+/// One parameter of a derivative rule past the op's arguments: its name and
+/// its normalized type.
+type Extra = (String, &'static str);
+
 impl Schema {
-    /// The signature of a `#[vjp]`: the kernel's parameters, then one
-    /// `&Tensor` per output, then one `&Tensor` cotangent per output; it
-    /// returns one gradient per tensor-valued argument slot, `Option<Tensor>`
-    /// (`Vec<Option<Tensor>>` for a `Tensor[]`), as a tuple when there are
-    /// several (`()` when there are none).
-    fn vjp_signature(&self) -> Signature {
+    /// The signature of a derivative rule, `#[vjp]` or `#[jvp]`: the kernel's
+    /// parameters, then one `&Tensor` per output (`result`, or `result0`,
+    /// `result1`, ...), then the vectors the rule maps and what it returns:
+    ///
+    /// * a vjp takes one `&Tensor` cotangent per output (`grad`, or `grad0`,
+    ///   ...) and returns one gradient per tensor-valued argument slot,
+    ///   `Option<Tensor>` (`Vec<Option<Tensor>>` for a `Tensor[]`);
+    /// * a jvp takes one tangent per tensor-valued argument slot
+    ///   (`<arg>_tangent`: `Option<&Tensor>`, `&[Option<Tensor>]` for a
+    ///   `Tensor[]`) and returns one tangent per output, `Option<Tensor>`
+    ///   (`Vec<Option<Tensor>>` for a `Tensor[]` output).
+    ///
+    /// Several returned items make a tuple (`()` when there are none).
+    fn derivative_signature(&self, role: Role) -> Signature {
         let kernel = self.signature(Role::Kernel);
         let mut params = kernel.params;
         let mut param_names = kernel.param_names;
@@ -349,33 +361,59 @@ impl Schema {
             .zip(&params)
             .map(|(a, ty)| format!("{}: {ty}", rust_ident(&a.name)))
             .collect();
-        let n = self.returns.len();
-        for prefix in ["result", "grad"] {
-            for (i, ret) in self.returns.iter().enumerate() {
-                let name = if n == 1 {
-                    prefix.to_string()
-                } else {
-                    format!("{prefix}{i}")
-                };
-                let ty = match ret {
-                    Base::TensorList => "&[Tensor]",
-                    _ => "&Tensor",
-                };
-                shown.push(format!("{name}: {ty}"));
-                params.push(ty.to_string());
-                param_names.push(name);
-            }
+        let per_output = |prefix: &str| -> Vec<Extra> {
+            let n = self.returns.len();
+            self.returns
+                .iter()
+                .enumerate()
+                .map(|(i, ret)| {
+                    let name = if n == 1 {
+                        prefix.to_string()
+                    } else {
+                        format!("{prefix}{i}")
+                    };
+                    let ty = match ret {
+                        Base::TensorList => "&[Tensor]",
+                        _ => "&Tensor",
+                    };
+                    (name, ty)
+                })
+                .collect()
+        };
+        // The returned item per output (jvp) or per tensor argument (vjp).
+        let item = |b: Base| match b {
+            Base::TensorList => "Vec<Option<Tensor>>",
+            _ => "Option<Tensor>",
+        };
+        let (vectors, items): (Vec<Extra>, Vec<&str>) = if role == Role::Jvp {
+            let tangents = self
+                .args
+                .iter()
+                .filter(|a| a.ty.is_tensor())
+                .map(|a| {
+                    let ty = match a.ty {
+                        Base::TensorList => "&[Option<Tensor>]",
+                        _ => "Option<&Tensor>",
+                    };
+                    (format!("{}_tangent", a.name), ty)
+                })
+                .collect();
+            (tangents, self.returns.iter().map(|b| item(*b)).collect())
+        } else {
+            let slots = self
+                .args
+                .iter()
+                .filter(|a| a.ty.is_tensor())
+                .map(|a| item(a.ty))
+                .collect();
+            (per_output("grad"), slots)
+        };
+        for (name, ty) in per_output("result").into_iter().chain(vectors) {
+            shown.push(format!("{name}: {ty}"));
+            params.push(ty.to_string());
+            param_names.push(name);
         }
-        let slots: Vec<&str> = self
-            .args
-            .iter()
-            .filter_map(|a| match a.ty {
-                Base::Tensor => Some("Option<Tensor>"),
-                Base::TensorList => Some("Vec<Option<Tensor>>"),
-                _ => None,
-            })
-            .collect();
-        let inner = match slots.as_slice() {
+        let inner = match items.as_slice() {
             [one] => one.to_string(),
             many => format!("({})", many.join(", ")),
         };
@@ -440,6 +478,77 @@ mod tests {
             vjp.display,
             "fn(tensors: &[Tensor], weight: Option<&Tensor>, dim: i64, result: &Tensor, \
              grad: &Tensor) -> Result<(Vec<Option<Tensor>>, Option<Tensor>)>"
+        );
+    }
+
+    #[test]
+    fn jvp_signature_has_outputs_then_one_tangent_per_tensor_slot() {
+        let s = parse("mul(Tensor self, Tensor other) -> Tensor").unwrap();
+        let jvp = s.signature(Role::Jvp);
+        assert_eq!(
+            jvp.params,
+            vec![
+                "&Tensor",
+                "&Tensor",
+                "&Tensor",
+                "Option<&Tensor>",
+                "Option<&Tensor>"
+            ]
+        );
+        assert_eq!(
+            jvp.param_names,
+            vec!["self", "other", "result", "self_tangent", "other_tangent"]
+        );
+        assert_eq!(jvp.ret, "Result<Option<Tensor>>");
+        assert_eq!(
+            jvp.display,
+            "fn(self_: &Tensor, other: &Tensor, result: &Tensor, self_tangent: Option<&Tensor>, \
+             other_tangent: Option<&Tensor>) -> Result<Option<Tensor>>"
+        );
+
+        // Non-tensor arguments take no tangent; an optional tensor takes one;
+        // a tensor list takes a slice of them; several outputs make a tuple.
+        let s = parse("f(Tensor[] tensors, int dim, Tensor? weight) -> (Tensor, Tensor)").unwrap();
+        let jvp = s.signature(Role::Jvp);
+        assert_eq!(
+            jvp.params,
+            vec![
+                "&[Tensor]",
+                "i64",
+                "Option<&Tensor>",
+                "&Tensor",
+                "&Tensor",
+                "&[Option<Tensor>]",
+                "Option<&Tensor>"
+            ]
+        );
+        assert_eq!(
+            jvp.param_names,
+            vec![
+                "tensors",
+                "dim",
+                "weight",
+                "result0",
+                "result1",
+                "tensors_tangent",
+                "weight_tangent"
+            ]
+        );
+        assert_eq!(jvp.ret, "Result<(Option<Tensor>, Option<Tensor>)>");
+
+        // A `Tensor[]` output is one `&[Tensor]` result and one list of tangents.
+        let s = parse("unbind(Tensor self, int dim=0) -> Tensor[]").unwrap();
+        let jvp = s.signature(Role::Jvp);
+        assert_eq!(
+            jvp.params,
+            vec!["&Tensor", "i64", "&[Tensor]", "Option<&Tensor>"]
+        );
+        assert_eq!(jvp.ret, "Result<Vec<Option<Tensor>>>");
+        // The vjp of the same op is built by the same code, with the roles of
+        // arguments and outputs swapped.
+        assert_eq!(
+            s.signature(Role::Vjp).params,
+            vec!["&Tensor", "i64", "&[Tensor]", "&[Tensor]"]
         );
     }
 

@@ -220,6 +220,8 @@ const fn kind_fits(op: &OpSchema, role: Role) -> bool {
         (OpKind::Primitive, Role::Vjp) => {
             op.differentiable && has_tensor_args(op) && !op.returns_list()
         }
+        (OpKind::Composite, Role::Jvp) => false,
+        (OpKind::Primitive, Role::Jvp) => op.differentiable && has_tensor_args(op) && !op.linear,
         _ => true,
     }
 }
@@ -551,6 +553,7 @@ pub const fn return_code(
         Role::Kernel | Role::Decomposition => 0,
         Role::Meta => 1,
         Role::BatchingRule => 2,
+        Role::Jvp => 3,
         // The vjp's return is checked by `vjp_return_code`.
         Role::Vjp => return OFF,
     };

@@ -31,6 +31,12 @@ pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Outs<BatchedOutput>>;
 /// argument is `None`), and one per element for a `Tensor[]` argument. `None`
 /// means that no gradient flows to that slot.
 pub type VjpRuleFn = fn(&[Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+/// The erased form of a `#[jvp]` function: the op's arguments (primals), its outputs, and the
+/// tangents, one entry per tensor-valued argument slot (`Tensor`, `Tensor?`, `Tensor[]`) in schema order:
+/// a `Tensor`/`Tensor?` slot's entry has exactly one element, a `Tensor[]` slot's one per list element;
+/// `None` is a zero tangent. Returns one tangent per output tensor (in `Outs` order), `None` for zero.
+pub type JvpRuleFn =
+    fn(&[Arg<Tensor>], &[Tensor], &[Vec<Option<Tensor>>]) -> Result<Vec<Option<Tensor>>>;
 
 /// What a composite's decomposition does under vmap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +61,8 @@ pub enum RegisteredFn {
     Decomposition(KernelFn, DecomposeVmap),
     /// `#[vjp]`
     Vjp(VjpRuleFn),
+    /// `#[jvp]`
+    Jvp(JvpRuleFn),
 }
 
 impl RegisteredFn {
@@ -66,6 +74,7 @@ impl RegisteredFn {
             RegisteredFn::BatchingRule(_) => Role::BatchingRule,
             RegisteredFn::Decomposition(..) => Role::Decomposition,
             RegisteredFn::Vjp(_) => Role::Vjp,
+            RegisteredFn::Jvp(_) => Role::Jvp,
         }
     }
 }
@@ -117,8 +126,11 @@ pub enum ProblemKind {
     UnknownOp,
     /// A registration's role does not fit the op's kind.
     WrongKind,
-    /// A `#[vjp]` for an op its table marks `differentiable = false`.
+    /// A `#[vjp]` or `#[jvp]` for an op its table marks `differentiable = false`.
     NotDifferentiable,
+    /// A `#[jvp]` for an op its table marks `linear = true` (its jvp is the
+    /// op applied to the tangents).
+    Linear,
     /// Two op tables have the same module path.
     DuplicateTable,
 }
@@ -165,6 +177,10 @@ pub struct OpEntry {
     pub vjp: Option<VjpRuleFn>,
     /// Where the vjp was written.
     pub vjp_location: Option<Location>,
+    /// Its jvp (differentiable primitives that are not linear).
+    pub jvp: Option<JvpRuleFn>,
+    /// Where the jvp was written.
+    pub jvp_location: Option<Location>,
 }
 
 impl OpEntry {
@@ -182,6 +198,19 @@ impl OpEntry {
                 VjpStatus::NotDifferentiable
             }
             _ => VjpStatus::Missing,
+        }
+    }
+
+    /// How forward-mode differentiation (jvp) goes through this op.
+    pub fn jvp_status(&self) -> JvpStatus {
+        match self.schema.kind {
+            OpKind::Composite => JvpStatus::ThroughDecomposition,
+            _ if self.jvp.is_some() => JvpStatus::Jvp,
+            _ if !self.schema.differentiable || !self.schema.takes_tensors() => {
+                JvpStatus::NotDifferentiable
+            }
+            _ if self.schema.linear => JvpStatus::Linear,
+            _ => JvpStatus::Missing,
         }
     }
 
@@ -226,6 +255,37 @@ impl fmt::Display for VjpStatus {
             VjpStatus::Missing => "-",
             VjpStatus::NotDifferentiable => "not differentiable",
             VjpStatus::ThroughDecomposition => "through decomposition",
+        })
+    }
+}
+
+/// How forward-mode differentiation goes through an op: see
+/// [`OpEntry::jvp_status`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JvpStatus {
+    /// A primitive with a registered `#[jvp]`.
+    Jvp,
+    /// The table marks the op `linear = true`: its jvp is the op applied to
+    /// the tangents.
+    Linear,
+    /// A differentiable primitive that is neither linear nor has a `#[jvp]`:
+    /// jvp fails on it.
+    Missing,
+    /// The table marks the op `differentiable = false`, or it takes no
+    /// tensors: its outputs have no tangent.
+    NotDifferentiable,
+    /// A composite: jvp goes through the ops of its decomposition.
+    ThroughDecomposition,
+}
+
+impl fmt::Display for JvpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            JvpStatus::Jvp => "jvp",
+            JvpStatus::Linear => "linear",
+            JvpStatus::Missing => "-",
+            JvpStatus::NotDifferentiable => "not differentiable",
+            JvpStatus::ThroughDecomposition => "through decomposition",
         })
     }
 }
@@ -306,6 +366,8 @@ impl Registry {
                 decomposition: None,
                 vjp: None,
                 vjp_location: None,
+                jvp: None,
+                jvp_location: None,
             }));
         }
 
@@ -364,21 +426,11 @@ impl Registry {
                 (entry.schema.kind, role),
                 (
                     OpKind::Primitive,
-                    Role::Kernel | Role::BatchingRule | Role::Meta | Role::Vjp
+                    Role::Kernel | Role::BatchingRule | Role::Meta | Role::Vjp | Role::Jvp
                 ) | (OpKind::Composite, Role::Decomposition | Role::Meta)
             );
-            if fits && role == Role::Vjp && !entry.schema.differentiable {
-                problems.push(Problem {
-                    kind: ProblemKind::NotDifferentiable,
-                    op: entry.name().to_string(),
-                    locations: vec![reg.location],
-                    message: format!(
-                        "{} registers a #[vjp] for `{}`, which its op table `{}` marks `differentiable = false`, so grad never asks for its vjp; remove the #[vjp], or remove `differentiable = false` from the table if the op really has a derivative",
-                        reg.location,
-                        entry.name(),
-                        entry.table.path
-                    ),
-                });
+            if let Some(problem) = derivative_problem(entry, reg).filter(|_| fits) {
+                problems.push(problem);
                 continue;
             }
             if !fits {
@@ -394,7 +446,7 @@ impl Registry {
                         entry.schema.kind.as_str(),
                         entry.schema.kind.as_str(),
                         match entry.schema.kind {
-                            OpKind::Primitive => "#[kernel], #[meta], #[batching_rule] and #[vjp]",
+                            OpKind::Primitive => "#[kernel], #[meta], #[batching_rule], #[vjp] and #[jvp]",
                             OpKind::Composite => "#[decompose] and #[meta] (it is differentiated and batched through its decomposition)",
                         }
                     ),
@@ -412,6 +464,10 @@ impl Registry {
                 RegisteredFn::Vjp(f) => {
                     entry.vjp = Some(f);
                     entry.vjp_location = Some(reg.location);
+                }
+                RegisteredFn::Jvp(f) => {
+                    entry.jvp = Some(f);
+                    entry.jvp_location = Some(reg.location);
                 }
             }
         }
@@ -482,6 +538,23 @@ impl Registry {
             .collect()
     }
 
+    /// The differentiable primitives that are neither marked `linear` nor
+    /// have a `#[jvp]`: jvp (forward mode) fails on a call to one of them. A
+    /// report, not an audit failure, as [`missing_vjps`](Self::missing_vjps).
+    ///
+    /// ```
+    /// let registry = batchrules::registry::registry().unwrap();
+    /// for op in registry.missing_jvps() {
+    ///     println!("{} has no #[jvp]", op.name());
+    /// }
+    /// ```
+    pub fn missing_jvps(&self) -> Vec<&OpEntry> {
+        self.entries
+            .iter()
+            .filter(|e| e.jvp_status() == JvpStatus::Missing)
+            .collect()
+    }
+
     /// The op called `name` in the table at module path `table`.
     pub fn find(&self, table: &str, name: &str) -> Option<&OpEntry> {
         let (_, base) = self.bases.iter().find(|(p, _)| *p == table)?;
@@ -499,7 +572,51 @@ fn role_index(role: Role) -> u8 {
         Role::BatchingRule => 2,
         Role::Decomposition => 3,
         Role::Vjp => 4,
+        Role::Jvp => 5,
     }
+}
+
+/// The problem with a derivative rule (`#[vjp]`, `#[jvp]`) registered for a
+/// primitive its table says takes none: one through which no derivative
+/// flows, or (for a jvp) a linear one, whose jvp is derived from the op.
+fn derivative_problem(entry: &OpEntry, reg: &Registration) -> Option<Problem> {
+    let role = reg.func.role();
+    if !matches!(role, Role::Vjp | Role::Jvp) {
+        return None;
+    }
+    let (attr, transform) = match role {
+        Role::Vjp => ("#[vjp]", "grad never asks for its vjp"),
+        _ => ("#[jvp]", "jvp never asks for its tangents"),
+    };
+    let (kind, message) = if !entry.schema.differentiable {
+        (
+            ProblemKind::NotDifferentiable,
+            format!(
+                "{} registers a {attr} for `{}`, which its op table `{}` marks `differentiable = false`, so {transform}; remove the {attr}, or remove `differentiable = false` from the table if the op really has a derivative",
+                reg.location,
+                entry.name(),
+                entry.table.path
+            ),
+        )
+    } else if role == Role::Jvp && entry.schema.linear {
+        (
+            ProblemKind::Linear,
+            format!(
+                "{} registers a #[jvp] for `{}`, which its op table `{}` marks `linear = true`, so its jvp is the op itself applied to the tangents and this one would never run; remove the #[jvp], or remove `linear = true` from the table if the op is not linear in its float tensor arguments",
+                reg.location,
+                entry.name(),
+                entry.table.path
+            ),
+        )
+    } else {
+        return None;
+    };
+    Some(Problem {
+        kind,
+        op: entry.name().to_string(),
+        locations: vec![reg.location],
+        message,
+    })
 }
 
 fn join(locations: &[Location]) -> String {

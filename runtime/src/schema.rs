@@ -70,6 +70,8 @@ pub enum Role {
     Decomposition,
     /// `#[vjp]`
     Vjp,
+    /// `#[jvp]`
+    Jvp,
 }
 
 impl Role {
@@ -81,6 +83,7 @@ impl Role {
             Role::BatchingRule => "#[batching_rule]",
             Role::Decomposition => "#[decompose]",
             Role::Vjp => "#[vjp]",
+            Role::Jvp => "#[jvp]",
         }
     }
 }
@@ -133,6 +136,21 @@ pub struct OpSchema {
     /// `Option<Tensor>` per tensor-valued argument (`Vec<Option<Tensor>>` for a
     /// `Tensor[]`), a tuple when there are several.
     pub vjp: RoleSignature,
+    /// Whether the op is linear jointly in its float tensor arguments
+    /// (`linear = true` in the table): its jvp is the op itself applied to the
+    /// tangents, as JAX's `deflinear`, so it takes no `#[jvp]`. Arguments
+    /// that are not float tensors (indices, `where`'s condition) keep their
+    /// primal value in that call; a zero tangent is a zero of the argument's
+    /// shape and dtype. Only a differentiable primitive can be linear.
+    pub linear: bool,
+    /// Signature of a `#[jvp]`: the kernel's parameters, then one `&Tensor`
+    /// per output (`result`, or `result0`, `result1`, ...; `&[Tensor]` for a
+    /// `Tensor[]` output), then one tangent per tensor-valued argument
+    /// (`<arg>_tangent`: `Option<&Tensor>` for a `Tensor` or `Tensor?`,
+    /// `&[Option<Tensor>]` for a `Tensor[]`; `None` is a zero tangent); it
+    /// returns one `Option<Tensor>` tangent per output (`Vec<Option<Tensor>>`
+    /// for a `Tensor[]` output), a tuple when there are several.
+    pub jvp: RoleSignature,
 }
 
 impl OpSchema {
@@ -143,6 +161,7 @@ impl OpSchema {
             Role::Meta => &self.meta,
             Role::BatchingRule => &self.rule,
             Role::Vjp => &self.vjp,
+            Role::Jvp => &self.jvp,
         }
     }
 

@@ -31,6 +31,11 @@ struct Entry {
     /// only; absent means differentiable.
     #[serde(default)]
     differentiable: Option<toml::Spanned<bool>>,
+    /// `linear = true`: the op is linear jointly in its float tensor
+    /// arguments, so its jvp is the op applied to the tangents.
+    /// Differentiable primitives only; absent means not linear.
+    #[serde(default)]
+    linear: Option<toml::Spanned<bool>>,
 }
 
 pub struct Op {
@@ -41,6 +46,8 @@ pub struct Op {
     pub doc: String,
     /// Whether gradients flow through the op (always for a composite).
     pub differentiable: bool,
+    /// Whether the op is linear in its float tensor arguments (`linear = true`).
+    pub linear: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -223,6 +230,26 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                 (_, Some(flag)) => *flag.get_ref(),
                 (_, None) => true,
             };
+            let op_name = text.split('(').next().unwrap_or("").trim();
+            let linear = match (kind, &entry.linear) {
+                (Some(Kind::Composite), Some(flag)) => {
+                    cx.error_spanned_by(lit, format!(
+                        "op table {name}:{}: `linear = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
+                        line_of(source, flag.span().start),
+                        flag.get_ref(),
+                    ));
+                    false
+                }
+                (_, Some(flag)) if *flag.get_ref() && !differentiable => {
+                    cx.error_spanned_by(lit, format!(
+                        "op table {name}:{}: `linear = true` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear = true` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its float tensor arguments",
+                        line_of(source, flag.span().start),
+                    ));
+                    false
+                }
+                (_, Some(flag)) => *flag.get_ref(),
+                (_, None) => false,
+            };
             let (Some(schema), Some(kind)) = (parsed, kind) else {
                 continue;
             };
@@ -243,6 +270,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     kind,
                     doc: entry.doc,
                     differentiable,
+                    linear,
                 },
                 format!("{name}:{entry_line}"),
             ));

@@ -102,7 +102,9 @@ fn schema_const(op: &Op) -> TokenStream {
     let meta = role_signature(s, Role::Meta);
     let rule = role_signature(s, Role::BatchingRule);
     let vjp = role_signature(s, Role::Vjp);
+    let jvp = role_signature(s, Role::Jvp);
     let differentiable = op.differentiable;
+    let linear = op.linear;
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -116,6 +118,8 @@ fn schema_const(op: &Op) -> TokenStream {
             rule: #rule,
             differentiable: #differentiable,
             vjp: #vjp,
+            linear: #linear,
+            jvp: #jvp,
         }
     }
 }
@@ -139,6 +143,11 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
     doc.push_str(&format!("Schema: `{}` ({} op).", op.text, op.kind.as_str()));
     if !op.differentiable {
         doc.push_str(" Not differentiable: no gradient flows through it.");
+    }
+    if op.linear {
+        doc.push_str(
+            " Linear in its float tensor arguments: its jvp is the op applied to the tangents.",
+        );
     }
     let defaults: Vec<String> = s
         .args
