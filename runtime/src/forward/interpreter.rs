@@ -97,8 +97,8 @@ fn split(args: &[Arg<Tensor>], level: LevelId) -> Result<(Vec<Arg<Tensor>>, Tang
 }
 
 /// The jvp of an op its table marks `linear`: the op itself applied to the
-/// tangents (a zero for a float argument without one), with its non-float
-/// tensor arguments (indices, masks) unchanged.
+/// tangents of the arguments it is linear in (a zero for one without a
+/// tangent), the other arguments (indices, masks) held at their value.
 fn linear_jvp(
     entry: &'static OpEntry,
     primals: &[Arg<Tensor>],
@@ -108,17 +108,20 @@ fn linear_jvp(
     let mut slots = tangents.iter();
     let args = primals
         .iter()
-        .map(|a| match a {
+        .zip(entry.schema.args)
+        .map(|(a, schema)| match a {
             Arg::Tensor(_) | Arg::OptTensor(_) | Arg::TensorList(_) => {
                 let slot = slots.next().map(Vec::as_slice).unwrap_or_default();
+                if !entry.schema.linear_in.contains(&schema.name) {
+                    return Ok(a.clone());
+                }
                 let mut k = 0;
                 a.try_map(|p| {
                     let t = slot.get(k).cloned().flatten();
                     k += 1;
                     match t {
                         Some(t) => Ok(t),
-                        None if p.dtype().is_float() => ops::zeros(p.shape(), p.dtype()),
-                        None => Ok(p.clone()),
+                        None => ops::zeros(p.shape(), p.dtype()),
                     }
                 })
             }

@@ -2,6 +2,7 @@
 //! vjps (⟨u, J v⟩ = ⟨Jᵀ u, v⟩), the composition matrix of jvp with vmap and
 //! with vjp, and forward Jacobians against reverse ones.
 
+use crate::core::cast::cast;
 use crate::dispatch::call_op;
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
@@ -386,6 +387,16 @@ where
                     ),
                 ));
             }
+            // jacfwd has the output's dtype (tangents are pushed forward),
+            // jacrev the input's (cotangents are pulled back): where a
+            // conversion sits between, compare at the lower precision.
+            let (fwd, rev) = if fwd.dtype() == rev.dtype() {
+                (fwd, rev)
+            } else {
+                let low =
+                    |t: &Tensor| cast(t, DType::F32).map(|d| Tensor::from_data(d.into_owned()));
+                (low(&fwd).map_err(err)?, low(&rev).map_err(err)?)
+            };
             if let Some(d) = super::values_differ(&fwd, &rev).map_err(err)? {
                 return Err(fail(case, format!("(vmap = jacfwd, loop = jacrev) {d}")));
             }
