@@ -3,9 +3,9 @@
 //! the elements equal to the extreme, as PyTorch's `amax` does).
 
 use super::grad_for;
-use crate::library::derivative::{extreme_hits, scalar, unreduce};
 use crate::batching::shape_arg;
 use crate::library::composites::reduced_count;
+use crate::library::derivative::{extreme_hits, scalar, unreduce};
 use crate::{ops, vjp, Result, Tensor};
 
 #[vjp(op = "sum")]
