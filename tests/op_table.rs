@@ -4,7 +4,7 @@
 
 use batchrules::schema::{ArgType, OpKind};
 use batchrules::{
-    batching_rule, decompose, kernel, meta, vjp, Arg, DType, Error, Result, Tensor, TensorMeta,
+    batching_rule, decompose, jvp, kernel, meta, vjp, Arg, DType, Error, Result, Tensor, TensorMeta,
 };
 use ndarray::array;
 
@@ -206,6 +206,84 @@ fn cast_vjp(
     Ok((Some(grad.clone()), dim.map(|d| vec1(&[d as f64]))))
 }
 
+#[meta(op = "unstack", table = typed)]
+fn unstack_meta(x: &TensorMeta, _drop: i64) -> Result<Vec<TensorMeta>> {
+    let n = x.shape().first().copied().unwrap_or(0);
+    Ok(vec![TensorMeta::new(Vec::new(), x.dtype()); n])
+}
+#[kernel(op = "unstack", table = typed)]
+fn unstack_kernel(x: &Tensor, _drop: i64) -> Result<Vec<Tensor>> {
+    Ok(values(x).into_iter().map(Tensor::scalar).collect())
+}
+
+// The jvps below report what reached them, so the tests can check the
+// plumbing of the erased `JvpRuleFn`: arguments, outputs and one tangent entry
+// per tensor slot in, one tangent per output out.
+
+/// The values of every tangent of the list, `-1` for a zero (None) one.
+#[jvp(op = "concat_first", table = typed)]
+fn concat_jvp(
+    _tensors: &[Tensor],
+    _dim: i64,
+    _result: &Tensor,
+    tensors_tangent: &[Option<Tensor>],
+) -> Result<Option<Tensor>> {
+    let all: Vec<f64> = tensors_tangent
+        .iter()
+        .flat_map(|t| t.as_ref().map_or(vec![-1.0], values))
+        .collect();
+    Ok(Some(vec1(&all)))
+}
+
+/// Tangent of `min`: both outputs then the tangent of `self`; of `max`: zero.
+#[jvp(op = "minmax", table = typed)]
+fn minmax_jvp(
+    _x: &Tensor,
+    result0: &Tensor,
+    result1: &Tensor,
+    self_tangent: Option<&Tensor>,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let mut all: Vec<f64> = [result0, result1].into_iter().flat_map(values).collect();
+    all.extend(self_tangent.map_or(vec![-1.0], values));
+    Ok((Some(vec1(&all)), None))
+}
+
+/// `[self_tangent or -1, bias_tangent or -1]`.
+#[jvp(op = "cast_to", table = typed)]
+#[allow(clippy::too_many_arguments)]
+fn cast_jvp(
+    _x: &Tensor,
+    _dtype: DType,
+    _bias: Option<&Tensor>,
+    _dim: Option<i64>,
+    _result: &Tensor,
+    self_tangent: Option<&Tensor>,
+    bias_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    let first = |t: Option<&Tensor>| t.map_or(-1.0, |t| values(t)[0]);
+    Ok(Some(vec1(&[first(self_tangent), first(bias_tangent)])))
+}
+
+/// One tangent per element: the element's tangent plus its output, so both
+/// arrive; `drop` of them left out (a bug the shim must catch).
+#[jvp(op = "unstack", table = typed)]
+fn unstack_jvp(
+    _x: &Tensor,
+    drop: i64,
+    result: &[Tensor],
+    self_tangent: Option<&Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    let Some(t) = self_tangent else {
+        return Ok(vec![None; result.len()]);
+    };
+    let mut out = Vec::new();
+    for (r, dt) in result.iter().zip(values(t)) {
+        out.push(Some(Tensor::scalar(values(r)[0] + dt)));
+    }
+    out.truncate(out.len() - drop as usize);
+    Ok(out)
+}
+
 #[decompose(op = "twice", table = typed)]
 fn twice(x: &Tensor) -> Result<Tensor> {
     batchrules::ops::add(x, x)
@@ -266,7 +344,7 @@ fn meta_errors_name_the_op() {
 #[test]
 fn schema_constants_describe_the_table() {
     let ops = typed::__SCHEMA;
-    assert_eq!(ops.len(), 6);
+    assert_eq!(ops.len(), 7);
     let pick = &ops[0];
     assert_eq!(pick.name, "pick");
     assert_eq!(pick.kind, OpKind::Primitive);
@@ -392,5 +470,109 @@ fn vjp_slots_follow_the_tensor_arguments_optional_ones_included() {
         err.to_string()
             .contains("optional argument `bias`, which was None"),
         "{err}"
+    );
+}
+
+fn typed_jvp(op: &str) -> batchrules::registry::JvpRuleFn {
+    let registry = batchrules::registry::registry().unwrap();
+    let entry = registry.find("op_table::typed", op).unwrap();
+    assert!(entry.jvp_location.is_some());
+    assert_eq!(entry.jvp_status(), batchrules::registry::JvpStatus::Jvp);
+    entry.jvp.expect("the #[jvp] is registered")
+}
+
+#[test]
+fn jvp_signatures_in_the_schema_constants() {
+    let ops = typed::__SCHEMA;
+    assert_eq!(
+        ops[1].jvp.display,
+        "fn(tensors: &[Tensor], dim: i64, result: &Tensor, tensors_tangent: &[Option<Tensor>]) -> Result<Option<Tensor>>"
+    );
+    assert_eq!(
+        ops[2].jvp.display,
+        "fn(self_: &Tensor, result0: &Tensor, result1: &Tensor, self_tangent: Option<&Tensor>) -> Result<(Option<Tensor>, Option<Tensor>)>"
+    );
+    assert_eq!(
+        ops[6].jvp.display,
+        "fn(self_: &Tensor, drop: i64, result: &[Tensor], self_tangent: Option<&Tensor>) -> Result<Vec<Option<Tensor>>>"
+    );
+    assert!(ops.iter().all(|o| !o.linear), "`linear` defaults to false");
+}
+
+#[test]
+fn jvp_gets_outputs_and_one_tangent_per_output_back() {
+    let jvp = typed_jvp("minmax");
+    let x = vec1(&[1.0, 5.0]);
+    let outs = [Tensor::scalar(1.0f64), Tensor::scalar(5.0f64)];
+    let t = jvp(
+        &[Arg::Tensor(x.clone())],
+        &outs,
+        &[vec![Some(vec1(&[7.0, 8.0]))]],
+    )
+    .unwrap();
+    assert_eq!(t.len(), 2, "one tangent per output");
+    assert_eq!(values(t[0].as_ref().unwrap()), [1.0, 5.0, 7.0, 8.0]);
+    assert!(t[1].is_none());
+    // A zero tangent arrives as None.
+    let t = jvp(&[Arg::Tensor(x)], &outs, &[vec![None]]).unwrap();
+    assert_eq!(values(t[0].as_ref().unwrap()), [1.0, 5.0, -1.0]);
+}
+
+#[test]
+fn jvp_of_a_tensor_list_argument_gets_one_tangent_per_element() {
+    let jvp = typed_jvp("concat_first");
+    let list = vec![vec1(&[1.0, 2.0]), vec1(&[3.0])];
+    let out = typed::concat_first(&list, 0).unwrap();
+    let args = [Arg::TensorList(list), Arg::Int(0)];
+    let tangents = [vec![None, Some(vec1(&[30.0]))]];
+    let t = jvp(&args, &[out], &tangents).unwrap();
+    assert_eq!(t.len(), 1);
+    assert_eq!(values(t[0].as_ref().unwrap()), [-1.0, 30.0]);
+}
+
+#[test]
+fn jvp_tangent_slots_follow_the_tensor_arguments_optional_ones_included() {
+    let jvp = typed_jvp("cast_to");
+    let x = vec1(&[1.0]);
+    let out = vec1(&[0.0, 0.0, 0.0]);
+    let args = [
+        Arg::Tensor(x),
+        Arg::ScalarType(DType::F64),
+        Arg::OptTensor(Some(vec1(&[2.0]))),
+        Arg::OptInt(None),
+    ];
+    let run = |tangents: &[Vec<Option<Tensor>>]| jvp(&args, std::slice::from_ref(&out), tangents);
+    let t = run(&[vec![Some(vec1(&[4.0]))], vec![Some(vec1(&[9.0]))]]).unwrap();
+    assert_eq!(values(t[0].as_ref().unwrap()), [4.0, 9.0]);
+    let t = run(&[vec![None], vec![Some(vec1(&[9.0]))]]).unwrap();
+    assert_eq!(values(t[0].as_ref().unwrap()), [-1.0, 9.0]);
+    // A slot of a `Tensor` argument holds exactly one entry; anything else
+    // breaks the erased interface and is an error, not a panic.
+    assert!(run(&[vec![], vec![None]]).is_err());
+}
+
+#[test]
+fn jvp_of_a_tensor_list_output_gives_one_tangent_per_element() {
+    let jvp = typed_jvp("unstack");
+    let x = vec1(&[1.0, 2.0, 3.0]);
+    let outs = typed::unstack(&x, 0).unwrap();
+    let tangent = [vec![Some(vec1(&[10.0, 20.0, 30.0]))]];
+    let args = |drop: i64| [Arg::Tensor(x.clone()), Arg::Int(drop)];
+    let t = jvp(&args(0), &outs, &tangent).unwrap();
+    let got: Vec<f64> = t.iter().map(|t| values(t.as_ref().unwrap())[0]).collect();
+    assert_eq!(got, [11.0, 22.0, 33.0]);
+    let t = jvp(&args(0), &outs, &[vec![None]]).unwrap();
+    assert_eq!(t.len(), 3);
+    assert!(t.iter().all(Option::is_none));
+
+    // A list of the wrong length is a bug in the jvp, named as such.
+    let err = jvp(&args(1), &outs, &tangent).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::RuleBug { .. }), "{msg}");
+    assert!(
+        msg.contains("unstack")
+            && msg.contains("`unstack_jvp` at tests/op_table.rs:")
+            && msg.contains("2 tangents for the output list, which has 3"),
+        "{msg}"
     );
 }

@@ -1,5 +1,5 @@
 //! Procedural macros of [batchrules](https://docs.rs/batchrules): the op-table
-//! generator and the five registration attributes. Use them through the
+//! generator and the six registration attributes. Use them through the
 //! `batchrules` crate, which re-exports them and documents each one.
 //!
 //! Layout: `registration` (the attributes) and `table` (`op_table!`) each
@@ -50,6 +50,13 @@ pub fn batching_rule(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn vjp(attr: TokenStream, item: TokenStream) -> TokenStream {
     registration::expand(Role::Vjp, attr.into(), item.into()).into()
+}
+
+/// Registers the Jacobian-vector product (the forward-mode derivative) of a
+/// differentiable, non-linear primitive op. See `batchrules::jvp`.
+#[proc_macro_attribute]
+pub fn jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    registration::expand(Role::Jvp, attr.into(), item.into()).into()
 }
 
 /// Registers the decomposition of a composite op. See `batchrules::decompose`.

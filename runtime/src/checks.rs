@@ -256,23 +256,53 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push(op.name)
                 .push("\")]` (and a `#[batching_rule]` for vmap) instead, or declare it `kind = \"composite\"` in its op table if it is implemented by other ops."),
         ),
-        (OpKind::Composite, Role::Vjp) => Some(
+        (OpKind::Composite, Role::Vjp | Role::Jvp) => {
+            let (name, _) = derivative_words(role);
+            Some(
+                m.code(op.name)
+                    .push(" is a composite op: ")
+                    .push(transform(role))
+                    .push(" differentiates it through its decomposition (each op it calls brings its own ")
+                    .push(name)
+                    .push("), so a ")
+                    .push(name)
+                    .push(" registered for it would never run. Remove this `")
+                    .push(role.attribute())
+                    .push("`; if `")
+                    .push(op.name)
+                    .push("` really needs a derivative of its own, declare it `kind = \"primitive\"` in its op table and give it a `#[kernel]`, a `#[meta]` and a `#[batching_rule]` as well."),
+            )
+        }
+        (OpKind::Primitive, Role::Vjp | Role::Jvp) if !op.differentiable => Some(
             m.code(op.name)
-                .push(" is a composite op: grad differentiates it through its decomposition (each op it calls brings its own vjp), so a vjp registered for it would never run. Remove this `#[vjp]`; if `")
-                .push(op.name)
-                .push("` really needs a derivative of its own, declare it `kind = \"primitive\"` in its op table and give it a `#[kernel]`, a `#[meta]` and a `#[batching_rule]` as well."),
-        ),
-        (OpKind::Primitive, Role::Vjp) if !op.differentiable => Some(
-            m.code(op.name)
-                .push(" is marked `differentiable = false` in its op table: no gradient flows through it, so grad never asks for its vjp and this one would never run. Remove this `#[vjp]`, or remove `differentiable = false` from `")
+                .push(" is marked `differentiable = false` in its op table: ")
+                .push(derivative_words(role).1)
+                .push(" and this one would never run. Remove this `")
+                .push(role.attribute())
+                .push("`, or remove `differentiable = false` from `")
                 .push(op.name)
                 .push("`'s table entry if it really has a derivative."),
         ),
-        (OpKind::Primitive, Role::Vjp) if !has_tensor_args(op) => Some(
+        (OpKind::Primitive, Role::Vjp | Role::Jvp) if !has_tensor_args(op) => Some(
             m.code(op.name)
-                .push(" takes no tensor arguments, so there is nothing for a gradient to flow back to and this vjp would never run. Remove this `#[vjp]`, and mark `")
+                .push(" takes no tensor arguments, so there is ")
+                .push(match role {
+                    Role::Jvp => "no tangent to push forward",
+                    _ => "nothing for a gradient to flow back to",
+                })
+                .push(" and this ")
+                .push(derivative_words(role).0)
+                .push(" would never run. Remove this `")
+                .push(role.attribute())
+                .push("`, and mark `")
                 .push(op.name)
                 .push("` `differentiable = false` in its op table."),
+        ),
+        (OpKind::Primitive, Role::Jvp) => Some(
+            m.code(op.name)
+                .push(" is marked `linear = true` in its op table, so its jvp is the op itself applied to the tangents (as JAX's `deflinear`), and this one would never run. Remove this `#[jvp]`, or remove `linear = true` from `")
+                .push(op.name)
+                .push("`'s table entry if it is not linear in its float tensor arguments."),
         ),
         (OpKind::Primitive, Role::Vjp) => Some(
             m.code(op.name)
@@ -281,6 +311,29 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push("` `differentiable = false` in its op table (or declare it returning a fixed tuple of tensors)."),
         ),
         _ => None,
+    }
+}
+
+/// The name of a derivative rule (`vjp`, `jvp`), and why one registered for
+/// an op marked `differentiable = false` never runs.
+const fn derivative_words(role: Role) -> (&'static str, &'static str) {
+    match role {
+        Role::Jvp => (
+            "jvp",
+            "no derivative flows through it: its outputs have no tangent, so jvp never asks for its jvp",
+        ),
+        _ => (
+            "vjp",
+            "no gradient flows through it, so grad never asks for its vjp",
+        ),
+    }
+}
+
+/// The transform that calls a derivative rule of `role`.
+const fn transform(role: Role) -> &'static str {
+    match role {
+        Role::Jvp => "jvp",
+        _ => "grad",
     }
 }
 
@@ -337,6 +390,17 @@ pub const fn check_arity(ops: &[OpSchema], op_at: usize, role: Role, found: usiz
         m.push(" is missing its batch-dim parameters: a batching rule takes each tensor argument followed by its batch dim (`Option<usize>` after `&Tensor`, `&[Option<usize>]` after `&[Tensor]`).")
     } else if matches!(role, Role::Vjp) && found == op.kernel.params.len() {
         m.push(" is missing the op's outputs and their cotangents: a vjp takes the op's arguments, then each output (`result`), then one cotangent per output (`grad`), all `&Tensor`.")
+    } else if matches!(role, Role::Jvp) && found == op.kernel.params.len() {
+        m.push(" is missing the op's outputs and the tangents: a jvp takes the op's arguments, then each output (`result`, a `&Tensor`), then one tangent per tensor argument (`<argument>_tangent`, an `Option<&Tensor>`, `None` when it is zero; a `&[Option<Tensor>]` for a `Tensor[]`).")
+    } else if matches!(role, Role::Jvp)
+        && found > op.kernel.params.len() + op.returns.len()
+        && found < want
+    {
+        m.push(" is missing tangents: it takes ")
+            .num(found)
+            .push(" parameters, but after the op's arguments and outputs a jvp takes one tangent per tensor argument of the op (")
+            .num(want - op.kernel.params.len() - op.returns.len())
+            .push(" here), in argument order.")
     } else {
         m.push(" takes ")
             .num(want)
@@ -384,8 +448,9 @@ pub const fn check_param(
         .push(" has type ")
         .code(found)
         .push(", but ");
-    let vjp_tensor = matches!(role, Role::Vjp) && index >= op.args.len();
-    let m = if vjp_tensor && index - op.args.len() < op.returns.len() {
+    let past_args = matches!(role, Role::Vjp | Role::Jvp) && index >= op.args.len();
+    let vjp_tensor = past_args && matches!(role, Role::Vjp);
+    let m = if past_args && index - op.args.len() < op.returns.len() {
         m.push("it must be the op's output ")
             .code(sig.param_names[index])
             .push(", of type ")
@@ -395,6 +460,12 @@ pub const fn check_param(
         m.push("it must be the cotangent ")
             .code(sig.param_names[index])
             .push(" of the op's output (the gradient flowing back into it), of type ")
+            .code(sig.params[index])
+            .push(".")
+    } else if past_args {
+        m.push("it must be the tangent ")
+            .code(sig.param_names[index])
+            .push(" of a tensor argument (`None` when the tangent is zero), of type ")
             .code(sig.params[index])
             .push(".")
     } else if is_bdim {
@@ -442,10 +513,10 @@ pub const fn check_return(
             .push(", but it must return ")
     };
     let m = m.code(sig.ret).push(".");
-    let m = if matches!(role, Role::Vjp) {
-        m.push(" A vjp returns one gradient per tensor argument of the op, in order: `Option<Tensor>` (`None` when no gradient flows to it), `Vec<Option<Tensor>>` for a `Tensor[]`; a tuple of them when the op has several tensor arguments.")
-    } else {
-        m
+    let m = match role {
+        Role::Vjp => m.push(" A vjp returns one gradient per tensor argument of the op, in order: `Option<Tensor>` (`None` when no gradient flows to it), `Vec<Option<Tensor>>` for a `Tensor[]`; a tuple of them when the op has several tensor arguments."),
+        Role::Jvp => m.push(" A jvp returns the tangent of each output of the op, in order: `Option<Tensor>` (`None` when it is zero), `Vec<Option<Tensor>>` for a `Tensor[]` output; a tuple of them when the op has several outputs."),
+        _ => m,
     };
     Some(expected(m, op, role))
 }
@@ -473,6 +544,8 @@ impl ParamKind {
     pub const BDIM: u8 = 7;
     /// `&[Option<usize>]`, after a `Tensor[]`.
     pub const BDIM_LIST: u8 = 8;
+    /// `&[Option<Tensor>]`: a jvp's tangents of a `Tensor[]`.
+    pub const TANGENT_LIST: u8 = 9;
     /// No type: the assertion is off (see [`param_code`]).
     pub const OFF: u8 = u8::MAX;
 }
@@ -507,6 +580,9 @@ pub const fn param_code(
         // An output or a cotangent (lists are rejected by the kind check).
         return (ParamKind::TENSOR, false, false);
     }
+    if matches!(role, Role::Jvp) && is_bdim {
+        return jvp_param_code(op, arg);
+    }
     if arg >= op.args.len() {
         return OFF;
     }
@@ -531,10 +607,34 @@ pub const fn param_code(
     (kind, arg.optional, tensor && matches!(role, Role::Meta))
 }
 
+/// [`param_code`] for a jvp's parameter `k` past the op's arguments: output
+/// `k`, or past the outputs, the tangent of the tensor-valued argument slot
+/// `k - returns` (`Option<&Tensor>`; `&[Option<Tensor>]` for a `Tensor[]`).
+const fn jvp_param_code(op: &OpSchema, k: usize) -> (u8, bool, bool) {
+    if k < op.returns.len() {
+        return match op.returns[k] {
+            ArgType::TensorList => (ParamKind::TENSOR_LIST, false, false),
+            _ => (ParamKind::TENSOR, false, false),
+        };
+    }
+    let mut slot = k - op.returns.len();
+    let mut i = 0;
+    while i < op.args.len() {
+        match op.args[i].ty {
+            ArgType::Tensor if slot == 0 => return (ParamKind::TENSOR, true, false),
+            ArgType::TensorList if slot == 0 => return (ParamKind::TANGENT_LIST, false, false),
+            ArgType::Tensor | ArgType::TensorList => slot -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    (ParamKind::OFF, false, false)
+}
+
 /// [`param_code`] for the return type: `(count, list, signature)`, the number
 /// of returned tensors, whether it is one `Tensor[]`, and the signature (0
-/// kernel and decomposition, 1 meta, 2 batching rule); `(0, false, 0)` when
-/// the assertion is off.
+/// kernel and decomposition, 1 meta, 2 batching rule, 3 jvp); `(0, false, 0)` when
+/// the assertion is off. A jvp's return is signature 3.
 pub const fn return_code(
     ops: &[OpSchema],
     op_at: usize,
@@ -605,7 +705,9 @@ pub const fn vjp_return_code(
 /// Where the shim finds parameter `index` of a function registered as `role`
 /// for the op at `op_at`: `(true, k)` for the batch dim of argument `k` (a batching rule's
 /// parameter after a tensor), or for a vjp's tensor `k` of the op's outputs
-/// followed by their cotangents; `(false, k)` for argument `k`. Read from the
+/// followed by their cotangents, or for a jvp's tensor `k` of the op's outputs
+/// followed by the tangents of its tensor arguments; `(false, k)` for
+/// argument `k`. Read from the
 /// schema, so a parameter's type may be spelled any way (an alias).
 pub const fn param_source(
     ops: &[OpSchema],
@@ -616,7 +718,7 @@ pub const fn param_source(
     let Some(op) = usable(ops, op_at, role) else {
         return (false, index);
     };
-    if matches!(role, Role::Vjp) {
+    if matches!(role, Role::Vjp | Role::Jvp) {
         return if index < op.args.len() {
             (false, index)
         } else {
@@ -710,6 +812,79 @@ mod tests {
             msg.as_str().contains("the op's output `result`"),
             "{}",
             msg.as_str()
+        );
+    }
+
+    #[test]
+    fn jvp_checks_read_the_table() {
+        let ops = crate::ops::__SCHEMA;
+        let at = |name: &str| op_index(ops, name);
+        let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Jvp);
+        assert!(kind("exp").is_none());
+        assert!(kind("mul").is_none());
+        for (op, says) in [
+            ("softmax", "composite op: jvp differentiates it"),
+            ("argmax", "differentiable = false"),
+            ("zeros", "differentiable = false"),
+            ("sum", "marked `linear = true`"),
+            ("where", "remove `linear = true` from `where`'s table entry"),
+        ] {
+            let msg = kind(op).expect(op);
+            assert!(msg.as_str().contains(says), "{op}: {}", msg.as_str());
+            assert!(msg.as_str().contains("#[jvp]"), "{}", msg.as_str());
+        }
+        // A vjp of a linear op is still asked for.
+        assert!(check_op(ops, "batchrules::ops", "sum", at("sum"), Role::Vjp).is_none());
+
+        let mul = at("mul");
+        // Past the arguments: the output, then one tangent per tensor argument.
+        assert_eq!(param_source(ops, mul, Role::Jvp, 2), (true, 0));
+        assert_eq!(param_source(ops, mul, Role::Jvp, 4), (true, 2));
+        assert_eq!(
+            param_code(ops, mul, Role::Jvp, 5, 2, "&Tensor", true),
+            (ParamKind::TENSOR, false, false)
+        );
+        assert_eq!(
+            param_code(ops, mul, Role::Jvp, 5, 3, "Option<&Tensor>", true),
+            (ParamKind::TENSOR, true, false)
+        );
+        let msg = check_param(ops, mul, Role::Jvp, 5, 3, "&Tensor", true).unwrap();
+        assert!(
+            msg.as_str()
+                .contains("it must be the tangent `self_tangent`"),
+            "{}",
+            msg.as_str()
+        );
+        let msg = check_arity(ops, mul, Role::Jvp, 4).unwrap();
+        assert!(
+            msg.as_str().contains("is missing tangents"),
+            "{}",
+            msg.as_str()
+        );
+        let msg = check_arity(ops, mul, Role::Jvp, 2).unwrap();
+        assert!(
+            msg.as_str()
+                .contains("missing the op's outputs and the tangents"),
+            "{}",
+            msg.as_str()
+        );
+        // The return type: one tangent per output.
+        assert_eq!(
+            return_code(ops, mul, Role::Jvp, "Result<Option<Tensor>>", true),
+            (1, false, 3)
+        );
+        let msg = check_return(ops, mul, Role::Jvp, "Result<Tensor>", true).unwrap();
+        assert!(
+            msg.as_str()
+                .contains("A jvp returns the tangent of each output"),
+            "{}",
+            msg.as_str()
+        );
+        let cat = at("cat");
+        assert_eq!(
+            param_code(ops, cat, Role::Jvp, 4, 3, "&[Option<Tensor>]", true),
+            (ParamKind::OFF, false, false),
+            "cat is linear: its jvp is derived, so no signature is checked"
         );
     }
 

@@ -11,8 +11,9 @@
 //!
 //! Ops are declared once in an op table (see [`op_table!`]); kernels, metas,
 //! batching rules, decompositions and vjps are registered with the attributes
-//! [`kernel`], [`meta`], [`batching_rule`], [`decompose`] and
-//! [`vjp`](macro@vjp), each checked at compile time against the table.
+//! [`kernel`], [`meta`], [`batching_rule`], [`decompose`],
+//! [`vjp`](macro@vjp) and [`jvp`](macro@jvp), each checked at compile time
+//! against the table.
 //!
 //! ```
 //! use batchrules::{ops, Tensor};
@@ -89,6 +90,13 @@ pub use vmap::{
 /// integer-valued output such as `argmax`) says `differentiable = false`: a
 /// `#[vjp]` for it then fails the build. A composite takes no such line: it is
 /// differentiated through its decomposition.
+///
+/// A primitive that is linear jointly in its float tensor arguments (`add`,
+/// `sum`, `reshape`, `cat`, `index_select`, ...) says `linear = true`: its jvp
+/// is the op itself applied to the tangents, with its other arguments (ints,
+/// indices, `where`'s condition) kept, so it takes no `#[jvp]`, and one fails
+/// the build. `linear = true` on a composite, or with `differentiable =
+/// false`, is an error of the table.
 ///
 /// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
 /// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
@@ -364,6 +372,104 @@ pub use batchrules_macros::decompose;
 /// # fn main() {}
 /// ```
 pub use batchrules_macros::vjp;
+
+/// Registers the Jacobian-vector product (the forward-mode derivative) of a
+/// **differentiable primitive** op that is not marked `linear`: given the
+/// tangents of the op's arguments, it returns the tangents of its outputs.
+///
+/// The function takes the op's arguments (as the kernel does), then each of
+/// the op's outputs (`result`, or `result0`, `result1`, ... for several; all
+/// `&Tensor`, `&[Tensor]` for a `Tensor[]` output), then one tangent per
+/// tensor argument of the op, in order, named `<argument>_tangent`:
+/// `Option<&Tensor>` for a `Tensor` or `Tensor?` argument (`None` when the
+/// tangent is zero, or the optional argument is `None`), `&[Option<Tensor>]`
+/// (one per element) for a `Tensor[]`. It returns the tangent of each output:
+/// `Option<Tensor>` (`None` for a zero tangent), `Vec<Option<Tensor>>` for a
+/// `Tensor[]` output, a tuple when the op has several outputs. Each tangent
+/// has its output's shape.
+///
+/// Write it with the op functions, as a vjp is written, so it is batched
+/// under an outer `vmap` and differentiated under an outer transform.
+///
+/// An op that is linear jointly in its float tensor arguments (`add`,
+/// `sum`, `reshape`, `cat`, ...) takes no jvp: its table entry says
+/// `linear = true` and its jvp is the op itself applied to the tangents (as
+/// JAX's `deflinear`; index and condition arguments keep their value). The
+/// build fails for a jvp on such an op, on a composite op (differentiated
+/// through its decomposition), on an op its table marks `differentiable =
+/// false` or that takes no tensor, and for a signature that does not fit the
+/// schema. Two jvps for one op are an error of the registry audit. Keys as
+/// for [`kernel`].
+///
+/// ```
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "scale(Tensor self, Tensor factor) -> Tensor"
+/// # kind = "primitive"
+/// # "#);
+/// # }
+/// # use batchrules::{kernel, meta, TensorMeta};
+/// # #[meta(op = "scale", table = ops)]
+/// # fn scale_meta(x: &TensorMeta, _factor: &TensorMeta) -> Result<TensorMeta> {
+/// #     Ok(x.clone())
+/// # }
+/// # #[kernel(op = "scale", table = ops)]
+/// # fn scale_kernel(x: &Tensor, factor: &Tensor) -> Result<Tensor> {
+/// #     batchrules::ops::mul(x, factor)
+/// # }
+/// use batchrules::{jvp, Result, Tensor};
+///
+/// // d(x * f) = dx * f + x * df; a zero tangent (None) drops its term.
+/// #[jvp(op = "scale", table = ops)]
+/// fn scale_jvp(
+///     x: &Tensor,
+///     factor: &Tensor,
+///     _result: &Tensor,
+///     self_tangent: Option<&Tensor>,
+///     factor_tangent: Option<&Tensor>,
+/// ) -> Result<Option<Tensor>> {
+///     let dx = self_tangent.map(|t| ops::scale(t, factor)).transpose()?;
+///     let df = factor_tangent.map(|t| ops::scale(x, t)).transpose()?;
+///     Ok(match (dx, df) {
+///         (Some(a), Some(b)) => Some(batchrules::ops::add(&a, &b)?),
+///         (a, b) => a.or(b),
+///     })
+/// }
+///
+/// # fn main() -> Result<()> {
+/// // The registered jvp, called as the jvp transform calls it.
+/// let registry = batchrules::registry::registry()?;
+/// let jvp = registry.find(ops::__PATH, "scale").unwrap().jvp.unwrap();
+/// let t = |v: f64| Tensor::from(ndarray::array![v].into_dyn());
+/// let (x, f) = (t(3.0), t(2.0));
+/// let args = [batchrules::Arg::Tensor(x.clone()), batchrules::Arg::Tensor(f.clone())];
+/// let tangents = jvp(&args, &[ops::scale(&x, &f)?], &[vec![Some(t(1.0))], vec![None]])?;
+/// assert_eq!(tangents[0].as_ref().unwrap().to_array::<f64>()?, t(2.0).to_array::<f64>()?);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A jvp on an op the table marks linear fails the build:
+///
+/// ```compile_fail,E0080
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "double(Tensor self) -> Tensor"
+/// # kind = "primitive"
+/// # linear = true
+/// # "#);
+/// # }
+/// use batchrules::{jvp, Result, Tensor};
+///
+/// #[jvp(op = "double", table = ops)]
+/// fn double_jvp(_x: &Tensor, _result: &Tensor, self_tangent: Option<&Tensor>) -> Result<Option<Tensor>> {
+///     self_tangent.map(|t| batchrules::ops::add(t, t)).transpose()
+/// }
+/// # fn main() {}
+/// ```
+pub use batchrules_macros::jvp;
 
 /// Implements [`TensorTree`](trait@TensorTree) for a struct of tensors, so it
 /// can go through [`vmap`] (and the other transforms) as one value.

@@ -30,7 +30,7 @@ pub struct Code<const KIND: u8, const OPTIONAL: bool, const META: bool>;
 
 /// A return type of a schema signature, as const generics: the number of
 /// returned tensors, whether it is one `Tensor[]`, and the signature
-/// (0 kernel and decomposition, 1 meta, 2 batching rule). See [`return_code`].
+/// (0 kernel and decomposition, 1 meta, 2 batching rule, 3 jvp). See [`return_code`].
 pub struct ReturnCode<const COUNT: u8, const LIST: bool, const SIGNATURE: u8>;
 
 /// The Rust type of a [`Code`], with `'a` for its references.
@@ -92,6 +92,7 @@ param_types! {
     (SCALAR_TYPE, true, any) => Option<DType>, "Option<DType>";
     (BDIM, false, false) => Option<usize>, "Option<usize>";
     (BDIM_LIST, false, false) => &'a [Option<usize>], "&[Option<usize>]";
+    (TANGENT_LIST, false, false) => &'a [Option<Tensor>], "&[Option<Tensor>]";
     (OFF, false, false) => Skip, "";
 }
 
@@ -128,6 +129,12 @@ return_types! {
         "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>";
     (3, false, 2) => Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>,
         "Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>";
+    (1, false, 3) => Result<Option<Tensor>>, "Result<Option<Tensor>>";
+    (1, true, 3) => Result<Vec<Option<Tensor>>>, "Result<Vec<Option<Tensor>>>";
+    (2, false, 3) => Result<(Option<Tensor>, Option<Tensor>)>,
+        "Result<(Option<Tensor>, Option<Tensor>)>";
+    (3, false, 3) => Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)>,
+        "Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)>";
     (0, false, 0) => Skip, "";
 }
 
@@ -185,11 +192,12 @@ vjp_return_types! {
     (4, 15) => (L, L, L, L);
 }
 
-/// The gradient a vjp returns for one tensor-valued argument slot.
+/// The gradient a vjp returns for one tensor-valued argument slot, or the
+/// tangent a jvp returns for one output.
 pub enum GradSlot {
-    /// For a `Tensor` or `Tensor?` argument.
+    /// For a `Tensor` or `Tensor?` argument (a `Tensor` output).
     One(Option<Tensor>),
-    /// For a `Tensor[]` argument: one per element.
+    /// For a `Tensor[]` argument (output): one per element.
     List(Vec<Option<Tensor>>),
 }
 
@@ -294,6 +302,91 @@ pub fn flatten_gradients(
     Ok(out)
 }
 
+/// The flat tangent list of a [`JvpRuleFn`](crate::registry::JvpRuleFn): one
+/// entry per output tensor of `op`, a `Tensor[]` output giving one per
+/// element. Slots that do not fit the outputs (a list of another length) are
+/// a bug in the jvp, reported as [`flatten_gradients`] reports them.
+pub fn flatten_tangents(
+    op: &OpSchema,
+    function: &Location,
+    outputs: &[Tensor],
+    slots: Vec<GradSlot>,
+) -> Result<Vec<Option<Tensor>>> {
+    let mut out = Vec::with_capacity(outputs.len());
+    for slot in slots {
+        match slot {
+            GradSlot::One(t) => out.push(t),
+            GradSlot::List(list) if op.returns_list() && list.len() != outputs.len() => {
+                return Err(Error::RuleBug {
+                    op: op.name.to_string(),
+                    rule: format!("jvp {function}"),
+                    message: format!(
+                        "it returned {} tangents for the output list, which has {} tensors; return one per tensor (None where the tangent is zero)",
+                        list.len(),
+                        outputs.len()
+                    ),
+                });
+            }
+            GradSlot::List(list) => out.extend(list),
+        }
+    }
+    if out.len() != outputs.len() {
+        return Err(shim_error("return value", 0));
+    }
+    Ok(out)
+}
+
+/// Where a jvp's parameters past the op's arguments come from: the op's
+/// outputs, then the tangents of its tensor-valued argument slots.
+pub struct JvpInputs<'a> {
+    /// The outputs, as the erased jvp gets them (a `Tensor[]` output's
+    /// elements, or one tensor per output).
+    pub outputs: &'a [Tensor],
+    /// One entry per tensor-valued argument slot.
+    pub tangents: &'a [Vec<Option<Tensor>>],
+    /// The number of the op's schema returns.
+    pub returns: usize,
+}
+
+/// A parameter type of a jvp past the op's arguments, read from
+/// [`JvpInputs`]: parameter `k` is output `k` (`&Tensor`, or `&[Tensor]` for
+/// a `Tensor[]` output), or past the outputs, the tangent of the slot
+/// `k - returns` (`Option<&Tensor>`, or `&[Option<Tensor>]` for a `Tensor[]`).
+pub trait FromJvpInputs<'a>: Sized {
+    /// Parameter `k`, if it has this type.
+    fn from_jvp(inputs: &JvpInputs<'a>, k: usize) -> Option<Self>;
+}
+impl<'a> FromJvpInputs<'a> for &'a Tensor {
+    fn from_jvp(inputs: &JvpInputs<'a>, k: usize) -> Option<Self> {
+        inputs.outputs.get(k).filter(|_| k < inputs.returns)
+    }
+}
+impl<'a> FromJvpInputs<'a> for &'a [Tensor] {
+    fn from_jvp(inputs: &JvpInputs<'a>, k: usize) -> Option<Self> {
+        (k == 0 && inputs.returns == 1).then_some(inputs.outputs)
+    }
+}
+impl<'a> FromJvpInputs<'a> for Option<&'a Tensor> {
+    fn from_jvp(inputs: &JvpInputs<'a>, k: usize) -> Option<Self> {
+        match inputs
+            .tangents
+            .get(k.checked_sub(inputs.returns)?)?
+            .as_slice()
+        {
+            [one] => Some(one.as_ref()),
+            _ => None,
+        }
+    }
+}
+impl<'a> FromJvpInputs<'a> for &'a [Option<Tensor>] {
+    fn from_jvp(inputs: &JvpInputs<'a>, k: usize) -> Option<Self> {
+        inputs
+            .tangents
+            .get(k.checked_sub(inputs.returns)?)
+            .map(Vec::as_slice)
+    }
+}
+
 /// The op at `index` of a table's schemas (always there once the
 /// compile-time checks passed).
 pub fn schema_at(ops: &[OpSchema], index: usize) -> Result<&OpSchema> {
@@ -380,6 +473,24 @@ impl<'a, T> ProbeTensorFallback<'a, T> for Probe<Tensor, T> {
     }
 }
 
+/// A jvp's parameter `k` past the op's arguments, see [`FromJvpInputs`].
+pub trait ProbeJvp<'a, T> {
+    fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T>;
+}
+impl<'a, T: FromJvpInputs<'a>> ProbeJvp<'a, T> for &Probe<Tensor, T> {
+    fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T> {
+        T::from_jvp(inputs, k).ok_or_else(|| shim_error("output or tangent", k))
+    }
+}
+pub trait ProbeJvpFallback<'a, T> {
+    fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T>;
+}
+impl<'a, T> ProbeJvpFallback<'a, T> for Probe<Tensor, T> {
+    fn jvp_input(&self, _: &JvpInputs<'a>, k: usize) -> Result<T> {
+        Err(shim_error("output or tangent", k))
+    }
+}
+
 /// The return-value twin of [`Probe`].
 pub struct RetProbe<X, R>(Cell<Option<R>>, PhantomData<fn() -> X>);
 
@@ -437,6 +548,37 @@ impl<R> ProbeGradientsFallback for RetProbe<GradSlot, R> {
         _: &Location,
         _: &[Arg<Tensor>],
     ) -> Result<Vec<Option<Tensor>>> {
+        Err(shim_error("return value", 0))
+    }
+}
+
+/// A jvp's return value, flattened by [`flatten_tangents`].
+pub trait ProbeTangents {
+    fn tangents(
+        &self,
+        op: &OpSchema,
+        function: &Location,
+        outputs: &[Tensor],
+    ) -> Result<Vec<Option<Tensor>>>;
+}
+impl<G: Gradients> ProbeTangents for &RetProbe<GradSlot, Result<G>> {
+    fn tangents(
+        &self,
+        op: &OpSchema,
+        function: &Location,
+        outputs: &[Tensor],
+    ) -> Result<Vec<Option<Tensor>>> {
+        match self.0.take() {
+            Some(r) => flatten_tangents(op, function, outputs, r?.into_slots()),
+            None => Err(shim_error("return value", 0)),
+        }
+    }
+}
+pub trait ProbeTangentsFallback {
+    fn tangents(&self, _: &OpSchema, _: &Location, _: &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+}
+impl<R> ProbeTangentsFallback for RetProbe<GradSlot, R> {
+    fn tangents(&self, _: &OpSchema, _: &Location, _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
         Err(shim_error("return value", 0))
     }
 }

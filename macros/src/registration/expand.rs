@@ -288,12 +288,18 @@ fn registration_items(r: &Registration) -> TokenStream {
                         (&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, SOURCE.1)?
                     }
                 })
-            } else if r.role == Role::Vjp {
+            } else if matches!(r.role, Role::Vjp | Role::Jvp) {
+                // Past the op's arguments: the outputs, then the cotangents
+                // (vjp) or the tangents (jvp).
+                let past_args = match r.role {
+                    Role::Vjp => quote!(tensor(outputs, grads, SOURCE.1)),
+                    _ => quote!(jvp_input(&inputs, SOURCE.1)),
+                };
                 quote!({
                     const SOURCE: (bool, usize) =
                         #rt::param_source(#schema, #index, #rt::Role::#variant, #i);
                     if SOURCE.0 {
-                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).tensor(outputs, grads, SOURCE.1)?
+                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).#past_args?
                     } else {
                         (&&#rt::Probe::<#rt::Tensor, #ty>::new()).arg(args, SOURCE.1)?
                     }
@@ -340,7 +346,7 @@ fn registration_items(r: &Registration) -> TokenStream {
     let shim = format_ident!("__batchrules_{}_shim", r.role.attr());
     let probes = quote! {
         #[allow(unused_imports)]
-        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _, ProbeTensor as _, ProbeTensorFallback as _, ProbeGradients as _, ProbeGradientsFallback as _};
+        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _, ProbeTensor as _, ProbeTensorFallback as _, ProbeGradients as _, ProbeGradientsFallback as _, ProbeJvp as _, ProbeJvpFallback as _, ProbeTangents as _, ProbeTangentsFallback as _};
     };
     let (shim_fn, func_value) = match r.role {
         Role::BatchingRule => (
@@ -372,6 +378,23 @@ fn registration_items(r: &Registration) -> TokenStream {
                 }
             },
             quote!(#rt::RegisteredFn::Vjp(#shim)),
+        ),
+        Role::Jvp => (
+            quote! {
+                fn #shim(
+                    args: &[#rt::Arg<#rt::Tensor>],
+                    outputs: &[#rt::Tensor],
+                    tangents: &[::std::vec::Vec<::core::option::Option<#rt::Tensor>>],
+                ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
+                    #probes
+                    let op = #rt::schema_at(#schema, #index)?;
+                    let inputs = #rt::JvpInputs { outputs, tangents, returns: op.returns.len() };
+                    let ret = #name(#(#call_args),*);
+                    #module_level
+                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).tangents(op, &#location, outputs)
+                }
+            },
+            quote!(#rt::RegisteredFn::Jvp(#shim)),
         ),
         _ => (
             quote! {

@@ -4,10 +4,12 @@
 
 mod binary;
 mod composites;
+mod derivative;
 mod dims;
 mod factories;
 mod indexing;
 mod join;
+mod jvp;
 mod linalg;
 mod reduce;
 pub(crate) mod samples;

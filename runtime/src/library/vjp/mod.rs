@@ -16,7 +16,8 @@
 //! At points where an op has no derivative the vjps follow PyTorch: `abs` and
 //! `relu` give 0 at 0, `maximum`/`minimum` and `amax`/`amin` split the
 //! gradient evenly among tied elements, `clamp` passes it only where
-//! `min <= x <= max`.
+//! `min <= x <= max`. The formulas that forward mode shares (the pointwise
+//! factors and these conventions) live in `library/derivative.rs`.
 
 use crate::batching::shape_arg;
 use crate::{ops, Result, Tensor};
@@ -45,25 +46,8 @@ fn grad_for(input: &Tensor, grad: impl FnOnce() -> Result<Tensor>) -> Result<Opt
     Ok(Some(g))
 }
 
-/// A 0-d tensor holding `value` in the dtype of `like` (a cotangent), so it
-/// does not promote `like` when combined with it.
-fn scalar(like: &Tensor, value: f64) -> Result<Tensor> {
-    ops::full(&[], value, like.dtype())
-}
-
 /// Zeros of `like`'s (logical) shape and dtype. Under vmap they are not
 /// batched (a factory); the ops they meet broadcast or repeat them.
 fn zeros_like(like: &Tensor) -> Result<Tensor> {
     ops::zeros(&shape_arg(None, like.shape()), like.dtype())
-}
-
-/// `g` (a reduction's cotangent) brought back to the shape of the reduced
-/// tensor `x`: the reduced dim re-inserted when `keepdim` was off, then
-/// expanded. `dim: None` reduced every dim.
-fn unreduce(g: &Tensor, x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
-    let g = match dim {
-        Some(d) if !keepdim && x.ndim() > 0 => ops::unsqueeze(g, d)?,
-        _ => g.clone(),
-    };
-    ops::expand(&g, &shape_arg(None, x.shape()))
 }

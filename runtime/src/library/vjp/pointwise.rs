@@ -3,21 +3,23 @@
 //! [`grad_for`]; ties of `maximum`/`minimum` split the gradient evenly between
 //! the operands, as PyTorch does.
 
-use super::{grad_for, scalar};
+use super::grad_for;
+use crate::library::derivative::{
+    self, clamp_pass, div_by_denominator, extreme_share, pow_by_base, pow_by_exponent, scalar,
+};
 use crate::{ops, vjp, DType, Result, Tensor};
 
-/// The vjp of a pointwise unary op `y = f(x)` from its derivative written
-/// with ops: `$grad(x, y, g)` is the gradient for a float `x`.
+/// The vjp of a pointwise unary op `y = f(x)` from its diagonal factor
+/// (`derivative::<op>(x, y, g)` is `g * f'(x)`), for a float `x`.
 macro_rules! unary_vjp {
-    ($($name:ident $op:tt: |$x:ident, $y:ident, $g:ident| $grad:expr;)*) => {
+    ($($name:ident $op:tt => $factor:path;)*) => {
         $(
             mod $name {
                 use super::*;
 
                 #[vjp(op = $op)]
                 fn vjp(x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-                    let ($x, $y, $g) = (x, y, g);
-                    grad_for(x, || $grad)
+                    grad_for(x, || $factor(x, y, g))
                 }
             }
         )*
@@ -25,21 +27,16 @@ macro_rules! unary_vjp {
 }
 
 unary_vjp! {
-    neg_vjp "neg": |_x, _y, g| ops::neg(g);
-    // The sign of x as gt - lt (0 at 0, as PyTorch's sgn).
-    abs_vjp "abs": |x, _y, g| {
-        let zero = scalar(x, 0.0)?;
-        ops::mul(g, &ops::sub(&ops::gt(x, &zero)?, &ops::lt(x, &zero)?)?)
-    };
-    // Through where the result is positive (0 at 0, as PyTorch).
-    relu_vjp "relu": |_x, y, g| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, g, &scalar(g, 0.0)?);
-    exp_vjp "exp": |_x, y, g| ops::mul(g, y);
-    log_vjp "log": |x, _y, g| ops::div(g, x);
-    sqrt_vjp "sqrt": |_x, y, g| ops::div(g, &ops::mul(y, &scalar(y, 2.0)?)?);
-    sin_vjp "sin": |x, _y, g| ops::mul(g, &ops::cos(x)?);
-    cos_vjp "cos": |x, _y, g| ops::neg(&ops::mul(g, &ops::sin(x)?)?);
-    tanh_vjp "tanh": |_x, y, g| ops::mul(g, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
-    sigmoid_vjp "sigmoid": |_x, y, g| ops::mul(&ops::mul(g, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
+    neg_vjp "neg" => derivative::neg;
+    abs_vjp "abs" => derivative::abs;
+    relu_vjp "relu" => derivative::relu;
+    exp_vjp "exp" => derivative::exp;
+    log_vjp "log" => derivative::log;
+    sqrt_vjp "sqrt" => derivative::sqrt;
+    sin_vjp "sin" => derivative::sin;
+    cos_vjp "cos" => derivative::cos;
+    tanh_vjp "tanh" => derivative::tanh;
+    sigmoid_vjp "sigmoid" => derivative::sigmoid;
 }
 
 /// `to_dtype`: the cotangent converted back to the input's dtype; nothing
@@ -82,47 +79,18 @@ fn mul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrad
 
 #[vjp(op = "div")]
 fn div_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
-    // d(a / b)/db = -a / b^2 (not -y / b, which is NaN where b is 0 and a is not).
-    binary(
-        a,
-        b,
-        || ops::div(g, b),
-        || ops::neg(&ops::div(&ops::mul(g, a)?, &ops::mul(b, b)?)?),
-    )
+    binary(a, b, || ops::div(g, b), || div_by_denominator(a, b, g))
 }
 
-/// `t` converted to the dtype of `like` (a float) if it is not already: `log`
-/// and `pow` of an integer operand need it as a float.
-fn as_dtype_of(t: &Tensor, like: &Tensor) -> Result<Tensor> {
-    if t.dtype() == like.dtype() {
-        Ok(t.clone())
-    } else {
-        ops::to_dtype(t, like.dtype())
-    }
-}
-
-/// `pow`: `b * a^(b - 1)` for the base and `a^b * log(a)` for the exponent.
-/// Both are 0 where PyTorch's are (at `b = 0` for the base, at `a = 0` for the
-/// exponent), but computed without an infinity in the branch not taken: the
-/// exponent `b - 1` is `0` where `b` is 0 and `log(a)` is `log(1)` where `a` is
-/// 0, so a second derivative (grad of grad) does not meet `0 * inf = NaN`. At
-/// `a = 0` with `b < 0` the result is infinite and the exponent's gradient NaN.
+/// `pow`: `b * a^(b - 1)` for the base and `a^b * log(a)` for the exponent,
+/// 0 where PyTorch's are (see [`pow_by_base`] and [`pow_by_exponent`]).
 #[vjp(op = "pow")]
 fn pow_vjp(a: &Tensor, b: &Tensor, y: &Tensor, g: &Tensor) -> Result<BinaryGrads> {
-    let (zero, one) = (scalar(y, 0.0)?, scalar(y, 1.0)?);
     binary(
         a,
         b,
-        || {
-            let bf = as_dtype_of(b, y)?;
-            let e = ops::where_(&ops::eq(&bf, &zero)?, &one, &bf)?;
-            ops::mul(g, &ops::mul(&bf, &ops::pow(a, &ops::sub(&e, &one)?)?)?)
-        },
-        || {
-            let af = as_dtype_of(a, y)?;
-            let safe = ops::where_(&ops::eq(&af, &zero)?, &one, &af)?;
-            ops::mul(g, &ops::mul(y, &ops::log(&safe)?)?)
-        },
+        || pow_by_base(a, b, y, g),
+        || pow_by_exponent(a, y, g),
     )
 }
 
@@ -134,13 +102,12 @@ fn extreme_vjp(
     g: &Tensor,
     wins: fn(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> Result<BinaryGrads> {
-    let share = |this: &Tensor, other: &Tensor| -> Result<Tensor> {
-        let zero = scalar(g, 0.0)?;
-        let half = ops::mul(g, &scalar(g, 0.5)?)?;
-        let tied = ops::where_(&ops::eq(this, other)?, &half, g)?;
-        ops::where_(&wins(other, this)?, &zero, &tied)
-    };
-    binary(a, b, || share(a, b), || share(b, a))
+    binary(
+        a,
+        b,
+        || extreme_share(a, b, g, wins),
+        || extreme_share(b, a, g, wins),
+    )
 }
 
 #[vjp(op = "maximum")]
@@ -172,8 +139,7 @@ fn where_vjp(
 }
 
 /// `clamp`: the gradient flows where `min <= x <= max` (not where a bound
-/// clipped `x`, nor at NaN), as PyTorch. The bounds are compared as f64
-/// scalars, which promote `x`, so a bound beyond the f32 range still compares.
+/// clipped `x`, nor at NaN), as PyTorch ([`clamp_pass`]).
 #[vjp(op = "clamp")]
 fn clamp_vjp(
     x: &Tensor,
@@ -182,17 +148,5 @@ fn clamp_vjp(
     _y: &Tensor,
     g: &Tensor,
 ) -> Result<Option<Tensor>> {
-    grad_for(x, || {
-        let zero = scalar(g, 0.0)?;
-        let mut out = ops::where_(&ops::eq(x, x)?, g, &zero)?;
-        if let Some(min) = min {
-            let below = ops::lt(x, &ops::full(&[], min, DType::F64)?)?;
-            out = ops::where_(&below, &zero, &out)?;
-        }
-        if let Some(max) = max {
-            let above = ops::gt(x, &ops::full(&[], max, DType::F64)?)?;
-            out = ops::where_(&above, &zero, &out)?;
-        }
-        Ok(out)
-    })
+    grad_for(x, || clamp_pass(x, min, max, g))
 }

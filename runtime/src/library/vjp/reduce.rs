@@ -2,9 +2,10 @@
 //! (divided by the count for `mean`; for `amax`/`amin`, shared evenly among
 //! the elements equal to the extreme, as PyTorch's `amax` does).
 
-use super::{grad_for, scalar, unreduce};
+use super::grad_for;
 use crate::batching::shape_arg;
 use crate::library::composites::reduced_count;
+use crate::library::derivative::{extreme_hits, scalar, unreduce};
 use crate::{ops, vjp, Result, Tensor};
 
 #[vjp(op = "sum")]
@@ -43,8 +44,7 @@ fn extreme_vjp(
     g: &Tensor,
 ) -> Result<Option<Tensor>> {
     grad_for(x, || {
-        let hit = ops::to_dtype(&ops::eq(x, &unreduce(y, x, dim, keepdim)?)?, g.dtype())?;
-        let count = ops::sum(&hit, dim, true)?;
+        let (hit, count) = extreme_hits(x, y, dim, keepdim, g.dtype())?;
         let share = ops::div(&unreduce(g, x, dim, keepdim)?, &count)?;
         ops::mul(&share, &hit)
     })

@@ -1,0 +1,157 @@
+//! The pieces of the derivatives that reverse mode (`vjp/`) and forward mode
+//! (`jvp/`) share, so both follow one formula and one convention at points
+//! where an op has no derivative.
+//!
+//! A pointwise op's Jacobian is diagonal, hence its own transpose: the vjp
+//! multiplies the cotangent by the same elementwise factor as the jvp
+//! multiplies the tangent by. The functions here apply that factor to a vector
+//! `v` (a cotangent of the result's shape, or a tangent of the operand's shape
+//! that the arithmetic broadcasts), so the vjp and the jvp of an op are exact
+//! transposes of each other, ties included. Every function is written with
+//! `ops::` calls only.
+
+use crate::batching::shape_arg;
+use crate::{ops, DType, Result, Tensor};
+
+/// A 0-d tensor holding `value` in the dtype of `like` (a cotangent or a
+/// tangent), so it does not promote `like` when combined with it.
+pub(super) fn scalar(like: &Tensor, value: f64) -> Result<Tensor> {
+    ops::full(&[], value, like.dtype())
+}
+
+/// `t` converted to the dtype of `like` if it is not already (`log` and `pow`
+/// of an integer operand need it as a float; a tangent is computed in its
+/// result's dtype).
+pub(super) fn as_dtype_of(t: &Tensor, like: &Tensor) -> Result<Tensor> {
+    if t.dtype() == like.dtype() {
+        Ok(t.clone())
+    } else {
+        ops::to_dtype(t, like.dtype())
+    }
+}
+
+/// `g` (a reduction's output, or its cotangent) brought back to the shape of
+/// the reduced tensor `x`: the reduced dim re-inserted when `keepdim` was off,
+/// then expanded. `dim: None` reduced every dim.
+pub(super) fn unreduce(g: &Tensor, x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let g = match dim {
+        Some(d) if !keepdim && x.ndim() > 0 => ops::unsqueeze(g, d)?,
+        _ => g.clone(),
+    };
+    ops::expand(&g, &shape_arg(None, x.shape()))
+}
+
+/// The diagonal factor of each pointwise unary op `y = f(x)`: the function
+/// named after the op returns `v * f'(x)`, written from whichever of `x` and
+/// `y` gives the cheaper (or safer) formula.
+macro_rules! diagonal {
+    ($($(#[$doc:meta])* $name:ident: |$x:ident, $y:ident, $v:ident| $factor:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub(super) fn $name($x: &Tensor, $y: &Tensor, $v: &Tensor) -> Result<Tensor> {
+                $factor
+            }
+        )*
+    };
+}
+
+diagonal! {
+    neg: |_x, _y, v| ops::neg(v);
+    /// The sign of x as gt - lt: 0 at 0, as PyTorch's `sgn`.
+    abs: |x, _y, v| {
+        let zero = scalar(x, 0.0)?;
+        ops::mul(v, &ops::sub(&ops::gt(x, &zero)?, &ops::lt(x, &zero)?)?)
+    };
+    /// Through where the result is positive: 0 at 0, as PyTorch.
+    relu: |_x, y, v| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, v, &scalar(v, 0.0)?);
+    exp: |_x, y, v| ops::mul(v, y);
+    log: |x, _y, v| ops::div(v, x);
+    sqrt: |_x, y, v| ops::div(v, &ops::mul(y, &scalar(y, 2.0)?)?);
+    sin: |x, _y, v| ops::mul(v, &ops::cos(x)?);
+    cos: |x, _y, v| ops::neg(&ops::mul(v, &ops::sin(x)?)?);
+    tanh: |_x, y, v| ops::mul(v, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
+    sigmoid: |_x, y, v| ops::mul(&ops::mul(v, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
+}
+
+/// `v` times `d(a / b)/db = -a / b^2` (not `-y / b`, which is NaN where `b`
+/// is 0 and `a` is not).
+pub(super) fn div_by_denominator(a: &Tensor, b: &Tensor, v: &Tensor) -> Result<Tensor> {
+    ops::neg(&ops::div(&ops::mul(v, a)?, &ops::mul(b, b)?)?)
+}
+
+/// `v` times `d(a^b)/da = b * a^(b - 1)`, 0 where `b` is 0 (as PyTorch), with
+/// the exponent `b - 1` replaced by `0` there, so a second derivative does not
+/// meet `0 * inf = NaN` in the branch not taken. `y` is `a^b`.
+pub(super) fn pow_by_base(a: &Tensor, b: &Tensor, y: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let (zero, one) = (scalar(y, 0.0)?, scalar(y, 1.0)?);
+    let bf = as_dtype_of(b, y)?;
+    let e = ops::where_(&ops::eq(&bf, &zero)?, &one, &bf)?;
+    ops::mul(v, &ops::mul(&bf, &ops::pow(a, &ops::sub(&e, &one)?)?)?)
+}
+
+/// `v` times `d(a^b)/db = a^b * log(a)`, 0 where `a` is 0 (as PyTorch), with
+/// `log(a)` computed as `log(1)` there for the same reason as in
+/// [`pow_by_base`]. At `a = 0` with `b < 0` the result is infinite and this
+/// NaN. `y` is `a^b`.
+pub(super) fn pow_by_exponent(a: &Tensor, y: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let (zero, one) = (scalar(y, 0.0)?, scalar(y, 1.0)?);
+    let af = as_dtype_of(a, y)?;
+    let safe = ops::where_(&ops::eq(&af, &zero)?, &one, &af)?;
+    ops::mul(v, &ops::mul(y, &ops::log(&safe)?)?)
+}
+
+/// The share of `v` that `maximum` (`wins = gt`) or `minimum` (`wins = lt`)
+/// passes from the operand `this`: all of it where `this` is the result, half
+/// on a tie with `other` (PyTorch's rule), none where `other` wins.
+pub(super) fn extreme_share(
+    this: &Tensor,
+    other: &Tensor,
+    v: &Tensor,
+    wins: fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let zero = scalar(v, 0.0)?;
+    let half = ops::mul(v, &scalar(v, 0.5)?)?;
+    let tied = ops::where_(&ops::eq(this, other)?, &half, v)?;
+    ops::where_(&wins(other, this)?, &zero, &tied)
+}
+
+/// `v` where `clamp` passes its input through, `min <= x <= max` (not where
+/// a bound clipped `x`, nor at NaN), 0 elsewhere, as PyTorch. The bounds are
+/// compared as f64 scalars, which promote `x`, so a bound beyond the f32
+/// range still compares.
+pub(super) fn clamp_pass(
+    x: &Tensor,
+    min: Option<f64>,
+    max: Option<f64>,
+    v: &Tensor,
+) -> Result<Tensor> {
+    let zero = scalar(v, 0.0)?;
+    let mut out = ops::where_(&ops::eq(x, x)?, v, &zero)?;
+    if let Some(min) = min {
+        let below = ops::lt(x, &ops::full(&[], min, DType::F64)?)?;
+        out = ops::where_(&below, &zero, &out)?;
+    }
+    if let Some(max) = max {
+        let above = ops::gt(x, &ops::full(&[], max, DType::F64)?)?;
+        out = ops::where_(&above, &zero, &out)?;
+    }
+    Ok(out)
+}
+
+/// For `amax`/`amin` of `x` over `dim` with result `y`: which elements of `x`
+/// equal their extreme (1 or 0, in `dtype`, of `x`'s shape) and how many do
+/// (the reduction of those hits with `keepdim`, so it broadcasts against
+/// `x`). The derivative shares the vector evenly among the hits (ties split
+/// evenly, as PyTorch's `amax`); a NaN result has no hits, so a count of 0 and
+/// NaN derivatives, as in PyTorch.
+pub(super) fn extreme_hits(
+    x: &Tensor,
+    y: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    dtype: DType,
+) -> Result<(Tensor, Tensor)> {
+    let hit = ops::to_dtype(&ops::eq(x, &unreduce(y, x, dim, keepdim)?)?, dtype)?;
+    let count = ops::sum(&hit, dim, true)?;
+    Ok((hit, count))
+}

@@ -1,0 +1,137 @@
+//! jvps of the pointwise ops that are not linear: the unary ones, the
+//! broadcasting binary `mul`, `div`, `pow`, `maximum` and `minimum`, and
+//! `clamp`. A pointwise op's Jacobian is diagonal, so each jvp multiplies the
+//! tangents by the factors the vjp multiplies the cotangent by (shared in
+//! `library/derivative.rs`); a broadcast operand's tangent is broadcast by
+//! that arithmetic or by [`output`].
+
+use super::{bilinear_jvp, binary, output, through};
+use crate::library::derivative::{
+    self, clamp_pass, div_by_denominator, extreme_share, pow_by_base, pow_by_exponent,
+};
+use crate::{jvp, ops, Result, Tensor};
+
+/// The jvp of a pointwise unary op `y = f(x)`: the tangent times the op's
+/// diagonal factor (`derivative::<op>(x, y, t)` is `t * f'(x)`).
+macro_rules! unary_jvp {
+    ($($name:ident $op:tt => $factor:path;)*) => {
+        $(
+            mod $name {
+                use super::*;
+
+                #[jvp(op = $op)]
+                fn jvp(x: &Tensor, y: &Tensor, x_tangent: Option<&Tensor>) -> Result<Option<Tensor>> {
+                    output(y, through(y, x_tangent, |t| $factor(x, y, t))?)
+                }
+            }
+        )*
+    };
+}
+
+unary_jvp! {
+    abs_jvp "abs" => derivative::abs;
+    relu_jvp "relu" => derivative::relu;
+    exp_jvp "exp" => derivative::exp;
+    log_jvp "log" => derivative::log;
+    sqrt_jvp "sqrt" => derivative::sqrt;
+    sin_jvp "sin" => derivative::sin;
+    cos_jvp "cos" => derivative::cos;
+    tanh_jvp "tanh" => derivative::tanh;
+    sigmoid_jvp "sigmoid" => derivative::sigmoid;
+}
+
+bilinear_jvp! {
+    mul_jvp "mul" => ops::mul;
+}
+
+/// `d(a / b) = da / b - a db / b^2`.
+#[jvp(op = "div")]
+fn div_jvp(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    binary(
+        y,
+        a_tangent,
+        b_tangent,
+        |t| ops::div(t, b),
+        |t| div_by_denominator(a, b, t),
+    )
+}
+
+/// `d(a^b) = b a^(b - 1) da + a^b log(a) db`, each term 0 where the vjp's is
+/// (see [`pow_by_base`] and [`pow_by_exponent`]).
+#[jvp(op = "pow")]
+fn pow_jvp(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    binary(
+        y,
+        a_tangent,
+        b_tangent,
+        |t| pow_by_base(a, b, y, t),
+        |t| pow_by_exponent(a, y, t),
+    )
+}
+
+/// `maximum` (`wins = gt`) or `minimum` (`wins = lt`): the tangent of the
+/// operand that is the result, and the mean `(ta + tb) / 2` of both on a tie
+/// (the transpose of the vjp's even split).
+fn extreme_jvp(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+    wins: fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Option<Tensor>> {
+    binary(
+        y,
+        a_tangent,
+        b_tangent,
+        |t| extreme_share(a, b, t, wins),
+        |t| extreme_share(b, a, t, wins),
+    )
+}
+
+#[jvp(op = "maximum")]
+fn maximum_jvp(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    extreme_jvp(a, b, y, a_tangent, b_tangent, ops::gt)
+}
+
+#[jvp(op = "minimum")]
+fn minimum_jvp(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    extreme_jvp(a, b, y, a_tangent, b_tangent, ops::lt)
+}
+
+/// `clamp`: the tangent where `min <= x <= max` (bounds included, as the
+/// vjp), 0 where a bound clipped `x` or `x` is NaN.
+#[jvp(op = "clamp")]
+fn clamp_jvp(
+    x: &Tensor,
+    min: Option<f64>,
+    max: Option<f64>,
+    y: &Tensor,
+    x_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    output(y, through(y, x_tangent, |t| clamp_pass(x, min, max, t))?)
+}
