@@ -75,6 +75,18 @@ pub(super) fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
     Ok(values(a)?.iter().zip(values(b)?).map(|(x, y)| x * y).sum())
 }
 
+/// Whether every float tensor of `ts` holds only finite values: derivatives
+/// are compared only at such points (NaN and infinity samples test
+/// propagation, not derivatives).
+pub(super) fn finite(ts: &[Tensor]) -> Result<bool> {
+    for t in ts.iter().filter(|t| t.dtype().is_float()) {
+        if !values(t)?.iter().all(|v| v.is_finite()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// `x + t * v` for an f64 tensor.
 pub(super) fn shifted(x: &Tensor, v: &Tensor, t: f64) -> Result<Tensor> {
     let (Data::F64(a), Data::F64(d)) = (x.data()?, v.data()?) else {
@@ -144,14 +156,6 @@ fn check_grad_dyn(
     // Differences are meaningless where a value is not finite (NaN and
     // infinity samples test propagation, not derivatives): such a point is
     // skipped, as are points that leave the domain within one step.
-    let finite = |ts: &[Tensor]| -> Result<bool> {
-        for t in ts.iter().filter(|t| t.dtype().is_float()) {
-            if !values(t)?.iter().all(|v| v.is_finite()) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    };
     if !finite(&x).map_err(err)? || !finite(&y).map_err(err)? {
         return Ok(0);
     }
