@@ -217,33 +217,34 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     None
                 }
             };
+            let op_name = text.split('(').next().unwrap_or("").trim();
+            // A problem with one of the entry's flags, at the flag's line.
+            let flag_error = |flag: &toml::Spanned<bool>, problem: String| {
+                let at = line_of(source, flag.span().start);
+                cx.error_spanned_by(lit, format!("op table {name}:{at}: {problem}"));
+            };
             let differentiable = match (kind, &entry.differentiable) {
                 (Some(Kind::Composite), Some(flag)) => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `differentiable = {}` on `{}`, a composite op: a composite is differentiated through its decomposition, so whether gradients flow is decided by the ops it calls; remove the `differentiable` line (it is only meaningful on a primitive)",
-                        line_of(source, flag.span().start),
+                    flag_error(flag, format!(
+                        "`differentiable = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so whether gradients flow is decided by the ops it calls; remove the `differentiable` line (it is only meaningful on a primitive)",
                         flag.get_ref(),
-                        text.split('(').next().unwrap_or("").trim()
                     ));
                     true
                 }
                 (_, Some(flag)) => *flag.get_ref(),
                 (_, None) => true,
             };
-            let op_name = text.split('(').next().unwrap_or("").trim();
             let linear = match (kind, &entry.linear) {
                 (Some(Kind::Composite), Some(flag)) => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `linear = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
-                        line_of(source, flag.span().start),
+                    flag_error(flag, format!(
+                        "`linear = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
                         flag.get_ref(),
                     ));
                     false
                 }
                 (_, Some(flag)) if *flag.get_ref() && !differentiable => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `linear = true` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear = true` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its float tensor arguments",
-                        line_of(source, flag.span().start),
+                    flag_error(flag, format!(
+                        "`linear = true` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear = true` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its float tensor arguments",
                     ));
                     false
                 }
