@@ -269,60 +269,84 @@ fn every_problem_is_collected() {
     assert!(kinds.contains(&ProblemKind::Duplicate));
 }
 
-#[test]
-fn vjp_on_a_composite_is_wrong_kind() {
-    let mut regs = complete();
-    regs.push(reg("softmax", RegisteredFn::Vjp(vjp), at("softmax_vjp", 7)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::WrongKind);
-    assert_eq!(p.op, "softmax");
-    assert_eq!(p.locations, vec![at("softmax_vjp", 7)]);
-    assert!(
-        p.message.contains("#[vjp]") && p.message.contains("through its decomposition"),
-        "{}",
-        p.message
-    );
+/// Both derivative rules, each with its attribute's name.
+fn derivative_rules() -> [(RegisteredFn, &'static str); 2] {
+    [
+        (RegisteredFn::Vjp(vjp), "vjp"),
+        (RegisteredFn::Jvp(jvp), "jvp"),
+    ]
 }
 
 #[test]
-fn vjp_on_a_non_differentiable_op_is_reported() {
-    let mut regs = complete();
-    regs.push(reg("argmax", RegisteredFn::Vjp(vjp), at("argmax_vjp", 8)));
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 9)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
-    assert_eq!(p.op, "argmax");
-    assert!(
-        p.message.contains("`argmax_vjp` at src/audit.rs:8")
-            && p.message.contains("differentiable = false"),
-        "{}",
-        p.message
-    );
+fn derivative_rule_on_a_composite_is_wrong_kind() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("softmax", rule, at("softmax_rule", 7)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::WrongKind);
+        assert_eq!(p.op, "softmax");
+        assert_eq!(p.locations, vec![at("softmax_rule", 7)]);
+        assert!(
+            p.message
+                .contains(&format!("registers a #[{name}] for `softmax`"))
+                && p.message.contains("through its decomposition"),
+            "{}",
+            p.message
+        );
+    }
 }
 
 #[test]
-fn duplicate_vjp_names_both_locations() {
+fn derivative_rule_on_a_non_differentiable_op_is_reported() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("argmax", rule, at("argmax_rule", 8)));
+        regs.push(reg("exp", rule, at("exp_rule", 9)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::NotDifferentiable);
+        assert_eq!(p.op, "argmax");
+        assert_eq!(p.locations, vec![at("argmax_rule", 8)]);
+        assert!(
+            p.message.contains(&format!(
+                "`argmax_rule` at src/audit.rs:8 registers a #[{name}] for `argmax`"
+            )) && p.message.contains("differentiable = false")
+                && p.message.contains(&format!("remove the #[{name}]")),
+            "{}",
+            p.message
+        );
+    }
+}
+
+#[test]
+fn duplicate_derivative_rule_names_both_locations() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("exp", rule, at("exp_rule", 20)));
+        regs.push(reg("exp", rule, at("exp_rule_again", 21)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::Duplicate);
+        assert_eq!(p.op, "exp");
+        assert_eq!(
+            p.locations,
+            vec![at("exp_rule", 20), at("exp_rule_again", 21)]
+        );
+        assert!(
+            p.message.contains(&format!("2 #[{name}] registrations"))
+                && p.message.contains("delete all but one"),
+            "{}",
+            p.message
+        );
+    }
+    // A vjp and a jvp of one op are two roles, not a duplicate.
     let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 20)));
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp_again", 21)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::Duplicate);
-    assert_eq!(p.op, "exp");
-    assert_eq!(
-        p.locations,
-        vec![at("exp_vjp", 20), at("exp_vjp_again", 21)]
-    );
-    assert!(
-        p.message.contains("2 #[vjp] registrations"),
-        "{}",
-        p.message
-    );
+    regs.extend(derivative_rules().map(|(rule, _)| reg("exp", rule, at("exp_rule", 22))));
+    assert!(audit(&regs).is_empty());
 }
 
 #[test]
@@ -354,69 +378,94 @@ fn missing_vjps_lists_differentiable_primitives_without_one() {
     assert_eq!(zeros.vjp_status(), VjpStatus::NotDifferentiable);
 }
 
+/// The cells of a row of the coverage report: columns are separated by two
+/// or more spaces, and no cell holds two spaces in a row.
+fn cells(line: &str) -> Vec<&str> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
 #[test]
-fn coverage_report_has_a_vjp_column_and_lists_missing_vjps() {
+fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
     let report = batchrules::coverage::report().unwrap();
-    let header = report.lines().next().unwrap();
-    assert!(header.ends_with("vjp"), "{header}");
+    let header = cells(report.lines().next().unwrap());
+    assert_eq!(header[6..], ["vjp", "jvp"], "{header:?}");
     let row = |op: &str| {
-        report
+        let line = report
             .lines()
             .find(|l| l.starts_with(&format!("batchrules::ops::{op} ")))
-            .unwrap_or_else(|| panic!("no row for {op}"))
+            .unwrap_or_else(|| panic!("no row for {op}"));
+        let cells = cells(line);
+        assert_eq!(cells.len(), 8, "{line}");
+        (cells[6].to_string(), cells[7].to_string())
     };
-    assert!(row("argmax").ends_with("  not differentiable"));
-    assert!(row("zeros").ends_with("  not differentiable"));
-    assert!(row("softmax").ends_with("  through decomposition"));
+    let not_diff = "not differentiable".to_string();
+    let through = "through decomposition".to_string();
+    assert_eq!(row("argmax"), (not_diff.clone(), not_diff.clone()));
+    assert_eq!(row("zeros"), (not_diff.clone(), not_diff));
+    assert_eq!(row("softmax"), (through.clone(), through));
+    assert_eq!(row("sum").1, "linear");
+    assert_eq!(row("cat").1, "linear");
+
     let registry = batchrules::registry::registry().unwrap();
-    let missing = registry.missing_vjps();
     for entry in registry.ops() {
         let name = format!("{}::{} ", entry.table.path, entry.name());
         let line = report.lines().find(|l| l.starts_with(&name)).unwrap();
-        if entry.vjp.is_some() {
-            assert!(line.ends_with("  vjp"), "{line}");
-        }
+        let cells = cells(line);
+        assert_eq!(cells[6], entry.vjp_status().to_string(), "{line}");
+        assert_eq!(cells[7], entry.jvp_status().to_string(), "{line}");
     }
-    if missing.is_empty() {
-        assert!(!report.contains("no vjp"), "{report}");
-    } else {
+    let downstream = report
+        .lines()
+        .find(|l| l.starts_with("downstream_ops::ops::cumsum "))
+        .unwrap();
+    assert_eq!(cells(downstream)[7], "linear");
+
+    // The summaries, and the lists of what is missing.
+    for (missing, what, fails) in [
+        (registry.missing_vjps(), "vjp", "grad"),
+        (registry.missing_jvps(), "jvp", "jvp"),
+    ] {
+        let prefix = format!("no {what} ({fails} fails on these): ");
+        if missing.is_empty() {
+            assert!(!report.lines().any(|l| l.starts_with(&prefix)), "{report}");
+            continue;
+        }
         let listed = report
             .lines()
-            .find_map(|l| l.strip_prefix("no vjp (grad fails on these): "))
-            .expect("the report lists the ops without a vjp");
+            .find_map(|l| l.strip_prefix(&prefix))
+            .expect("the report lists the ops without one");
         let listed: Vec<&str> = listed.split(", ").collect();
         assert_eq!(listed.len(), missing.len());
         for entry in &missing {
             let name = format!("{}::{}", entry.table.path, entry.name());
             assert!(listed.contains(&name.as_str()), "{name} not in {listed:?}");
-            let line = report
-                .lines()
-                .find(|l| l.starts_with(&format!("{name} ")))
-                .unwrap();
-            assert!(line.ends_with("  -"), "{line}");
         }
     }
-}
-
-#[test]
-fn jvp_on_a_non_differentiable_op_is_reported() {
-    let mut regs = complete();
-    regs.push(reg("argmax", RegisteredFn::Jvp(jvp), at("argmax_jvp", 8)));
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 9)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
-    assert_eq!(p.op, "argmax");
-    assert_eq!(p.locations, vec![at("argmax_jvp", 8)]);
-    assert!(
-        p.message
-            .contains("`argmax_jvp` at src/audit.rs:8 registers a #[jvp] for `argmax`")
-            && p.message.contains("differentiable = false")
-            && p.message.contains("remove the #[jvp]"),
-        "{}",
-        p.message
+    let count = |status: JvpStatus| {
+        registry
+            .ops()
+            .iter()
+            .filter(|e| e.jvp_status() == status)
+            .count()
+    };
+    let (jvps, linear, missing) = (
+        count(JvpStatus::Jvp),
+        count(JvpStatus::Linear),
+        count(JvpStatus::Missing),
     );
+    assert!(
+        linear >= 25,
+        "the 24 built-in linear ops and cumsum: {linear}"
+    );
+    assert!(jvps >= 1, "downstream scale has a jvp");
+    let summary = format!(
+        "{} differentiable primitives: {jvps} with a jvp, {linear} linear, {missing} without",
+        jvps + linear + missing
+    );
+    assert!(report.lines().any(|l| l == summary), "{summary}\n{report}");
 }
 
 #[test]
@@ -441,45 +490,6 @@ fn jvp_on_a_linear_op_is_reported() {
     let mut regs = complete();
     regs.push(reg("sum", RegisteredFn::Vjp(vjp), at("sum_vjp", 12)));
     assert!(audit(&regs).is_empty());
-}
-
-#[test]
-fn jvp_on_a_composite_is_wrong_kind() {
-    let mut regs = complete();
-    regs.push(reg("softmax", RegisteredFn::Jvp(jvp), at("softmax_jvp", 7)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!(problems[0].kind, ProblemKind::WrongKind);
-    assert!(
-        problems[0]
-            .message
-            .contains("registers a #[jvp] for `softmax`"),
-        "{}",
-        problems[0].message
-    );
-}
-
-#[test]
-fn duplicate_jvp_names_both_locations() {
-    let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 20)));
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp_again", 21)));
-    // A vjp of the same op is another role, not a duplicate.
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 22)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::Duplicate);
-    assert_eq!(p.op, "exp");
-    assert_eq!(
-        p.locations,
-        vec![at("exp_jvp", 20), at("exp_jvp_again", 21)]
-    );
-    assert!(
-        p.message.contains("2 #[jvp] registrations") && p.message.contains("delete all but one"),
-        "{}",
-        p.message
-    );
 }
 
 #[test]

@@ -3,27 +3,33 @@
 
 use std::fmt::Write;
 
-use crate::registry::{registry, VjpStatus, VmapStrategy};
+use crate::registry::{registry, JvpStatus, OpEntry, VjpStatus, VmapStrategy};
 use crate::schema::OpKind;
 use crate::Result;
 
 /// A table with one row per op of every linked op table: kind, kernel, meta,
-/// batching rule or decomposition, what vmap will use, and the vjp (`vjp`,
-/// `-` for a differentiable primitive without one, `not differentiable`, or
-/// `through decomposition` for a composite). Below it, the differentiable
-/// primitives that lack a vjp (see
-/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)).
+/// batching rule or decomposition, what vmap will use, the vjp (`vjp`, `-`
+/// for a differentiable primitive without one, `not differentiable`, or
+/// `through decomposition` for a composite) and the jvp (the same, and
+/// `linear` for an op whose jvp is the op applied to the tangents). Below
+/// it, the differentiable primitives that lack a vjp (see
+/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)), and
+/// those that lack a jvp (see
+/// [`Registry::missing_jvps`](crate::registry::Registry::missing_jvps)).
 ///
 /// ```
 /// let report = batchrules::coverage::report()?;
 /// assert!(report.lines().any(|l| l.starts_with("batchrules::ops::triu ")));
 /// let argmax = report.lines().find(|l| l.starts_with("batchrules::ops::argmax ")).unwrap();
-/// assert!(argmax.ends_with("not differentiable"));
+/// let cells: Vec<&str> = argmax.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+/// assert_eq!(cells[6..], ["not differentiable", "not differentiable"]); // vjp, jvp
+/// let sum = report.lines().find(|l| l.starts_with("batchrules::ops::sum ")).unwrap();
+/// assert!(sum.ends_with("  linear"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn report() -> Result<String> {
     let reg = registry()?;
-    let rows: Vec<[String; 7]> = reg
+    let rows: Vec<[String; 8]> = reg
         .ops()
         .iter()
         .map(|e| {
@@ -46,6 +52,7 @@ pub fn report() -> Result<String> {
                 impl_col,
                 e.vmap_strategy().to_string(),
                 e.vjp_status().to_string(),
+                e.jvp_status().to_string(),
             ]
         })
         .collect();
@@ -57,6 +64,7 @@ pub fn report() -> Result<String> {
         "rule / decomposition",
         "vmap uses",
         "vjp",
+        "jvp",
     ];
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -65,7 +73,7 @@ pub fn report() -> Result<String> {
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, cells: [&str; 7]| {
+    let line = |out: &mut String, cells: [&str; 8]| {
         let mut s = String::new();
         for (cell, w) in cells.iter().zip(widths) {
             let _ = write!(s, "{cell:<w$}  ");
@@ -92,17 +100,46 @@ pub fn report() -> Result<String> {
         rows.len(),
         fallback
     );
-    let missing = reg.missing_vjps();
-    let with_vjp = reg
-        .ops()
+    let count = |pick: &dyn Fn(&OpEntry) -> bool| reg.ops().iter().filter(|e| pick(e)).count();
+    let with_vjp = count(&|e| e.vjp_status() == VjpStatus::Vjp);
+    derivative_summary(
+        &mut out,
+        "vjp",
+        "grad",
+        &[(with_vjp, "with a vjp")],
+        &reg.missing_vjps(),
+    );
+    let with_jvp = count(&|e| e.jvp_status() == JvpStatus::Jvp);
+    let linear = count(&|e| e.jvp_status() == JvpStatus::Linear);
+    derivative_summary(
+        &mut out,
+        "jvp",
+        "jvp",
+        &[(with_jvp, "with a jvp"), (linear, "linear")],
+        &reg.missing_jvps(),
+    );
+    Ok(out)
+}
+
+/// The summary of one kind of derivative rule: the differentiable primitives,
+/// counted by how they are covered (`covered`) and without one (`missing`),
+/// then the list of those without one, which `transform` fails on.
+fn derivative_summary(
+    out: &mut String,
+    rule: &str,
+    transform: &str,
+    covered: &[(usize, &str)],
+    missing: &[&OpEntry],
+) {
+    let total: usize = covered.iter().map(|(n, _)| n).sum::<usize>() + missing.len();
+    let parts: Vec<String> = covered
         .iter()
-        .filter(|e| e.vjp_status() == VjpStatus::Vjp)
-        .count();
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
     let _ = writeln!(
         out,
-        "{} differentiable primitives: {} with a vjp, {} without",
-        with_vjp + missing.len(),
-        with_vjp,
+        "{total} differentiable primitives: {}, {} without",
+        parts.join(", "),
         missing.len()
     );
     if !missing.is_empty() {
@@ -110,7 +147,10 @@ pub fn report() -> Result<String> {
             .iter()
             .map(|e| format!("{}::{}", e.table.path, e.name()))
             .collect();
-        let _ = writeln!(out, "no vjp (grad fails on these): {}", names.join(", "));
+        let _ = writeln!(
+            out,
+            "no {rule} ({transform} fails on these): {}",
+            names.join(", ")
+        );
     }
-    Ok(out)
 }
