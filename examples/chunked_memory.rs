@@ -1,10 +1,11 @@
-//! Peak memory and time of chunked vmap and jacrev:
+//! Peak memory and time of chunked vmap, jacrev and jacfwd:
 //! `cargo run --release --example chunked_memory`.
 //!
 //! A counting global allocator records the peak of live heap bytes during each
 //! call. The workloads: `vmap` of a matmul-heavy per-example function (two
 //! layers 256 -> 1024 -> 256, batch 1024) and `jacrev` of `tanh(W x + b)`
-//! (32 -> 2048), at chunk sizes 1, 16 and the whole batch. The example checks
+//! (32 -> 2048), and `jacfwd` of the same layer 2048 -> 32, at chunk sizes 1,
+//! 16 and the whole batch (of rows, or columns). The example checks
 //! that every chunk size gives the same result and that every chunked run
 //! peaks below the whole batch.
 
@@ -12,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use batchrules::{jacrev, ops, vmap, Error, Result, Tensor};
+use batchrules::{jacfwd, jacrev, ops, vmap, Error, Result, Tensor};
 use ndarray::{ArrayD, Dimension, IxDyn};
 
 /// The system allocator, counting live bytes and their peak.
@@ -132,5 +133,24 @@ fn main() -> Result<()> {
         }
         rows.push((chunk.to_string(), peak, ms));
     }
-    report("jacrev(tanh(W x + b)), 32 -> 2048, f32", &rows)
+    report("jacrev(tanh(W x + b)), 32 -> 2048, f32", &rows)?;
+
+    // jacfwd of tanh(W x + b), 2048 -> 32: one column of the identity per
+    // input element, pushed forward `chunk` at a time.
+    let (d_in, d_out) = (2048, 32);
+    let w = tensor(&[d_out, d_in], 0.05);
+    let b = tensor(&[d_out], 1.0);
+    let x = tensor(&[d_in], 1.0);
+    let g = |x: Tensor| ops::tanh(&ops::linear(&x, &w, Some(&b))?);
+    let mut rows = Vec::new();
+    let mut whole = None;
+    for chunk in [1, 16, d_in] {
+        let (out, peak, ms) = measure(|| jacfwd(g).chunk_size(chunk).call(&x))?;
+        match &whole {
+            None => whole = Some(out),
+            Some(w) => same(&out, w)?,
+        }
+        rows.push((chunk.to_string(), peak, ms));
+    }
+    report("jacfwd(tanh(W x + b)), 2048 -> 32, f32", &rows)
 }
