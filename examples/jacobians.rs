@@ -2,9 +2,11 @@
 //!
 //! `jacrev` of `tanh(W x)` against its analytic Jacobian `diag(1 - tanh²) W`;
 //! `hessian` of `sum(sin(x))` against `diag(-sin(x))` and of a quadratic form
-//! `xᵀ A x` against `A + Aᵀ`; and `vmap(hessian(f))` against the loop.
+//! `xᵀ A x` against `A + Aᵀ` (forward over reverse); `jacfwd` against the same
+//! analytic Jacobian; `hvp` against `(A + Aᵀ) v`; and `vmap(hessian(f))`
+//! against the loop.
 
-use batchrules::{hessian, jacrev, ops, vmap, Error, Result, Tensor};
+use batchrules::{hessian, hvp, jacfwd, jacrev, ops, vmap, Error, Result, Tensor};
 use ndarray::{Array1, Array2, ArrayD};
 
 fn max_diff(a: &ArrayD<f64>, b: &ArrayD<f64>) -> Result<f64> {
@@ -44,7 +46,10 @@ fn main() -> Result<()> {
     let j = jacrev(|x: Tensor| ops::tanh(&ops::mv(&wt, &x)?)).call(&xt)?;
     let h = w.dot(&x).mapv(f64::tanh);
     let want = Array2::from_shape_fn((3, 2), |(i, k)| (1.0 - h[i] * h[i]) * w[[i, k]]);
-    check("jacrev(tanh(W x))", &j, want.into_dyn())?;
+    check("jacrev(tanh(W x))", &j, want.clone().into_dyn())?;
+    // The same Jacobian by forward mode: one jvp per input element.
+    let j = jacfwd(|x: Tensor| ops::tanh(&ops::mv(&wt, &x)?)).call(&xt)?;
+    check("jacfwd(tanh(W x))", &j, want.into_dyn())?;
 
     // Hessian of sum(sin(x)) = diag(-sin(x)).
     let x4 = Array1::from(vec![0.5f64, -0.25, 1.5, 3.0]);
@@ -59,6 +64,16 @@ fn main() -> Result<()> {
     let x3 = Tensor::from(Array1::from(vec![1.0, 2.0, -1.0]).into_dyn());
     let h = hessian(|x: Tensor| ops::dot(&x, &ops::mv(&at, &x)?)).call(&x3)?;
     check("hessian(x^T A x)", &h, (&a + &a.t()).into_dyn())?;
+
+    // Hessian-vector product (forward over reverse) of x^T A x: (A + A^T) v,
+    // without forming the Hessian.
+    let v = Array1::from(vec![0.5, -1.0, 2.0]);
+    let hv = hvp(
+        |x: Tensor| ops::dot(&x, &ops::mv(&at, &x)?),
+        &x3,
+        &Tensor::from(v.clone().into_dyn()),
+    )?;
+    check("hvp(x^T A x, v)", &hv, (&a + &a.t()).dot(&v).into_dyn())?;
 
     // vmap(hessian(f)) against the loop over a batch of 5 points.
     let f = |x: Tensor| ops::sum(&ops::mul(&ops::sin(&x)?, &ops::exp(&x)?)?, None, false);
