@@ -75,6 +75,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("meta", "private"),
     ("batching_rule", "private"),
     ("decompose", "private"),
+    ("jvp", "private"),
     ("op_table", "private"),
 ];
 
