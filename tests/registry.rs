@@ -354,48 +354,94 @@ fn missing_vjps_lists_differentiable_primitives_without_one() {
     assert_eq!(zeros.vjp_status(), VjpStatus::NotDifferentiable);
 }
 
+/// The cells of a row of the coverage report: columns are separated by two
+/// or more spaces, and no cell holds two spaces in a row.
+fn cells(line: &str) -> Vec<&str> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
 #[test]
-fn coverage_report_has_a_vjp_column_and_lists_missing_vjps() {
+fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
     let report = batchrules::coverage::report().unwrap();
-    let header = report.lines().next().unwrap();
-    assert!(header.ends_with("vjp"), "{header}");
+    let header = cells(report.lines().next().unwrap());
+    assert_eq!(header[6..], ["vjp", "jvp"], "{header:?}");
     let row = |op: &str| {
-        report
+        let line = report
             .lines()
             .find(|l| l.starts_with(&format!("batchrules::ops::{op} ")))
-            .unwrap_or_else(|| panic!("no row for {op}"))
+            .unwrap_or_else(|| panic!("no row for {op}"));
+        let cells = cells(line);
+        assert_eq!(cells.len(), 8, "{line}");
+        (cells[6].to_string(), cells[7].to_string())
     };
-    assert!(row("argmax").ends_with("  not differentiable"));
-    assert!(row("zeros").ends_with("  not differentiable"));
-    assert!(row("softmax").ends_with("  through decomposition"));
+    let not_diff = "not differentiable".to_string();
+    let through = "through decomposition".to_string();
+    assert_eq!(row("argmax"), (not_diff.clone(), not_diff.clone()));
+    assert_eq!(row("zeros"), (not_diff.clone(), not_diff));
+    assert_eq!(row("softmax"), (through.clone(), through));
+    assert_eq!(row("sum").1, "linear");
+    assert_eq!(row("cat").1, "linear");
+
     let registry = batchrules::registry::registry().unwrap();
-    let missing = registry.missing_vjps();
     for entry in registry.ops() {
         let name = format!("{}::{} ", entry.table.path, entry.name());
         let line = report.lines().find(|l| l.starts_with(&name)).unwrap();
-        if entry.vjp.is_some() {
-            assert!(line.ends_with("  vjp"), "{line}");
-        }
+        let cells = cells(line);
+        assert_eq!(cells[6], entry.vjp_status().to_string(), "{line}");
+        assert_eq!(cells[7], entry.jvp_status().to_string(), "{line}");
     }
-    if missing.is_empty() {
-        assert!(!report.contains("no vjp"), "{report}");
-    } else {
+    let downstream = report
+        .lines()
+        .find(|l| l.starts_with("downstream_ops::ops::cumsum "))
+        .unwrap();
+    assert_eq!(cells(downstream)[7], "linear");
+
+    // The summaries, and the lists of what is missing.
+    for (missing, what, fails) in [
+        (registry.missing_vjps(), "vjp", "grad"),
+        (registry.missing_jvps(), "jvp", "jvp"),
+    ] {
+        let prefix = format!("no {what} ({fails} fails on these): ");
+        if missing.is_empty() {
+            assert!(!report.lines().any(|l| l.starts_with(&prefix)), "{report}");
+            continue;
+        }
         let listed = report
             .lines()
-            .find_map(|l| l.strip_prefix("no vjp (grad fails on these): "))
-            .expect("the report lists the ops without a vjp");
+            .find_map(|l| l.strip_prefix(&prefix))
+            .expect("the report lists the ops without one");
         let listed: Vec<&str> = listed.split(", ").collect();
         assert_eq!(listed.len(), missing.len());
         for entry in &missing {
             let name = format!("{}::{}", entry.table.path, entry.name());
             assert!(listed.contains(&name.as_str()), "{name} not in {listed:?}");
-            let line = report
-                .lines()
-                .find(|l| l.starts_with(&format!("{name} ")))
-                .unwrap();
-            assert!(line.ends_with("  -"), "{line}");
         }
     }
+    let count = |status: JvpStatus| {
+        registry
+            .ops()
+            .iter()
+            .filter(|e| e.jvp_status() == status)
+            .count()
+    };
+    let (jvps, linear, missing) = (
+        count(JvpStatus::Jvp),
+        count(JvpStatus::Linear),
+        count(JvpStatus::Missing),
+    );
+    assert!(
+        linear >= 25,
+        "the 24 built-in linear ops and cumsum: {linear}"
+    );
+    assert!(jvps >= 1, "downstream scale has a jvp");
+    let summary = format!(
+        "{} differentiable primitives: {jvps} with a jvp, {linear} linear, {missing} without",
+        jvps + linear + missing
+    );
+    assert!(report.lines().any(|l| l == summary), "{summary}\n{report}");
 }
 
 #[test]

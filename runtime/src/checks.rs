@@ -320,7 +320,7 @@ const fn derivative_words(role: Role) -> (&'static str, &'static str) {
     match role {
         Role::Jvp => (
             "jvp",
-            "no derivative flows through it: its outputs have no tangent, so jvp never asks for its jvp",
+            "no derivative flows through it (its outputs have no tangent), so jvp never asks for its jvp",
         ),
         _ => (
             "vjp",

@@ -3,27 +3,33 @@
 
 use std::fmt::Write;
 
-use crate::registry::{registry, VjpStatus, VmapStrategy};
+use crate::registry::{registry, JvpStatus, VjpStatus, VmapStrategy};
 use crate::schema::OpKind;
 use crate::Result;
 
 /// A table with one row per op of every linked op table: kind, kernel, meta,
-/// batching rule or decomposition, what vmap will use, and the vjp (`vjp`,
-/// `-` for a differentiable primitive without one, `not differentiable`, or
-/// `through decomposition` for a composite). Below it, the differentiable
-/// primitives that lack a vjp (see
-/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)).
+/// batching rule or decomposition, what vmap will use, the vjp (`vjp`, `-`
+/// for a differentiable primitive without one, `not differentiable`, or
+/// `through decomposition` for a composite) and the jvp (the same, and
+/// `linear` for an op whose jvp is the op applied to the tangents). Below
+/// it, the differentiable primitives that lack a vjp (see
+/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)), and
+/// those that lack a jvp (see
+/// [`Registry::missing_jvps`](crate::registry::Registry::missing_jvps)).
 ///
 /// ```
 /// let report = batchrules::coverage::report()?;
 /// assert!(report.lines().any(|l| l.starts_with("batchrules::ops::triu ")));
 /// let argmax = report.lines().find(|l| l.starts_with("batchrules::ops::argmax ")).unwrap();
-/// assert!(argmax.ends_with("not differentiable"));
+/// let cells: Vec<&str> = argmax.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+/// assert_eq!(cells[6..], ["not differentiable", "not differentiable"]); // vjp, jvp
+/// let sum = report.lines().find(|l| l.starts_with("batchrules::ops::sum ")).unwrap();
+/// assert!(sum.ends_with("  linear"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn report() -> Result<String> {
     let reg = registry()?;
-    let rows: Vec<[String; 7]> = reg
+    let rows: Vec<[String; 8]> = reg
         .ops()
         .iter()
         .map(|e| {
@@ -46,6 +52,7 @@ pub fn report() -> Result<String> {
                 impl_col,
                 e.vmap_strategy().to_string(),
                 e.vjp_status().to_string(),
+                e.jvp_status().to_string(),
             ]
         })
         .collect();
@@ -57,6 +64,7 @@ pub fn report() -> Result<String> {
         "rule / decomposition",
         "vmap uses",
         "vjp",
+        "jvp",
     ];
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -65,7 +73,7 @@ pub fn report() -> Result<String> {
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, cells: [&str; 7]| {
+    let line = |out: &mut String, cells: [&str; 8]| {
         let mut s = String::new();
         for (cell, w) in cells.iter().zip(widths) {
             let _ = write!(s, "{cell:<w$}  ");
@@ -111,6 +119,29 @@ pub fn report() -> Result<String> {
             .map(|e| format!("{}::{}", e.table.path, e.name()))
             .collect();
         let _ = writeln!(out, "no vjp (grad fails on these): {}", names.join(", "));
+    }
+    let missing = reg.missing_jvps();
+    let count = |status: JvpStatus| {
+        reg.ops()
+            .iter()
+            .filter(|e| e.jvp_status() == status)
+            .count()
+    };
+    let (with_jvp, linear) = (count(JvpStatus::Jvp), count(JvpStatus::Linear));
+    let _ = writeln!(
+        out,
+        "{} differentiable primitives: {} with a jvp, {} linear, {} without",
+        with_jvp + linear + missing.len(),
+        with_jvp,
+        linear,
+        missing.len()
+    );
+    if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|e| format!("{}::{}", e.table.path, e.name()))
+            .collect();
+        let _ = writeln!(out, "no jvp (jvp fails on these): {}", names.join(", "));
     }
     Ok(out)
 }

@@ -1,6 +1,8 @@
 //! A crate that extends batchrules with its own ops, as an outside user would:
 //! it declares an op table (`ops.toml`) and registers kernels, metas, a batching
-//! rule and a decomposition for it with the same attributes the built-in ops use.
+//! rule, a decomposition and derivatives for it with the same attributes the
+//! built-in ops use. `cumsum` is marked `linear = true` in the table, so its
+//! jvp is `cumsum` of the tangent and it takes no `#[jvp]`.
 //!
 //! ```
 //! use downstream_ops::ops;
@@ -25,7 +27,7 @@
 
 use batchrules::batching::unary_pointwise;
 use batchrules::{
-    batching_rule, decompose, kernel, meta, vjp, Data, Error, Result, Tensor, TensorMeta,
+    batching_rule, decompose, jvp, kernel, meta, vjp, Data, Error, Result, Tensor, TensorMeta,
 };
 use ndarray::Axis;
 
@@ -68,6 +70,20 @@ fn scale_rule(x: &Tensor, bdim: Option<usize>, factor: f64) -> Result<(Tensor, O
 #[vjp(op = "scale", table = crate::ops)]
 fn scale_vjp(_x: &Tensor, factor: f64, _result: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
     Ok(Some(ops::scale(grad, factor)?))
+}
+
+/// The tangent of `factor * x` is `factor * dx`, again written with the op
+/// itself. (`scale` is linear in `self`, so its table entry could say
+/// `linear = true` instead, as `cumsum`'s does; this jvp is the written form
+/// of the same derivative.)
+#[jvp(op = "scale", table = crate::ops)]
+fn scale_jvp(
+    _x: &Tensor,
+    factor: f64,
+    _result: &Tensor,
+    self_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    self_tangent.map(|t| ops::scale(t, factor)).transpose()
 }
 
 #[decompose(op = "sum_of_squares", table = crate::ops)]

@@ -76,3 +76,47 @@ fn scale_vjp_composes_with_vmap_and_itself() {
     let cases = check_grad_compositions(f, &[sample(&[2, 3])]).unwrap();
     assert!(cases > 10, "{cases}");
 }
+
+#[test]
+fn scale_jvp_through_the_registry_is_scale_of_the_tangent() {
+    use batchrules::registry::{registry, JvpStatus};
+    use batchrules::Arg;
+    let reg = registry().unwrap();
+    let entry = reg.find(ops::__PATH, "scale").unwrap();
+    assert_eq!(entry.jvp_status(), JvpStatus::Jvp);
+    assert_eq!(entry.jvp_location.unwrap().function, "scale_jvp");
+    let jvp = entry.jvp.unwrap();
+    let x = sample(&[2, 3]);
+    let factor = -2.5;
+    let tangent = Tensor::from_shape_vec(&[2, 3], vec![1.0f64, 0.5, -3.0, 2.0, 0.0, 7.25]).unwrap();
+    let args = [Arg::Tensor(x.clone()), Arg::Float(factor)];
+    let out = [ops::scale(&x, factor).unwrap()];
+    let tangents = jvp(&args, &out, &[vec![Some(tangent.clone())]]).unwrap();
+    assert_eq!(tangents.len(), 1);
+    let got = tangents[0].as_ref().unwrap().to_array::<f64>().unwrap();
+    let want = ops::scale(&tangent, factor)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.shape(), &[2, 3]);
+    assert_eq!(got[[1, 2]], 7.25 * factor);
+    // A zero tangent stays zero.
+    let zero = jvp(&args, &out, &[vec![None]]).unwrap();
+    assert_eq!(zero.len(), 1);
+    assert!(zero[0].is_none());
+}
+
+#[test]
+fn cumsum_is_linear_so_its_jvp_is_derived() {
+    use batchrules::registry::{registry, JvpStatus};
+    let reg = registry().unwrap();
+    let entry = reg.find(ops::__PATH, "cumsum").unwrap();
+    assert!(entry.schema.linear);
+    assert!(entry.jvp.is_none());
+    assert_eq!(entry.jvp_status(), JvpStatus::Linear);
+    assert!(reg
+        .missing_jvps()
+        .iter()
+        .all(|e| e.table.path != ops::__PATH));
+}

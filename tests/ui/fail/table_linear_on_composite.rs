@@ -1,0 +1,12 @@
+mod ops {
+    batchrules::op_table!(
+        toml = r#"
+[[op]]
+schema = "double(Tensor self) -> Tensor"
+kind = "composite"
+linear = true
+"#
+    );
+}
+
+fn main() {}
