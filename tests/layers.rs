@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! core → schema → checks → registry → dispatch → private (glue of the
-//! generated code) → vmap | batching → testing → library → coverage
+//! generated code) → vmap | batching → grad → forward → testing → library
+//! → coverage
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -25,9 +26,10 @@ const LAYERS: &[(&str, usize)] = &[
     ("vmap", 6),
     ("batching", 6),
     ("grad", 7),
-    ("testing", 8),
-    ("library", 9),
-    ("coverage", 10),
+    ("forward", 8),
+    ("testing", 9),
+    ("library", 10),
+    ("coverage", 11),
 ];
 
 /// Items the crate root re-exports, and the module each comes from.
@@ -54,12 +56,16 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("vjp", "grad"),
     ("value_and_grad", "grad"),
     ("jacrev", "grad"),
-    ("hessian", "grad"),
+    ("hessian", "forward"),
+    ("hvp", "forward"),
+    ("jvp", "forward"),
+    ("jacfwd", "forward"),
+    ("Jacfwd", "forward"),
     ("VjpFn", "grad"),
     ("Grad", "grad"),
     ("ValueAndGrad", "grad"),
     ("Jacrev", "grad"),
-    ("Hessian", "grad"),
+    ("Hessian", "forward"),
     ("GradArgs", "grad"),
     ("GradOutput", "grad"),
     ("ArgAt", "grad"),

@@ -39,14 +39,15 @@ mod checks; // compile-time checks of registrations against a schema
 mod core; // tensor, dtypes, errors, dims, broadcasting, casting, size checks
 pub mod coverage; // what each op has, and what vmap uses
 pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
-mod grad;
+mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
+mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
 mod library; // the built-in op library
 #[doc(hidden)]
 pub mod private;
 pub mod registry; // the registrations of every op, audited
 pub mod schema; // op schemas as generated from op tables
 pub mod testing; // vmap against the per-example loop, for any op
-mod vmap; // the vmap transform: its interpreter, fallback loop and API // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev/hessian
+mod vmap; // the vmap transform: its interpreter, fallback loop and API
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]
@@ -61,9 +62,10 @@ pub use crate::core::error::{Error, Result};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
+pub use forward::{hessian, hvp, jacfwd, jvp, Hessian, Jacfwd};
 pub use grad::{
-    grad, hessian, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput,
-    Hessian, Jacrev, ValueAndGrad, VjpFn,
+    grad, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Jacrev,
+    ValueAndGrad, VjpFn,
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,

@@ -136,13 +136,16 @@ pub struct OpSchema {
     /// `Option<Tensor>` per tensor-valued argument (`Vec<Option<Tensor>>` for a
     /// `Tensor[]`), a tuple when there are several.
     pub vjp: RoleSignature,
-    /// Whether the op is linear jointly in its float tensor arguments
-    /// (`linear = true` in the table): its jvp is the op itself applied to the
-    /// tangents, as JAX's `deflinear`, so it takes no `#[jvp]`. Arguments
-    /// that are not float tensors (indices, `where`'s condition) keep their
-    /// primal value in that call; a zero tangent is a zero of the argument's
-    /// shape and dtype. Only a differentiable primitive can be linear.
+    /// Whether the op is linear jointly in the tensor arguments
+    /// [`linear_in`](Self::linear_in) names (`linear` in the table): its jvp
+    /// is the op itself applied to the tangents of those arguments, with the
+    /// others (indices, `where`'s condition) held at their value, as JAX's
+    /// `deflinear`; so it takes no `#[jvp]`. A missing tangent is a zero of
+    /// the argument's shape and dtype. Only a differentiable primitive can be
+    /// linear.
     pub linear: bool,
+    /// The tensor arguments the op is linear in (empty when it is not).
+    pub linear_in: &'static [&'static str],
     /// Signature of a `#[jvp]`: the kernel's parameters, then one `&Tensor`
     /// per output (`result`, or `result0`, `result1`, ...; `&[Tensor]` for a
     /// `Tensor[]` output), then one tangent per tensor-valued argument

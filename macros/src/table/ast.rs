@@ -31,11 +31,13 @@ struct Entry {
     /// only; absent means differentiable.
     #[serde(default)]
     differentiable: Option<toml::Spanned<bool>>,
-    /// `linear = true`: the op is linear jointly in its float tensor
-    /// arguments, so its jvp is the op applied to the tangents.
-    /// Differentiable primitives only; absent means not linear.
+    /// `linear = true`: the op is linear jointly in its tensor arguments, so
+    /// its jvp is the op applied to the tangents; `linear = ["self",
+    /// "source"]`: linear jointly in those, the others (indices, masks) held
+    /// at their value. Differentiable primitives only; absent means not
+    /// linear.
     #[serde(default)]
-    linear: Option<toml::Spanned<bool>>,
+    linear: Option<toml::Spanned<toml::Value>>,
 }
 
 pub struct Op {
@@ -46,8 +48,9 @@ pub struct Op {
     pub doc: String,
     /// Whether gradients flow through the op (always for a composite).
     pub differentiable: bool,
-    /// Whether the op is linear in its float tensor arguments (`linear = true`).
-    pub linear: bool,
+    /// The tensor arguments the op is linear in (`linear = true`: all of
+    /// them); empty when it is not linear.
+    pub linear: Vec<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -231,24 +234,19 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                 (_, None) => true,
             };
             let op_name = text.split('(').next().unwrap_or("").trim();
-            let linear = match (kind, &entry.linear) {
-                (Some(Kind::Composite), Some(flag)) => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `linear = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
-                        line_of(source, flag.span().start),
-                        flag.get_ref(),
-                    ));
-                    false
-                }
-                (_, Some(flag)) if *flag.get_ref() && !differentiable => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `linear = true` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear = true` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its float tensor arguments",
-                        line_of(source, flag.span().start),
-                    ));
-                    false
-                }
-                (_, Some(flag)) => *flag.get_ref(),
-                (_, None) => false,
+            let linear = match (&entry.linear, &parsed) {
+                (Some(flag), Some(schema)) => linear_args(
+                    cx,
+                    lit,
+                    name,
+                    source,
+                    op_name,
+                    kind,
+                    differentiable,
+                    flag,
+                    schema,
+                ),
+                _ => Vec::new(),
             };
             let (Some(schema), Some(kind)) = (parsed, kind) else {
                 continue;
@@ -277,4 +275,67 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
         }
     }
     ops.into_iter().map(|(o, _)| o).collect()
+}
+
+/// The tensor arguments named by an op's `linear` entry (`true`: all of
+/// them), after checking that the op can be linear and the names are its
+/// tensor arguments.
+#[allow(clippy::too_many_arguments)]
+fn linear_args(
+    cx: &Ctxt,
+    lit: &syn::LitStr,
+    name: &str,
+    source: &str,
+    op_name: &str,
+    kind: Option<Kind>,
+    differentiable: bool,
+    flag: &toml::Spanned<toml::Value>,
+    schema: &schema::Schema,
+) -> Vec<String> {
+    let at = line_of(source, flag.span().start);
+    let tensors: Vec<&str> = schema
+        .args
+        .iter()
+        .filter(|a| a.ty.is_tensor())
+        .map(|a| a.name.as_str())
+        .collect();
+    let names: Vec<String> = match flag.get_ref() {
+        toml::Value::Boolean(false) => return Vec::new(),
+        toml::Value::Boolean(true) => tensors.iter().map(|s| s.to_string()).collect(),
+        toml::Value::Array(items) if !items.is_empty() => {
+            let mut names = Vec::new();
+            for item in items {
+                match item.as_str() {
+                    Some(arg) if tensors.contains(&arg) => names.push(arg.to_string()),
+                    _ => {
+                        cx.error_spanned_by(lit, format!(
+                            "op table {name}:{at}: `linear` of `{op_name}` lists {item}, which is not one of its tensor arguments ({}); list the tensor arguments the op is linear in, by name",
+                            tensors.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")
+                        ));
+                        return Vec::new();
+                    }
+                }
+            }
+            names
+        }
+        other => {
+            cx.error_spanned_by(lit, format!(
+                "op table {name}:{at}: `linear = {other}` on `{op_name}`: write `linear = true` for an op linear in all its tensor arguments, or `linear = [\"self\", ...]` naming the ones it is linear in (the others, such as indices, are held at their value)"
+            ));
+            return Vec::new();
+        }
+    };
+    if matches!(kind, Some(Kind::Composite)) {
+        cx.error_spanned_by(lit, format!(
+            "op table {name}:{at}: `linear` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
+        ));
+        return Vec::new();
+    }
+    if !differentiable {
+        cx.error_spanned_by(lit, format!(
+            "op table {name}:{at}: `linear` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its tensor arguments",
+        ));
+        return Vec::new();
+    }
+    names
 }

@@ -104,7 +104,8 @@ fn schema_const(op: &Op) -> TokenStream {
     let vjp = role_signature(s, Role::Vjp);
     let jvp = role_signature(s, Role::Jvp);
     let differentiable = op.differentiable;
-    let linear = op.linear;
+    let linear = !op.linear.is_empty();
+    let linear_in = &op.linear;
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -119,6 +120,7 @@ fn schema_const(op: &Op) -> TokenStream {
             differentiable: #differentiable,
             vjp: #vjp,
             linear: #linear,
+            linear_in: &[#(#linear_in),*],
             jvp: #jvp,
         }
     }
@@ -144,7 +146,7 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
     if !op.differentiable {
         doc.push_str(" Not differentiable: no gradient flows through it.");
     }
-    if op.linear {
+    if !op.linear.is_empty() {
         doc.push_str(
             " Linear in its float tensor arguments: its jvp is the op applied to the tangents.",
         );

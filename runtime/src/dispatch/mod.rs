@@ -17,6 +17,7 @@
 
 mod levels;
 mod meta_cache;
+pub(crate) mod views;
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -151,6 +152,18 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     interp
         .process(entry, args, live, metas.as_deref())
         .map_err(|e| attribute(e, entry.name()))
+}
+
+/// Runs composite op `entry` through its decomposition, at the current level:
+/// what a transform does with a composite it does not handle as a whole.
+pub(crate) fn decompose(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+    match entry.decomposition {
+        Some((f, _)) => f(args),
+        None => Err(Error::NotImplemented {
+            op: entry.name().to_string(),
+            message: "no decomposition is registered".to_string(),
+        }),
+    }
 }
 
 /// The module path of the built-in op table.

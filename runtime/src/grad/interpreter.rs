@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use crate::core::value::{Arg, Outs, TensorMeta};
-use crate::dispatch::{call_entry, Interpreter};
+use crate::dispatch::{call_entry, decompose, Interpreter};
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
-use crate::{Error, LevelId, Result, Tensor};
+use crate::{LevelId, Result, Tensor};
 
 use super::graph::{no_vjp, Node, NodeRef, OpNode};
 use super::tracked::Tracked;
@@ -30,13 +30,7 @@ impl Interpreter for GradInterpreter {
         _out_metas: Option<&[TensorMeta]>,
     ) -> Result<Outs<Tensor>> {
         if entry.schema.kind == OpKind::Composite {
-            return match entry.decomposition {
-                Some((f, _)) => f(args),
-                None => Err(Error::NotImplemented {
-                    op: entry.name().to_string(),
-                    message: "no decomposition is registered".to_string(),
-                }),
-            };
+            return decompose(entry, args);
         }
         let mut parents = Vec::new();
         let mut inner = Vec::with_capacity(args.len());

@@ -1,5 +1,5 @@
 //! Jacobians by reverse mode: [`jacrev`] is `vmap` of the pullback over the
-//! basis of the output space; [`hessian`] is `jacrev` of `jacrev`.
+//! basis of the output space.
 
 use std::marker::PhantomData;
 
@@ -182,66 +182,4 @@ fn unit_rows<T: Copy + Default>(start: usize, len: usize, rows: usize, one: T) -
         v[i * rows + start + i] = one;
     }
     v
-}
-
-/// A function prepared for [`hessian`].
-pub struct Hessian<F> {
-    f: F,
-}
-
-impl<F> std::fmt::Debug for Hessian<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hessian").finish_non_exhaustive()
-    }
-}
-
-/// The Hessian of a scalar function of one tensor, by reverse over reverse
-/// (`jacrev` of `jacrev`): for `x` of shape `s`, a tensor of shape `s ++ s`.
-///
-/// ```
-/// use batchrules::{hessian, ops, Tensor};
-/// use ndarray::array;
-///
-/// // sum(x³) has Hessian diag(6x).
-/// let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
-/// let h = hessian(|x: Tensor| ops::sum(&ops::mul(&ops::mul(&x, &x)?, &x)?, None, false))
-///     .call(&x)?;
-/// assert_eq!(h.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![6.0, 0.0, 0.0, 12.0]);
-/// # Ok::<(), batchrules::Error>(())
-/// ```
-pub fn hessian<F>(f: F) -> Hessian<F>
-where
-    F: Fn(Tensor) -> Result<Tensor>,
-{
-    Hessian { f }
-}
-
-impl<F> Hessian<F>
-where
-    F: Fn(Tensor) -> Result<Tensor>,
-{
-    /// The Hessian at `x`.
-    ///
-    /// Errors if `f` errs or does not return a 0-d float tensor.
-    pub fn call(&self, x: &Tensor) -> Result<Tensor> {
-        let inner_jac = |x: Tensor| -> Result<Tensor> {
-            let mut g = jacobian("hessian", |x| self.check_scalar(x), &x, 0..1, None)?;
-            g.pop()
-                .ok_or_else(|| Error::Tensor("hessian: no gradient".to_string()))
-        };
-        let mut h = jacobian("hessian", inner_jac, x, 0..1, None)?;
-        h.pop()
-            .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
-    }
-
-    fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
-        let y = (self.f)(x)?;
-        if !y.shape().is_empty() {
-            return Err(Error::Tensor(format!(
-                "hessian: the function returned a tensor of shape {:?}; hessian needs a scalar (0-d) output (use jacrev for the Jacobian of a vector function)",
-                y.shape()
-            )));
-        }
-        Ok(y)
-    }
 }

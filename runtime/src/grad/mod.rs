@@ -12,9 +12,9 @@ mod api;
 mod graph;
 mod interpreter;
 mod jacobian;
-mod ops;
+pub(crate) mod ops;
 mod tracked;
 
 pub use api::{grad, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, ValueAndGrad, VjpFn};
 pub use graph::needs_gradient;
-pub use jacobian::{hessian, jacrev, Hessian, Jacrev};
+pub use jacobian::{jacrev, Jacrev};

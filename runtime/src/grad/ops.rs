@@ -1,5 +1,5 @@
-//! The built-in ops grad itself calls (to accumulate gradients, make zeros,
-//! rearrange tracked tensors), through
+//! The built-in ops grad and jvp themselves call (to accumulate gradients,
+//! make zeros, join and rearrange Jacobians), through
 //! [`call_builtin`](crate::dispatch::call_builtin).
 
 pub(crate) use crate::core::value::Arg;
@@ -11,10 +11,22 @@ pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     call_builtin("add", &[Arg::Tensor(a.clone()), Arg::Tensor(b.clone())])
 }
 
-/// `t` broadcast to `shape`.
-pub(crate) fn expand_to(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let size = shape.iter().map(|&d| d as i64).collect();
-    call_builtin("expand", &[Arg::Tensor(t.clone()), Arg::IntList(size)])
+/// `len` entries of dim 0 of `t` from `start`.
+pub(crate) fn narrow0(t: &Tensor, start: usize, len: usize) -> Result<Tensor> {
+    call_builtin(
+        "narrow",
+        &[
+            Arg::Tensor(t.clone()),
+            Arg::Int(0),
+            Arg::Int(start as i64),
+            Arg::Int(len as i64),
+        ],
+    )
+}
+
+/// `t` with its dims permuted by `perm`.
+pub(crate) fn permute(t: &Tensor, perm: &[usize]) -> Result<Tensor> {
+    crate::dispatch::views::permuted(t.clone(), perm)
 }
 
 /// A tensor of zeros (dense: it does not depend on anything).

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use crate::{DType, LevelId, LevelTensor, Result, Tensor};
 
 use super::graph::NodeRef;
-use super::ops::{expand_to, Arg};
-use crate::dispatch::call_builtin;
+use crate::dispatch::views;
 
 /// A tensor at a grad level: its value one level down (`inner`, which may
 /// itself belong to a lower level) and the graph node that produced it.
@@ -67,40 +66,18 @@ impl LevelTensor for Tracked {
     }
 
     fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
-        let perm: Vec<i64> = perm.iter().map(|&d| d as i64).collect();
-        call_builtin("permute", &[Arg::Tensor(self.handle()), Arg::IntList(perm)])
+        views::permuted(self.handle(), perm)
     }
 
     fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
-        call_builtin(
-            "unsqueeze",
-            &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
-        )
+        views::unsqueezed(self.handle(), dim)
     }
 
     fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
-        let slice = call_builtin(
-            "narrow",
-            &[
-                Arg::Tensor(self.handle()),
-                Arg::Int(dim as i64),
-                Arg::Int(index as i64),
-                Arg::Int(1),
-            ],
-        )?;
-        call_builtin(
-            "squeeze",
-            &[Arg::Tensor(slice), Arg::OptInt(Some(dim as i64))],
-        )
+        views::select(self.handle(), dim, index)
     }
 
     fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
-        let mut shape = self.shape().to_vec();
-        shape.insert(dim, size);
-        let one = call_builtin(
-            "unsqueeze",
-            &[Arg::Tensor(self.handle()), Arg::Int(dim as i64)],
-        )?;
-        expand_to(&one, &shape)
+        views::broadcast_new_dim(self.handle(), dim, size)
     }
 }

@@ -11,20 +11,20 @@ use super::{check_vmap, Mismatch};
 
 /// The step and relative tolerance of the central differences, on inputs
 /// converted to f64, for functions with f64 outputs.
-const STEP: f64 = 1e-5;
-const TOLERANCE: f64 = 1e-6;
+pub(super) const STEP: f64 = 1e-5;
+pub(super) const TOLERANCE: f64 = 1e-6;
 /// The same for a function with an f32 output (a dtype conversion inside):
 /// its rounding (about 1e-7 relative) needs a longer step.
-const STEP_F32: f64 = 1e-2;
-const TOLERANCE_F32: f64 = 1e-3;
+pub(super) const STEP_F32: f64 = 1e-2;
+pub(super) const TOLERANCE_F32: f64 = 1e-3;
 
 /// A per-example function as the checks take it: tensors in, tensors out.
-type TensorFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
+pub(super) type TensorFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
 
 /// Deterministic pseudo-random values in `[-1, 1)` for a shape, from a seed
 /// (the same shape and seed give the same tensor, inside a transform too,
 /// where it is an unbatched constant).
-fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+pub(super) fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
     let n: usize = shape.iter().product();
     let mut s = seed
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -45,7 +45,7 @@ fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
     }
 }
 
-fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
+pub(super) fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
     crate::each_dtype!(type dtype, T => {
         let n: usize = shape.iter().product();
         Tensor::from_shape_vec::<T>(shape, vec![T::default(); n])
@@ -53,7 +53,7 @@ fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
 }
 
 /// `t` with float elements converted to f64 (other dtypes as they are).
-fn to_f64(t: &Tensor) -> Result<Tensor> {
+pub(super) fn to_f64(t: &Tensor) -> Result<Tensor> {
     if t.dtype() != DType::F32 {
         return Ok(t.clone());
     }
@@ -61,7 +61,7 @@ fn to_f64(t: &Tensor) -> Result<Tensor> {
 }
 
 /// The elements of `t` as f64, in row-major order.
-fn values(t: &Tensor) -> Result<Vec<f64>> {
+pub(super) fn values(t: &Tensor) -> Result<Vec<f64>> {
     match &*cast(t, DType::F64)? {
         Data::F64(a) => Ok(a.iter().copied().collect()),
         other => Err(Error::Tensor(format!(
@@ -71,19 +71,31 @@ fn values(t: &Tensor) -> Result<Vec<f64>> {
     }
 }
 
-fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
+pub(super) fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
     Ok(values(a)?.iter().zip(values(b)?).map(|(x, y)| x * y).sum())
 }
 
+/// Whether every float tensor of `ts` holds only finite values: derivatives
+/// are compared only at such points (NaN and infinity samples test
+/// propagation, not derivatives).
+pub(super) fn finite(ts: &[Tensor]) -> Result<bool> {
+    for t in ts.iter().filter(|t| t.dtype().is_float()) {
+        if !values(t)?.iter().all(|v| v.is_finite()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// `x + t * v` for an f64 tensor.
-fn shifted(x: &Tensor, v: &Tensor, t: f64) -> Result<Tensor> {
+pub(super) fn shifted(x: &Tensor, v: &Tensor, t: f64) -> Result<Tensor> {
     let (Data::F64(a), Data::F64(d)) = (x.data()?, v.data()?) else {
         return Err(Error::Tensor("shifted: f64 tensors expected".to_string()));
     };
     Ok(Tensor::from(a.to_owned() + &d.mapv(|e| e * t)))
 }
 
-fn cotangents(outputs: &[Tensor], seed: u64) -> Result<Vec<Tensor>> {
+pub(super) fn cotangents(outputs: &[Tensor], seed: u64) -> Result<Vec<Tensor>> {
     outputs
         .iter()
         .enumerate()
@@ -144,14 +156,6 @@ fn check_grad_dyn(
     // Differences are meaningless where a value is not finite (NaN and
     // infinity samples test propagation, not derivatives): such a point is
     // skipped, as are points that leave the domain within one step.
-    let finite = |ts: &[Tensor]| -> Result<bool> {
-        for t in ts.iter().filter(|t| t.dtype().is_float()) {
-            if !values(t)?.iter().all(|v| v.is_finite()) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    };
     if !finite(&x).map_err(err)? || !finite(&y).map_err(err)? {
         return Ok(0);
     }
@@ -222,7 +226,7 @@ fn check_grad_dyn(
 
 /// The vjp of `f` as a function: inputs to the gradients of `⟨u, f(x)⟩`, for
 /// a cotangent `u` fixed by the outputs' shapes.
-fn pulled_back<'a>(
+pub(super) fn pulled_back<'a>(
     f: &'a TensorFn<'a>,
     seed: u64,
 ) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {

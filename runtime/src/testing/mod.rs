@@ -18,10 +18,12 @@
 //! ```
 
 mod grad;
+mod jvp;
 
 use std::fmt;
 
 pub use grad::{check_grad, check_grad_compositions, check_op_grad};
+pub use jvp::{check_jacobians, check_jvp, check_jvp_compositions, check_op_jvp};
 
 use crate::registry::OpEntry;
 use crate::schema::OpTable;

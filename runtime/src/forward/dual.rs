@@ -1,0 +1,87 @@
+//! The dual tensor: the jvp transform's representation of a tensor at its
+//! level.
+
+use std::sync::Arc;
+
+use crate::dispatch::views;
+use crate::{DType, LevelId, LevelTensor, Result, Tensor};
+
+/// A tensor at a jvp level: its value and its tangent, both one level down
+/// (either may itself belong to a lower level, e.g. a tangent batched by the
+/// vmap of [`jacfwd`](crate::jacfwd)). A tensor with a zero tangent is never
+/// wrapped: it stays a tensor of the level below.
+#[derive(Debug)]
+pub(crate) struct Dual {
+    /// The value, one level down.
+    pub(crate) primal: Tensor,
+    /// Its tangent, with the primal's logical shape and dtype.
+    pub(crate) tangent: Tensor,
+    /// The jvp level.
+    pub(crate) level: LevelId,
+}
+
+impl Dual {
+    /// Wraps `primal` and `tangent` as one tensor at `level`.
+    pub(crate) fn wrap(primal: Tensor, tangent: Tensor, level: LevelId) -> Tensor {
+        Tensor::from_level(Arc::new(Dual {
+            primal,
+            tangent,
+            level,
+        }))
+    }
+
+    /// The dual form of `t` if it lives at `level`.
+    pub(crate) fn at(t: &Tensor, level: LevelId) -> Option<&Dual> {
+        t.downcast_level::<Dual>().filter(|d| d.level == level)
+    }
+
+    /// `self` as a tensor again (a new handle to the same primal and tangent).
+    fn handle(&self) -> Tensor {
+        Dual::wrap(self.primal.clone(), self.tangent.clone(), self.level)
+    }
+}
+
+/// As for grad's tracked tensors, the structural views go through ops, so
+/// the jvp level transforms them like any other call (they are linear: the
+/// same view of the tangent).
+impl LevelTensor for Dual {
+    fn level(&self) -> LevelId {
+        self.level
+    }
+
+    fn transform(&self) -> &'static str {
+        "jvp"
+    }
+
+    fn kind(&self) -> &'static str {
+        "dual"
+    }
+
+    fn shape(&self) -> &[usize] {
+        self.primal.shape()
+    }
+
+    fn dtype(&self) -> DType {
+        self.primal.dtype()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
+        views::permuted(self.handle(), perm)
+    }
+
+    fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
+        views::unsqueezed(self.handle(), dim)
+    }
+
+    fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
+        views::select(self.handle(), dim, index)
+    }
+
+    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
+        views::broadcast_new_dim(self.handle(), dim, size)
+    }
+}

@@ -1,0 +1,327 @@
+//! Jacobians by forward mode: [`jacfwd`] is `vmap` of the jvp over the basis
+//! of the input space; [`hessian`] is `jacfwd` of `grad` (forward over
+//! reverse).
+
+use std::marker::PhantomData;
+
+use crate::core::alloc::{check_alloc_in, checked_numel};
+use crate::grad::{grad, ops, ArgAt};
+use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
+
+use super::api::push_forward;
+
+/// A function prepared for [`jacfwd`]; `N` is the argument differentiated.
+pub struct Jacfwd<F, A, const N: usize = 0> {
+    f: F,
+    chunk_size: Option<usize>,
+    args: PhantomData<fn(A)>,
+}
+
+impl<F: Clone, A, const N: usize> Clone for Jacfwd<F, A, N> {
+    fn clone(&self) -> Self {
+        Jacfwd {
+            f: self.f.clone(),
+            chunk_size: self.chunk_size,
+            args: PhantomData,
+        }
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for Jacfwd<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jacfwd")
+            .field("argnum", &N)
+            .field("chunk_size", &self.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Jacobian of `f` by forward mode: the jvp of `f`, vmapped over the
+/// columns of the identity of the input space. It gives what
+/// [`jacrev`](crate::jacrev()) gives, and is the cheaper of the two when the
+/// output has more elements than the input (one jvp per input element, where
+/// jacrev does one vjp per output element).
+///
+/// `f` returns one float tensor of shape `out`; for each leaf of argument `N`
+/// (0 by default, see [`Jacfwd::argnums`]) of shape `in`, the result holds a
+/// tensor of shape `out ++ in` whose entry `[i.., j..]` is `d out[i..] / d
+/// in[j..]`, in the structure of that argument.
+///
+/// ```
+/// use batchrules::{jacfwd, ops, Tensor};
+/// use ndarray::array;
+///
+/// // f(x) = [x0 * x1, sin(x0)] has Jacobian [[x1, x0], [cos(x0), 0]].
+/// let x = Tensor::from(array![2.0f64, 3.0].into_dyn());
+/// let f = |x: Tensor| {
+///     let x0 = ops::narrow(&x, 0, 0, 1)?;
+///     let x1 = ops::narrow(&x, 0, 1, 1)?;
+///     ops::cat(&[ops::mul(&x0, &x1)?, ops::sin(&x0)?], 0)
+/// };
+/// let j = jacfwd(f).call(&x)?;
+/// assert_eq!(j.shape(), &[2, 2]);
+/// assert_eq!(
+///     j.to_array::<f64>()?.into_raw_vec_and_offset().0,
+///     vec![3.0, 2.0, 2.0f64.cos(), 0.0]
+/// );
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn jacfwd<F, A>(f: F) -> Jacfwd<F, A, 0>
+where
+    F: Fn(A) -> Result<Tensor>,
+{
+    Jacfwd {
+        f,
+        chunk_size: None,
+        args: PhantomData,
+    }
+}
+
+impl<F, A, const N: usize> Jacfwd<F, A, N> {
+    /// Differentiates argument `M` instead (see [`Grad::argnums`](crate::Grad::argnums)).
+    pub fn argnums<const M: usize>(self) -> Jacfwd<F, A, M> {
+        Jacfwd {
+            f: self.f,
+            chunk_size: self.chunk_size,
+            args: PhantomData,
+        }
+    }
+
+    /// Pushes forward at most `size` columns of the identity at a time (see
+    /// [`Vmap::chunk_size`](crate::Vmap::chunk_size)), bounding the memory of
+    /// the batched jvp by the chunk; the Jacobian is the same.
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
+    }
+
+    /// The Jacobian at `args`.
+    ///
+    /// Errors if `f` errs or returns a non-float tensor, if the
+    /// differentiated argument holds an integer or bool tensor, or if
+    /// `chunk_size` is 0.
+    pub fn call<I>(&self, args: I) -> Result<I::Out>
+    where
+        I: ArgAt<N, Inner = A>,
+        A: TensorTree,
+        F: Fn(A) -> Result<Tensor>,
+    {
+        let inner = args.inner()?;
+        let range = I::leaf_range(&inner);
+        let leaves = forward_jacobian("jacfwd", &self.f, &inner, range, self.chunk_size)?;
+        I::arg(&inner).with_leaves(leaves)
+    }
+}
+
+/// The Jacobian of `f` at `inner` with respect to the leaves in `range` by
+/// forward mode: one tensor of shape `out ++ leaf` per leaf.
+fn forward_jacobian<A: TensorTree>(
+    what: &str,
+    f: &impl Fn(A) -> Result<Tensor>,
+    inner: &A,
+    range: std::ops::Range<usize>,
+    chunk_size: Option<usize>,
+) -> Result<Vec<Tensor>> {
+    let mut all = Vec::new();
+    inner.leaves(&mut all);
+    let leaves = &all[range.clone()];
+    for (k, t) in leaves.iter().enumerate() {
+        if !t.dtype().is_float() {
+            return Err(Error::Tensor(format!(
+                "{what}: input leaf {} (`{}`) has dtype {}; only floating-point inputs can be \
+                 differentiated (choose another argument with argnums, or pass integer data in an \
+                 argument that is not differentiated)",
+                range.start + k,
+                inner.leaf_path(range.start + k),
+                t.dtype()
+            )));
+        }
+    }
+    // Column j of the identity is the tangent that is 1 at input element j
+    // (counting through the leaves in order) and 0 elsewhere.
+    let sizes: Vec<usize> = leaves
+        .iter()
+        .map(|t| checked_numel(t.shape()))
+        .collect::<Result<_>>()?;
+    let columns: usize = sizes.iter().sum();
+    let chunk = match chunk_size {
+        Some(0) => {
+            return Err(Error::Tensor(format!(
+                "{what}: chunk_size(0): a chunk must hold at least one column"
+            )))
+        }
+        Some(c) => c.min(columns.max(1)),
+        None => columns.max(1),
+    };
+    let mut parts = Vec::new();
+    for start in (0..columns.max(1)).step_by(chunk) {
+        let len = chunk.min(columns - start.min(columns));
+        let mut offset = 0;
+        let basis: Vec<Tensor> = leaves
+            .iter()
+            .zip(&sizes)
+            .map(|(t, &n)| {
+                let b = unit_columns(what, start, len, offset, t.shape(), t.dtype());
+                offset += n;
+                b
+            })
+            .collect::<Result<_>>()?;
+        let push = |tangents: Vec<Tensor>| -> Result<Tensor> {
+            let (out, pushed) = push_forward(what, f, inner, |i, _| {
+                Ok(range
+                    .contains(&i)
+                    .then(|| tangents[i - range.start].clone()))
+            })?;
+            if !out.dtype().is_float() {
+                return Err(Error::Tensor(format!(
+                    "{what}: the function returned a {} tensor; only floating-point outputs can be differentiated",
+                    out.dtype()
+                )));
+            }
+            match pushed.into_iter().next().flatten() {
+                Some(t) => Ok(t),
+                None => ops::zeros(out.shape(), out.dtype()),
+            }
+        };
+        parts.push(vmap(push).call(basis)?);
+    }
+    let jac = match parts.len() {
+        1 => parts.swap_remove(0),
+        _ => ops::cat0(&parts)?,
+    };
+    // jac is [columns, out..]: each leaf's columns, reshaped to the leaf's
+    // dims and moved after the output's.
+    let out_rank = jac.shape().len() - 1;
+    let mut offset = 0;
+    leaves
+        .iter()
+        .zip(&sizes)
+        .map(|(t, &n)| {
+            let cols = ops::narrow0(&jac, offset, n)?;
+            offset += n;
+            let mut shape = t.shape().to_vec();
+            shape.extend_from_slice(&jac.shape()[1..]);
+            let cols = ops::reshape(&cols, &shape)?;
+            let in_rank = t.shape().len();
+            let perm: Vec<usize> = (in_rank..in_rank + out_rank).chain(0..in_rank).collect();
+            ops::permute(&cols, &perm)
+        })
+        .collect()
+}
+
+/// Columns `start..start + len` of the identity, restricted to one input leaf
+/// of shape `shape` whose elements are columns `offset..offset + numel`:
+/// `[len, shape..]`, 1 where the column is one of the leaf's elements.
+fn unit_columns(
+    what: &str,
+    start: usize,
+    len: usize,
+    offset: usize,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor> {
+    let mut full = vec![len];
+    full.extend_from_slice(shape);
+    check_alloc_in(what, &full, dtype)?;
+    let numel = checked_numel(shape)?;
+    let ones = |row: usize| {
+        let col = start + row;
+        (offset..offset + numel)
+            .contains(&col)
+            .then(|| row * numel + col - offset)
+    };
+    match dtype {
+        DType::F32 => Tensor::from_shape_vec(&full, unit_rows(len, numel, ones, 1.0f32)),
+        DType::F64 => Tensor::from_shape_vec(&full, unit_rows(len, numel, ones, 1.0f64)),
+        other => Err(Error::Tensor(format!(
+            "{what}: an input of dtype {other} cannot be differentiated"
+        ))),
+    }
+}
+
+/// `len` rows of `numel` zeros, with a one where `one_at(row)` says.
+fn unit_rows<T: Copy + Default>(
+    len: usize,
+    numel: usize,
+    one_at: impl Fn(usize) -> Option<usize>,
+    one: T,
+) -> Vec<T> {
+    let mut v = vec![T::default(); len * numel];
+    for i in (0..len).filter_map(one_at) {
+        v[i] = one;
+    }
+    v
+}
+
+/// A function prepared for [`hessian`].
+pub struct Hessian<F> {
+    f: F,
+    chunk_size: Option<usize>,
+}
+
+impl<F> std::fmt::Debug for Hessian<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hessian")
+            .field("chunk_size", &self.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Hessian of a scalar function of one tensor, forward over reverse
+/// (`jacfwd` of `grad`, as JAX computes it): for `x` of shape `s`, a tensor of
+/// shape `s ++ s`. Reverse over reverse (`jacrev` of `grad`) gives the same
+/// numbers at a higher cost; for one product with the Hessian use [`hvp`](crate::hvp()).
+///
+/// ```
+/// use batchrules::{hessian, ops, Tensor};
+/// use ndarray::array;
+///
+/// // sum(x³) has Hessian diag(6x).
+/// let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+/// let h = hessian(|x: Tensor| ops::sum(&ops::mul(&ops::mul(&x, &x)?, &x)?, None, false))
+///     .call(&x)?;
+/// assert_eq!(h.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![6.0, 0.0, 0.0, 12.0]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn hessian<F>(f: F) -> Hessian<F>
+where
+    F: Fn(Tensor) -> Result<Tensor>,
+{
+    Hessian {
+        f,
+        chunk_size: None,
+    }
+}
+
+impl<F> Hessian<F>
+where
+    F: Fn(Tensor) -> Result<Tensor>,
+{
+    /// Pushes at most `size` columns forward at a time (see
+    /// [`Jacfwd::chunk_size`]).
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
+    }
+
+    /// The Hessian at `x`.
+    ///
+    /// Errors if `f` errs or does not return a 0-d float tensor.
+    pub fn call(&self, x: &Tensor) -> Result<Tensor> {
+        let g = grad(|x: Tensor| self.check_scalar(x));
+        let mut h = forward_jacobian("hessian", &|x: Tensor| g.call(&x), x, 0..1, self.chunk_size)?;
+        h.pop()
+            .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
+    }
+
+    fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
+        let y = (self.f)(x)?;
+        if !y.shape().is_empty() {
+            return Err(Error::Tensor(format!(
+                "hessian: the function returned a tensor of shape {:?}; hessian needs a scalar (0-d) output (use jacfwd or jacrev for the Jacobian of a vector function)",
+                y.shape()
+            )));
+        }
+        Ok(y)
+    }
+}

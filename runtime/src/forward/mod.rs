@@ -1,0 +1,18 @@
+//! Forward-mode differentiation as a transform on the level stack.
+//!
+//! At a jvp level a tensor is *dual* ([`dual`]): a value and its tangent,
+//! both one level down. An op call on dual tensors runs the op on the values
+//! and its jvp on the tangents ([`interpreter`]): a `#[jvp]` written with ops,
+//! or, for an op its table marks `linear`, the op itself applied to the
+//! tangents. Both are ordinary op calls, so under an enclosing vmap they are
+//! batched ([`jacfwd`] is the jvp vmapped over a basis of tangents) and under
+//! an enclosing grad they are recorded. Composite ops are differentiated
+//! through their decomposition.
+
+mod api;
+mod dual;
+mod interpreter;
+mod jacobian;
+
+pub use api::{hvp, jvp};
+pub use jacobian::{hessian, jacfwd, Hessian, Jacfwd};

@@ -1,0 +1,430 @@
+//! Checks of forward mode: jvps against finite differences and against the
+//! vjps (⟨u, J v⟩ = ⟨Jᵀ u, v⟩), the composition matrix of jvp with vmap and
+//! with vjp, and forward Jacobians against reverse ones.
+
+use crate::core::cast::cast;
+use crate::dispatch::call_op;
+use crate::registry::OpEntry;
+use crate::schema::OpKind;
+use crate::{jacfwd, jacrev, jvp, vjp, vmap, Arg, DType, Error, Result, Tensor};
+
+use super::grad::{
+    cotangents, dot, finite, probe, pulled_back, shifted, to_f64, values, zeros_of, TensorFn, STEP,
+    STEP_F32, TOLERANCE, TOLERANCE_F32,
+};
+use super::{check_vmap, Mismatch};
+
+/// The relative tolerance of ⟨u, J v⟩ = ⟨Jᵀ u, v⟩: both sides are exact up to
+/// the rounding of two different orders of summation.
+const TRANSPOSE_TOLERANCE: f64 = 1e-8;
+const TRANSPOSE_TOLERANCE_F32: f64 = 1e-4;
+
+/// A tangent for `x`: a probe direction from `seed` for a float input, the
+/// input itself for an integer or bool one (jvp ignores those).
+fn tangent_of(x: &Tensor, seed: u64) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        probe(x.shape(), x.dtype(), seed)
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// The tangents of `xs`: a probe direction for the float inputs in `which`,
+/// zeros for the other float inputs.
+fn tangents(xs: &[Tensor], which: &[usize], seed: u64) -> Result<Vec<Tensor>> {
+    xs.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            if x.dtype().is_float() && !which.contains(&i) {
+                zeros_of(x.shape(), x.dtype())
+            } else {
+                tangent_of(x, seed + i as u64)
+            }
+        })
+        .collect()
+}
+
+/// Checks the jvp of `f` at `inputs` against central finite differences and
+/// against its vjp.
+///
+/// Float inputs are converted to f64. For random tangent directions `v` (all
+/// float inputs at once, then each input alone) and a random cotangent `u`
+/// of the outputs, `⟨u, J v⟩` from the jvp must equal the derivative of
+/// `⟨u, f(x + t v)⟩` at `t = 0` by central differences, and equal `⟨Jᵀ u,
+/// v⟩` from the vjp to rounding. Returns the number of directions checked.
+///
+/// ```
+/// use batchrules::{ops, testing::check_jvp, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![0.5f64, -1.0, 2.0].into_dyn());
+/// let n = check_jvp(|xs| Ok(vec![ops::tanh(&xs[0])?]), &[x])?;
+/// assert!(n >= 1);
+/// # Ok::<(), batchrules::testing::Mismatch>(())
+/// ```
+pub fn check_jvp<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    check_jvp_dyn(&f, inputs, "jvp")
+}
+
+fn check_jvp_dyn(
+    f: &TensorFn<'_>,
+    inputs: &[Tensor],
+    what: &str,
+) -> std::result::Result<usize, Mismatch> {
+    let fail = |detail: String| Mismatch {
+        case: what.to_string(),
+        detail,
+    };
+    let err = |e: Error| fail(e.to_string());
+    let x: Vec<Tensor> = inputs
+        .iter()
+        .map(to_f64)
+        .collect::<Result<_>>()
+        .map_err(err)?;
+    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
+    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x).map_err(err)?;
+    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+        return Ok(0);
+    }
+    if !finite(&x).map_err(err)? || !finite(&y).map_err(err)? {
+        return Ok(0);
+    }
+    let f32_out = y.iter().any(|t| t.dtype() == DType::F32);
+    let (step, tolerance, transpose_tolerance) = if f32_out {
+        (STEP_F32, TOLERANCE_F32, TRANSPOSE_TOLERANCE_F32)
+    } else {
+        (STEP, TOLERANCE, TRANSPOSE_TOLERANCE)
+    };
+    let u = cotangents(&y, 501).map_err(err)?;
+    let g = pullback.call(&u).map_err(err)?;
+    let project = |ys: &[Tensor]| -> Result<f64> {
+        ys.iter()
+            .zip(&u)
+            .filter(|(y, _)| y.dtype().is_float())
+            .map(|(y, u)| dot(y, u))
+            .sum()
+    };
+    let mut directions: Vec<Vec<usize>> = vec![float.clone()];
+    if float.len() > 1 {
+        directions.extend(float.iter().map(|&i| vec![i]));
+    }
+    for (k, which) in directions.iter().enumerate() {
+        let seed = 2000 + 31 * k as u64;
+        let v = tangents(&x, which, seed).map_err(err)?;
+        let (y_fwd, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x, &v).map_err(err)?;
+        for (i, (a, b)) in y_fwd.iter().zip(&y).enumerate() {
+            if let Some(d) = super::values_differ(a, b).map_err(err)? {
+                return Err(fail(format!(
+                    "direction {k}: output {i} of jvp differs from the plain call: {d}"
+                )));
+            }
+        }
+        let forward = project(&dy).map_err(err)?;
+        let reverse: f64 = g
+            .iter()
+            .zip(&v)
+            .zip(&x)
+            .filter(|(_, x)| x.dtype().is_float())
+            .map(|((g, v), _)| dot(g, v))
+            .sum::<Result<f64>>()
+            .map_err(err)?;
+        let scale = 1.0 + forward.abs().max(reverse.abs());
+        if !((forward - reverse).abs() <= transpose_tolerance * scale) {
+            return Err(fail(format!(
+                "direction {k} (inputs {which:?}): ⟨u, J v⟩ = {forward:.12e} from the jvp, but \
+                 ⟨Jᵀ u, v⟩ = {reverse:.12e} from the vjp"
+            )));
+        }
+        let at = |t: f64| -> Result<Vec<Tensor>> {
+            x.iter()
+                .zip(&v)
+                .map(|(x, v)| {
+                    if x.dtype().is_float() {
+                        shifted(x, v, t)
+                    } else {
+                        Ok(x.clone())
+                    }
+                })
+                .collect()
+        };
+        let plus = f(&at(step).map_err(err)?).and_then(|ys| project(&ys));
+        let minus = f(&at(-step).map_err(err)?).and_then(|ys| project(&ys));
+        let (Ok(plus), Ok(minus)) = (plus, minus) else {
+            // A step that leaves the op's domain: no difference to compare.
+            continue;
+        };
+        if !plus.is_finite() || !minus.is_finite() {
+            continue;
+        }
+        let numeric = (plus - minus) / (2.0 * step);
+        let scale = 1.0 + numeric.abs().max(forward.abs());
+        if !((numeric - forward).abs() <= tolerance * scale) {
+            return Err(fail(format!(
+                "direction {k} (inputs {which:?}): the jvp gives {forward:.12e}, central \
+                 differences {numeric:.12e}"
+            )));
+        }
+    }
+    Ok(directions.len())
+}
+
+/// The jvp of `f` as a function of the inputs and the tangents of its float
+/// inputs (`xs` = inputs ++ one tangent per float input): the tangents of
+/// `f`'s float outputs.
+fn pushed_forward<'a>(
+    f: &'a TensorFn<'a>,
+    float: &'a [bool],
+) -> impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a {
+    move |xs: &[Tensor]| {
+        let (x, given) = xs.split_at(float.len());
+        let mut given = given.iter();
+        let v: Vec<Tensor> = x
+            .iter()
+            .zip(float)
+            .map(|(x, &is_float)| {
+                if is_float {
+                    given.next().cloned().ok_or_else(|| {
+                        Error::Tensor("pushed_forward: a tangent is missing".to_string())
+                    })
+                } else {
+                    Ok(x.clone())
+                }
+            })
+            .collect::<Result<_>>()?;
+        let (y, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x.to_vec(), &v)?;
+        Ok(dy
+            .into_iter()
+            .zip(&y)
+            .filter(|(_, y)| y.dtype().is_float())
+            .map(|(d, _)| d)
+            .collect())
+    }
+}
+
+/// The composition matrix of forward mode with vmap and with reverse mode,
+/// for one per-example function:
+///
+/// - **vmap∘jvp**: `vmap` of the jvp (inputs and tangents batched in every
+///   in_dims combination of [`check_vmap`], nested vmap too) equals the loop
+///   of per-example jvps;
+/// - **jvp∘vmap**: the jvp of `vmap(f)` equals the per-example jvps, stacked;
+/// - **jvp∘vjp**: the jvp of the pullback (forward over reverse, as
+///   Hessian-vector products are computed) against finite differences and
+///   against the vjp of the pullback ([`check_jvp`] of the gradient map);
+/// - **vmap∘jvp∘vjp**: `vmap` of that forward-over-reverse map equals the loop.
+///
+/// Run it under [`FallbackPolicy::Error`](crate::FallbackPolicy) to require
+/// a batching rule for every op the derivatives call. Returns the number of
+/// cases checked.
+pub fn check_jvp_compositions<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let f: &TensorFn<'_> = &f;
+    let label = |what: &'static str| {
+        move |m: Mismatch| Mismatch {
+            case: format!("{what}: {}", m.case),
+            detail: m.detail,
+        }
+    };
+    if !inputs.iter().any(|t| t.dtype().is_float()) {
+        return Ok(0);
+    }
+    let float: Vec<bool> = inputs.iter().map(|t| t.dtype().is_float()).collect();
+    let with_tangents = |xs: &[Tensor], seed: u64| -> Result<Vec<Tensor>> {
+        let mut all = xs.to_vec();
+        for (i, x) in xs.iter().enumerate().filter(|(_, x)| x.dtype().is_float()) {
+            all.push(probe(x.shape(), x.dtype(), seed + i as u64)?);
+        }
+        Ok(all)
+    };
+    let err = |e: Error| Mismatch {
+        case: "tangents".to_string(),
+        detail: e.to_string(),
+    };
+    let pushed = pushed_forward(f, &float);
+    let mut cases = check_vmap(&pushed, &with_tangents(inputs, 3000).map_err(err)?)
+        .map_err(label("vmap∘jvp"))?;
+    cases += check_jvp_of_vmap(f, inputs).map_err(label("jvp∘vmap"))?;
+    let first = pulled_back(f, 601);
+    cases += check_jvp_dyn(&first, inputs, "jvp∘vjp")?;
+    let second = pushed_forward(&first, &float);
+    cases += check_vmap(&second, &with_tangents(inputs, 3100).map_err(err)?)
+        .map_err(label("vmap∘jvp∘vjp"))?;
+    Ok(cases)
+}
+
+/// jvp∘vmap: every input batched (at dim 0, batch of 3) or unbatched in turn;
+/// an unbatched input has one tangent for the whole batch.
+fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch> {
+    const SIZE: usize = 3;
+    let n = inputs.len();
+    let mut choices: Vec<Vec<bool>> = vec![vec![true; n]];
+    if n > 1 {
+        choices.extend((0..n).map(|i| (0..n).map(|j| j != i).collect()));
+    }
+    let mut cases = 0;
+    for batched in choices {
+        let case = format!("batched inputs {batched:?}, batch size {SIZE}");
+        let fail = |detail: String| Mismatch {
+            case: case.clone(),
+            detail,
+        };
+        let err = |e: Error| fail(e.to_string());
+        // Example k's inputs and tangents; an unbatched input (and its
+        // tangent) is example 0's for every k.
+        let example = |k: usize| -> Result<(Vec<Tensor>, Vec<Tensor>)> {
+            let xs: Vec<Tensor> = inputs
+                .iter()
+                .zip(&batched)
+                .map(|(t, &b)| super::example(&to_f64(t)?, if b { k } else { 0 }))
+                .collect::<Result<_>>()?;
+            let vs = xs
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let k = if batched[i] { k } else { 0 };
+                    tangent_of(x, 4000 + 10 * k as u64 + i as u64)
+                })
+                .collect::<Result<_>>()?;
+            Ok((xs, vs))
+        };
+        let examples: Vec<(Vec<Tensor>, Vec<Tensor>)> =
+            (0..SIZE).map(example).collect::<Result<_>>().map_err(err)?;
+        let stack = |pick: &dyn Fn(&(Vec<Tensor>, Vec<Tensor>)) -> &Vec<Tensor>| {
+            (0..n)
+                .map(|i| {
+                    if batched[i] {
+                        let col: Vec<Tensor> =
+                            examples.iter().map(|e| pick(e)[i].clone()).collect();
+                        Tensor::stack_dense(&col, 0)
+                    } else {
+                        Ok(pick(&examples[0])[i].clone())
+                    }
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        let xs = stack(&|e| &e.0).map_err(err)?;
+        let vs = stack(&|e| &e.1).map_err(err)?;
+        let dims: Vec<Option<i64>> = batched.iter().map(|&b| b.then_some(0)).collect();
+        let (_, got) = jvp(
+            |xs: Vec<Tensor>| {
+                vmap(|xs: Vec<Tensor>| f(&xs))
+                    .in_dims(dims.clone())
+                    .call(&xs)
+            },
+            &xs,
+            &vs,
+        )
+        .map_err(err)?;
+        let per_example: Vec<Vec<Tensor>> = examples
+            .iter()
+            .map(|(x, v)| jvp(|xs: Vec<Tensor>| f(&xs), x, v).map(|(_, d)| d))
+            .collect::<Result<_>>()
+            .map_err(err)?;
+        for (j, got) in got.iter().enumerate() {
+            let col: Vec<Tensor> = per_example.iter().map(|d| d[j].clone()).collect();
+            let want = Tensor::stack_dense(&col, 0).map_err(err)?;
+            if got.shape() != want.shape() {
+                return Err(fail(format!(
+                    "tangent of output {j} has shape {:?}, the loop {:?}",
+                    got.shape(),
+                    want.shape()
+                )));
+            }
+            if let Some(d) = super::values_differ(got, &want).map_err(err)? {
+                return Err(fail(format!("tangent of output {j}: {d}")));
+            }
+        }
+        cases += 1;
+    }
+    Ok(cases)
+}
+
+/// `jacfwd` against `jacrev` for each float input and float output of `f` at
+/// `inputs` (converted to f64), the other inputs held fixed.
+pub fn check_jacobians<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let fail = |case: String, detail: String| Mismatch { case, detail };
+    let x: Vec<Tensor> = inputs
+        .iter()
+        .map(to_f64)
+        .collect::<Result<_>>()
+        .map_err(|e| fail("jacobians".to_string(), e.to_string()))?;
+    let y = f(&x).map_err(|e| fail("jacobians".to_string(), e.to_string()))?;
+    // Where a value is not finite the two orders of products propagate NaN
+    // differently; such points test propagation, not derivatives.
+    let at_finite = finite(&x).and_then(|a| Ok(a && finite(&y)?));
+    if !at_finite.map_err(|e| fail("jacobians".to_string(), e.to_string()))? {
+        return Ok(0);
+    }
+    let mut cases = 0;
+    for i in (0..x.len()).filter(|&i| x[i].dtype().is_float()) {
+        for j in (0..y.len()).filter(|&j| y[j].dtype().is_float()) {
+            let case = format!("jacfwd against jacrev, input {i}, output {j}");
+            let err = |e: Error| fail(case.clone(), e.to_string());
+            let fi = |xi: Tensor| -> Result<Tensor> {
+                let mut xs = x.clone();
+                xs[i] = xi;
+                let mut ys = f(&xs)?;
+                Ok(ys.swap_remove(j))
+            };
+            let fwd = jacfwd(fi).call(&x[i]).map_err(err)?;
+            let rev = jacrev(fi).call(&x[i]).map_err(err)?;
+            if fwd.shape() != rev.shape() {
+                return Err(fail(
+                    case,
+                    format!(
+                        "jacfwd has shape {:?}, jacrev {:?}",
+                        fwd.shape(),
+                        rev.shape()
+                    ),
+                ));
+            }
+            // jacfwd has the output's dtype (tangents are pushed forward),
+            // jacrev the input's (cotangents are pulled back): where a
+            // conversion sits between, compare at the lower precision.
+            let (fwd, rev) = if fwd.dtype() == rev.dtype() {
+                (fwd, rev)
+            } else {
+                let low =
+                    |t: &Tensor| cast(t, DType::F32).map(|d| Tensor::from_data(d.into_owned()));
+                (low(&fwd).map_err(err)?, low(&rev).map_err(err)?)
+            };
+            if let Some(d) = super::values_differ(&fwd, &rev).map_err(err)? {
+                return Err(fail(case, format!("(vmap = jacfwd, loop = jacrev) {d}")));
+            }
+            cases += 1;
+        }
+    }
+    Ok(cases)
+}
+
+/// [`check_jvp`], [`check_jvp_compositions`] and [`check_jacobians`] for one
+/// op called with one sample (its float inputs converted to f64). Ops that
+/// are not differentiable, or whose sample has no float input or output,
+/// check nothing and return 0.
+pub fn check_op_jvp(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+) -> std::result::Result<usize, Mismatch> {
+    let named = |m: Mismatch| Mismatch {
+        case: format!("{} {}: {}", entry.name(), super::describe(sample), m.case),
+        detail: m.detail,
+    };
+    if entry.schema.kind == OpKind::Primitive && !entry.schema.differentiable {
+        return Ok(0);
+    }
+    let f = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
+        Ok(call_op(entry, &super::with_tensors(sample, ts)?)?.into_vec())
+    };
+    let tensors = super::sample_tensors(sample);
+    let mut n = check_jvp(f, &tensors).map_err(named)?;
+    n += check_jvp_compositions(f, &tensors).map_err(named)?;
+    n += check_jacobians(f, &tensors).map_err(named)?;
+    Ok(n)
+}
