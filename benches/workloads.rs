@@ -8,7 +8,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use batchrules::{grad, jacrev, ops, vjp, vmap, FallbackPolicy, Result, Tensor};
+use batchrules::{grad, jacfwd, jacrev, jvp, ops, vjp, vmap, FallbackPolicy, Result, Tensor};
 use criterion::{BenchmarkId, Criterion};
 use ndarray::{Array, Array2, ArrayD, Axis, IxDyn, Zip};
 
@@ -325,10 +325,12 @@ fn w9_grad_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-/// W10: `jacrev` of `tanh(W x + b)` against the loop of vjps (one pullback
-/// per output element), for 32 -> 2048 and 2048 -> 32.
-fn w10_jacrev(c: &mut Criterion) {
-    let mut g = c.benchmark_group("W10_jacrev");
+/// W10: the Jacobian of `tanh(W x + b)` by `jacrev` and by `jacfwd`, against
+/// the loops of vjps (one pullback per output element) and of jvps (one
+/// push-forward per input element), for 32 -> 2048 (tall: forward mode's
+/// case) and 2048 -> 32 (wide: reverse mode's).
+fn w10_jacobians(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W10_jacobians");
     g.sample_size(10);
     for (d_in, d_out) in [(32usize, 2048usize), (2048, 32)] {
         let w = Tensor::from(array(&[d_out, d_in]).mapv(|v| v * 0.05));
@@ -336,21 +338,30 @@ fn w10_jacrev(c: &mut Criterion) {
         let x = tensor(&[d_in]);
         let f = |x: Tensor| ops::tanh(&ops::linear(&x, &w, Some(&b))?);
         let name = format!("{d_in}to{d_out}");
+        let unit = |n: usize, i: usize| {
+            let mut v = vec![0.0f32; n];
+            v[i] = 1.0;
+            Tensor::from_shape_vec(&[n], v).unwrap()
+        };
         g.bench_function(BenchmarkId::new("jacrev", &name), |bch| {
             bch.iter(|| black_box(jacrev(f).call(&x).unwrap()))
         });
+        g.bench_function(BenchmarkId::new("jacfwd", &name), |bch| {
+            bch.iter(|| black_box(jacfwd(f).call(&x).unwrap()))
+        });
         g.bench_function(BenchmarkId::new("vjp_loop", &name), |bch| {
-            let eye: Vec<Tensor> = (0..d_out)
-                .map(|i| {
-                    let mut v = vec![0.0f32; d_out];
-                    v[i] = 1.0;
-                    Tensor::from_shape_vec(&[d_out], v).unwrap()
-                })
-                .collect();
+            let eye: Vec<Tensor> = (0..d_out).map(|i| unit(d_out, i)).collect();
             bch.iter(|| {
                 let (_, pullback) = vjp(f, &x).unwrap();
                 let rows: Vec<Tensor> = eye.iter().map(|e| pullback.call(e).unwrap()).collect();
                 black_box(ops::stack(&rows, 0).unwrap())
+            })
+        });
+        g.bench_function(BenchmarkId::new("jvp_loop", &name), |bch| {
+            let eye: Vec<Tensor> = (0..d_in).map(|i| unit(d_in, i)).collect();
+            bch.iter(|| {
+                let cols: Vec<Tensor> = eye.iter().map(|e| jvp(f, &x, e).unwrap().1).collect();
+                black_box(ops::stack(&cols, 1).unwrap())
             })
         });
     }
@@ -405,8 +416,12 @@ const ROWS: &[(&str, &str, &str)] = &[
         "batchrules_grad",
         "batchrules_forward",
     ),
-    ("W10_jacrev", "jacrev/32to2048", "vjp_loop/32to2048"),
-    ("W10_jacrev", "jacrev/2048to32", "vjp_loop/2048to32"),
+    ("W10_jacobians", "jacrev/32to2048", "vjp_loop/32to2048"),
+    ("W10_jacobians", "jacrev/2048to32", "vjp_loop/2048to32"),
+    ("W10_jacobians", "jacfwd/32to2048", "jvp_loop/32to2048"),
+    ("W10_jacobians", "jacfwd/2048to32", "jvp_loop/2048to32"),
+    ("W10_jacobians", "jacfwd/32to2048", "jacrev/32to2048"),
+    ("W10_jacobians", "jacfwd/2048to32", "jacrev/2048to32"),
     (
         "R_rayon",
         "fallback_cumsum_b1024/all_threads",
@@ -474,7 +489,7 @@ fn main() {
     w7_dense(&mut c);
     w8_per_sample_grads(&mut c);
     w9_grad_overhead(&mut c);
-    w10_jacrev(&mut c);
+    w10_jacobians(&mut c);
     #[cfg(feature = "rayon")]
     r_rayon(&mut c);
     c.final_summary();

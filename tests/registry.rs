@@ -269,60 +269,84 @@ fn every_problem_is_collected() {
     assert!(kinds.contains(&ProblemKind::Duplicate));
 }
 
-#[test]
-fn vjp_on_a_composite_is_wrong_kind() {
-    let mut regs = complete();
-    regs.push(reg("softmax", RegisteredFn::Vjp(vjp), at("softmax_vjp", 7)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::WrongKind);
-    assert_eq!(p.op, "softmax");
-    assert_eq!(p.locations, vec![at("softmax_vjp", 7)]);
-    assert!(
-        p.message.contains("#[vjp]") && p.message.contains("through its decomposition"),
-        "{}",
-        p.message
-    );
+/// Both derivative rules, each with its attribute's name.
+fn derivative_rules() -> [(RegisteredFn, &'static str); 2] {
+    [
+        (RegisteredFn::Vjp(vjp), "vjp"),
+        (RegisteredFn::Jvp(jvp), "jvp"),
+    ]
 }
 
 #[test]
-fn vjp_on_a_non_differentiable_op_is_reported() {
-    let mut regs = complete();
-    regs.push(reg("argmax", RegisteredFn::Vjp(vjp), at("argmax_vjp", 8)));
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 9)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
-    assert_eq!(p.op, "argmax");
-    assert!(
-        p.message.contains("`argmax_vjp` at src/audit.rs:8")
-            && p.message.contains("differentiable = false"),
-        "{}",
-        p.message
-    );
+fn derivative_rule_on_a_composite_is_wrong_kind() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("softmax", rule, at("softmax_rule", 7)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::WrongKind);
+        assert_eq!(p.op, "softmax");
+        assert_eq!(p.locations, vec![at("softmax_rule", 7)]);
+        assert!(
+            p.message
+                .contains(&format!("registers a #[{name}] for `softmax`"))
+                && p.message.contains("through its decomposition"),
+            "{}",
+            p.message
+        );
+    }
 }
 
 #[test]
-fn duplicate_vjp_names_both_locations() {
+fn derivative_rule_on_a_non_differentiable_op_is_reported() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("argmax", rule, at("argmax_rule", 8)));
+        regs.push(reg("exp", rule, at("exp_rule", 9)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::NotDifferentiable);
+        assert_eq!(p.op, "argmax");
+        assert_eq!(p.locations, vec![at("argmax_rule", 8)]);
+        assert!(
+            p.message.contains(&format!(
+                "`argmax_rule` at src/audit.rs:8 registers a #[{name}] for `argmax`"
+            )) && p.message.contains("differentiable = false")
+                && p.message.contains(&format!("remove the #[{name}]")),
+            "{}",
+            p.message
+        );
+    }
+}
+
+#[test]
+fn duplicate_derivative_rule_names_both_locations() {
+    for (rule, name) in derivative_rules() {
+        let mut regs = complete();
+        regs.push(reg("exp", rule, at("exp_rule", 20)));
+        regs.push(reg("exp", rule, at("exp_rule_again", 21)));
+        let problems = audit(&regs);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = &problems[0];
+        assert_eq!(p.kind, ProblemKind::Duplicate);
+        assert_eq!(p.op, "exp");
+        assert_eq!(
+            p.locations,
+            vec![at("exp_rule", 20), at("exp_rule_again", 21)]
+        );
+        assert!(
+            p.message.contains(&format!("2 #[{name}] registrations"))
+                && p.message.contains("delete all but one"),
+            "{}",
+            p.message
+        );
+    }
+    // A vjp and a jvp of one op are two roles, not a duplicate.
     let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 20)));
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp_again", 21)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::Duplicate);
-    assert_eq!(p.op, "exp");
-    assert_eq!(
-        p.locations,
-        vec![at("exp_vjp", 20), at("exp_vjp_again", 21)]
-    );
-    assert!(
-        p.message.contains("2 #[vjp] registrations"),
-        "{}",
-        p.message
-    );
+    regs.extend(derivative_rules().map(|(rule, _)| reg("exp", rule, at("exp_rule", 22))));
+    assert!(audit(&regs).is_empty());
 }
 
 #[test]
@@ -445,27 +469,6 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
 }
 
 #[test]
-fn jvp_on_a_non_differentiable_op_is_reported() {
-    let mut regs = complete();
-    regs.push(reg("argmax", RegisteredFn::Jvp(jvp), at("argmax_jvp", 8)));
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 9)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::NotDifferentiable);
-    assert_eq!(p.op, "argmax");
-    assert_eq!(p.locations, vec![at("argmax_jvp", 8)]);
-    assert!(
-        p.message
-            .contains("`argmax_jvp` at src/audit.rs:8 registers a #[jvp] for `argmax`")
-            && p.message.contains("differentiable = false")
-            && p.message.contains("remove the #[jvp]"),
-        "{}",
-        p.message
-    );
-}
-
-#[test]
 fn jvp_on_a_linear_op_is_reported() {
     let mut regs = complete();
     regs.push(reg("sum", RegisteredFn::Jvp(jvp), at("sum_jvp", 11)));
@@ -487,45 +490,6 @@ fn jvp_on_a_linear_op_is_reported() {
     let mut regs = complete();
     regs.push(reg("sum", RegisteredFn::Vjp(vjp), at("sum_vjp", 12)));
     assert!(audit(&regs).is_empty());
-}
-
-#[test]
-fn jvp_on_a_composite_is_wrong_kind() {
-    let mut regs = complete();
-    regs.push(reg("softmax", RegisteredFn::Jvp(jvp), at("softmax_jvp", 7)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!(problems[0].kind, ProblemKind::WrongKind);
-    assert!(
-        problems[0]
-            .message
-            .contains("registers a #[jvp] for `softmax`"),
-        "{}",
-        problems[0].message
-    );
-}
-
-#[test]
-fn duplicate_jvp_names_both_locations() {
-    let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 20)));
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp_again", 21)));
-    // A vjp of the same op is another role, not a duplicate.
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 22)));
-    let problems = audit(&regs);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    let p = &problems[0];
-    assert_eq!(p.kind, ProblemKind::Duplicate);
-    assert_eq!(p.op, "exp");
-    assert_eq!(
-        p.locations,
-        vec![at("exp_jvp", 20), at("exp_jvp_again", 21)]
-    );
-    assert!(
-        p.message.contains("2 #[jvp] registrations") && p.message.contains("delete all but one"),
-        "{}",
-        p.message
-    );
 }
 
 #[test]

@@ -53,7 +53,41 @@ pub fn vjp(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Registers the Jacobian-vector product (the forward-mode derivative) of a
-/// differentiable, non-linear primitive op. See `batchrules::jvp`.
+/// differentiable primitive op that its table does not mark `linear`. See
+/// `batchrules::jvp`, which documents it.
+///
+/// The function takes the kernel's parameters, then each output (`result`,
+/// or `result0`, `result1`, ...), then one tangent per tensor argument
+/// (`<argument>_tangent`: `Option<&Tensor>`, `&[Option<Tensor>]` for a
+/// `Tensor[]`; `None` is zero), and returns the tangent of each output
+/// (`Option<Tensor>`, a tuple for several, `Vec<Option<Tensor>>` for a
+/// `Tensor[]` output). For `mul(Tensor self, Tensor other) -> Tensor`:
+///
+/// ```ignore
+/// use batchrules::{jvp, ops, Result, Tensor};
+///
+/// // d(a * b) = da * b + a * db
+/// #[jvp(op = "mul")]
+/// fn mul_jvp(
+///     a: &Tensor,
+///     b: &Tensor,
+///     _result: &Tensor,
+///     a_tangent: Option<&Tensor>,
+///     b_tangent: Option<&Tensor>,
+/// ) -> Result<Option<Tensor>> {
+///     let da = a_tangent.map(|t| ops::mul(t, b)).transpose()?;
+///     let db = b_tangent.map(|t| ops::mul(a, t)).transpose()?;
+///     Ok(match (da, db) {
+///         (Some(x), Some(y)) => Some(ops::add(&x, &y)?),
+///         (x, y) => x.or(y),
+///     })
+/// }
+/// ```
+///
+/// (Not run here: this crate cannot depend on `batchrules`; the examples of
+/// `batchrules::jvp` and the guide's "Writing a jvp" are compiled and run as
+/// its doc tests.) Tangent parameters are matched by position, so their names
+/// are free; the signature shown in messages names them after the arguments.
 #[proc_macro_attribute]
 pub fn jvp(attr: TokenStream, item: TokenStream) -> TokenStream {
     registration::expand(Role::Jvp, attr.into(), item.into()).into()

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::registry::{registry, JvpStatus, VjpStatus, VmapStrategy};
+use crate::registry::{registry, JvpStatus, OpEntry, VjpStatus, VmapStrategy};
 use crate::schema::OpKind;
 use crate::Result;
 
@@ -100,48 +100,57 @@ pub fn report() -> Result<String> {
         rows.len(),
         fallback
     );
-    let missing = reg.missing_vjps();
-    let with_vjp = reg
-        .ops()
-        .iter()
-        .filter(|e| e.vjp_status() == VjpStatus::Vjp)
-        .count();
-    let _ = writeln!(
-        out,
-        "{} differentiable primitives: {} with a vjp, {} without",
-        with_vjp + missing.len(),
-        with_vjp,
-        missing.len()
+    let count = |pick: &dyn Fn(&OpEntry) -> bool| reg.ops().iter().filter(|e| pick(e)).count();
+    let with_vjp = count(&|e| e.vjp_status() == VjpStatus::Vjp);
+    derivative_summary(
+        &mut out,
+        "vjp",
+        "grad",
+        &[(with_vjp, "with a vjp")],
+        &reg.missing_vjps(),
     );
-    if !missing.is_empty() {
-        let names: Vec<String> = missing
-            .iter()
-            .map(|e| format!("{}::{}", e.table.path, e.name()))
-            .collect();
-        let _ = writeln!(out, "no vjp (grad fails on these): {}", names.join(", "));
-    }
-    let missing = reg.missing_jvps();
-    let count = |status: JvpStatus| {
-        reg.ops()
-            .iter()
-            .filter(|e| e.jvp_status() == status)
-            .count()
-    };
-    let (with_jvp, linear) = (count(JvpStatus::Jvp), count(JvpStatus::Linear));
-    let _ = writeln!(
-        out,
-        "{} differentiable primitives: {} with a jvp, {} linear, {} without",
-        with_jvp + linear + missing.len(),
-        with_jvp,
-        linear,
-        missing.len()
+    let with_jvp = count(&|e| e.jvp_status() == JvpStatus::Jvp);
+    let linear = count(&|e| e.jvp_status() == JvpStatus::Linear);
+    derivative_summary(
+        &mut out,
+        "jvp",
+        "jvp",
+        &[(with_jvp, "with a jvp"), (linear, "linear")],
+        &reg.missing_jvps(),
     );
-    if !missing.is_empty() {
-        let names: Vec<String> = missing
-            .iter()
-            .map(|e| format!("{}::{}", e.table.path, e.name()))
-            .collect();
-        let _ = writeln!(out, "no jvp (jvp fails on these): {}", names.join(", "));
-    }
     Ok(out)
+}
+
+/// The summary of one kind of derivative rule: the differentiable primitives,
+/// counted by how they are covered (`covered`) and without one (`missing`),
+/// then the list of those without one, which `transform` fails on.
+fn derivative_summary(
+    out: &mut String,
+    rule: &str,
+    transform: &str,
+    covered: &[(usize, &str)],
+    missing: &[&OpEntry],
+) {
+    let total: usize = covered.iter().map(|(n, _)| n).sum::<usize>() + missing.len();
+    let parts: Vec<String> = covered
+        .iter()
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{total} differentiable primitives: {}, {} without",
+        parts.join(", "),
+        missing.len()
+    );
+    if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|e| format!("{}::{}", e.table.path, e.name()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "no {rule} ({transform} fails on these): {}",
+            names.join(", ")
+        );
+    }
 }

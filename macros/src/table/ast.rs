@@ -220,20 +220,23 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     None
                 }
             };
+            let op_name = text.split('(').next().unwrap_or("").trim();
+            // A problem with one of the entry's flags, at the flag's line.
+            let flag_error = |flag: &toml::Spanned<bool>, problem: String| {
+                let at = line_of(source, flag.span().start);
+                cx.error_spanned_by(lit, format!("op table {name}:{at}: {problem}"));
+            };
             let differentiable = match (kind, &entry.differentiable) {
                 (Some(Kind::Composite), Some(flag)) => {
-                    cx.error_spanned_by(lit, format!(
-                        "op table {name}:{}: `differentiable = {}` on `{}`, a composite op: a composite is differentiated through its decomposition, so whether gradients flow is decided by the ops it calls; remove the `differentiable` line (it is only meaningful on a primitive)",
-                        line_of(source, flag.span().start),
+                    flag_error(flag, format!(
+                        "`differentiable = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so whether gradients flow is decided by the ops it calls; remove the `differentiable` line (it is only meaningful on a primitive)",
                         flag.get_ref(),
-                        text.split('(').next().unwrap_or("").trim()
                     ));
                     true
                 }
                 (_, Some(flag)) => *flag.get_ref(),
                 (_, None) => true,
             };
-            let op_name = text.split('(').next().unwrap_or("").trim();
             let linear = match (&entry.linear, &parsed) {
                 (Some(flag), Some(schema)) => linear_args(
                     cx,
@@ -309,7 +312,7 @@ fn linear_args(
                     Some(arg) if tensors.contains(&arg) => names.push(arg.to_string()),
                     _ => {
                         cx.error_spanned_by(lit, format!(
-                            "op table {name}:{at}: `linear` of `{op_name}` lists {item}, which is not one of its tensor arguments ({}); list the tensor arguments the op is linear in, by name",
+                            "op table {name}:{at}: `linear` of `{op_name}` lists {item}, which is not one of its tensor arguments ({}): a linear op's jvp applies the op to the tangents of the arguments `linear` names, and only a tensor has a tangent; list the tensor arguments the op is linear in, by name (the others are held at their value)",
                             tensors.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(", ")
                         ));
                         return Vec::new();
@@ -327,13 +330,15 @@ fn linear_args(
     };
     if matches!(kind, Some(Kind::Composite)) {
         cx.error_spanned_by(lit, format!(
-            "op table {name}:{at}: `linear` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
+            "op table {name}:{at}: `linear = {}` on `{op_name}`, a composite op: a composite is differentiated through its decomposition, so its jvp is made of the jvps of the ops it calls; remove the `linear` line (it is only meaningful on a primitive, and a composite of linear ops is linear already)",
+            flag.get_ref()
         ));
         return Vec::new();
     }
     if !differentiable {
         cx.error_spanned_by(lit, format!(
-            "op table {name}:{at}: `linear` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove `linear` if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its tensor arguments",
+            "op table {name}:{at}: `linear = {}` on `{op_name}`, which is also marked `differentiable = false`: a linear op's derivative is the op itself, so it is differentiable, while `differentiable = false` says no derivative flows through it; remove the `linear` line if no derivative flows through `{op_name}`, or remove `differentiable = false` if it is linear in its tensor arguments",
+            flag.get_ref()
         ));
         return Vec::new();
     }

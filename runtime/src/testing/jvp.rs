@@ -9,7 +9,7 @@ use crate::schema::OpKind;
 use crate::{jacfwd, jacrev, jvp, vjp, vmap, Arg, DType, Error, Result, Tensor};
 
 use super::grad::{
-    cotangents, dot, finite, probe, pulled_back, shifted, to_f64, values, zeros_of, TensorFn, STEP,
+    cotangents, dot, finite, probe, pulled_back, shifted, to_f64, zeros_of, TensorFn, STEP,
     STEP_F32, TOLERANCE, TOLERANCE_F32,
 };
 use super::{check_vmap, Mismatch};
