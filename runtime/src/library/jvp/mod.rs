@@ -88,10 +88,12 @@ fn binary(
     output(y, sum)
 }
 
-/// The jvps of ops bilinear in their two tensor arguments (`mul` and the
-/// matrix products): `f(ta, b) + f(a, tb)`, the product rule.
-macro_rules! bilinear_jvp {
-    ($($name:ident $op:tt => $product:path;)*) => {
+/// The jvp of a binary op `y = f(a, b)` from the contribution of each
+/// operand's tangent `t`, written with `a`, `b` and `y` in scope:
+/// `name "op": |a, b, y, t| da, db;` registers `da + db`, fitted to `y`
+/// (`None` tangents contribute nothing).
+macro_rules! binary_jvp {
+    ($($name:ident $op:tt: |$a:ident, $b:ident, $y:ident, $t:ident| $da:expr, $db:expr;)*) => {
         $(
             mod $name {
                 use super::*;
@@ -104,10 +106,22 @@ macro_rules! bilinear_jvp {
                     a_tangent: Option<&Tensor>,
                     b_tangent: Option<&Tensor>,
                 ) -> Result<Option<Tensor>> {
-                    binary(y, a_tangent, b_tangent, |t| $product(t, b), |t| $product(a, t))
+                    let ($a, $b, $y) = (a, b, y);
+                    binary(y, a_tangent, b_tangent, |$t| $da, |$t| $db)
                 }
             }
         )*
+    };
+}
+use binary_jvp;
+
+/// The jvps of ops bilinear in their two tensor arguments (`mul` and the
+/// matrix products): `f(ta, b) + f(a, tb)`, the product rule.
+macro_rules! bilinear_jvp {
+    ($($name:ident $op:tt => $product:path;)*) => {
+        crate::library::jvp::binary_jvp! {
+            $($name $op: |a, b, _y, t| $product(t, b), $product(a, t);)*
+        }
     };
 }
 use bilinear_jvp;

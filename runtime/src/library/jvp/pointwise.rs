@@ -5,7 +5,7 @@
 //! `library/derivative.rs`); a broadcast operand's tangent is broadcast by
 //! that arithmetic or by [`output`].
 
-use super::{bilinear_jvp, binary, output, through};
+use super::{bilinear_jvp, binary, binary_jvp, output, through};
 use crate::library::derivative::{
     self, clamp_pass, div_by_denominator, extreme_share, pow_by_base, pow_by_exponent,
 };
@@ -44,83 +44,18 @@ bilinear_jvp! {
     mul_jvp "mul" => ops::mul;
 }
 
-/// `d(a / b) = da / b - a db / b^2`.
-#[jvp(op = "div")]
-fn div_jvp(
-    a: &Tensor,
-    b: &Tensor,
-    y: &Tensor,
-    a_tangent: Option<&Tensor>,
-    b_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    binary(
-        y,
-        a_tangent,
-        b_tangent,
-        |t| ops::div(t, b),
-        |t| div_by_denominator(a, b, t),
-    )
-}
-
-/// `d(a^b) = b a^(b - 1) da + a^b log(a) db`, each term 0 where the vjp's is
-/// (see [`pow_by_base`] and [`pow_by_exponent`]).
-#[jvp(op = "pow")]
-fn pow_jvp(
-    a: &Tensor,
-    b: &Tensor,
-    y: &Tensor,
-    a_tangent: Option<&Tensor>,
-    b_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    binary(
-        y,
-        a_tangent,
-        b_tangent,
-        |t| pow_by_base(a, b, y, t),
-        |t| pow_by_exponent(a, y, t),
-    )
-}
-
-/// `maximum` (`wins = gt`) or `minimum` (`wins = lt`): the tangent of the
-/// operand that is the result, and the mean `(ta + tb) / 2` of both on a tie
-/// (the transpose of the vjp's even split).
-fn extreme_jvp(
-    a: &Tensor,
-    b: &Tensor,
-    y: &Tensor,
-    a_tangent: Option<&Tensor>,
-    b_tangent: Option<&Tensor>,
-    wins: fn(&Tensor, &Tensor) -> Result<Tensor>,
-) -> Result<Option<Tensor>> {
-    binary(
-        y,
-        a_tangent,
-        b_tangent,
-        |t| extreme_share(a, b, t, wins),
-        |t| extreme_share(b, a, t, wins),
-    )
-}
-
-#[jvp(op = "maximum")]
-fn maximum_jvp(
-    a: &Tensor,
-    b: &Tensor,
-    y: &Tensor,
-    a_tangent: Option<&Tensor>,
-    b_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    extreme_jvp(a, b, y, a_tangent, b_tangent, ops::gt)
-}
-
-#[jvp(op = "minimum")]
-fn minimum_jvp(
-    a: &Tensor,
-    b: &Tensor,
-    y: &Tensor,
-    a_tangent: Option<&Tensor>,
-    b_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    extreme_jvp(a, b, y, a_tangent, b_tangent, ops::lt)
+// `d(a / b) = da / b - a db / b^2`; `d(a^b) = b a^(b - 1) da + a^b log(a) db`,
+// each term 0 where the vjp's is (see `pow_by_base` and `pow_by_exponent`);
+// `maximum` (`wins = gt`) and `minimum` (`wins = lt`) pass the tangent of
+// the operand that is the result, and the mean `(ta + tb) / 2` on a tie (the
+// transpose of the vjp's even split).
+binary_jvp! {
+    div_jvp "div": |a, b, _y, t| ops::div(t, b), div_by_denominator(a, b, t);
+    pow_jvp "pow": |a, b, y, t| pow_by_base(a, b, y, t), pow_by_exponent(a, y, t);
+    maximum_jvp "maximum":
+        |a, b, _y, t| extreme_share(a, b, t, ops::gt), extreme_share(b, a, t, ops::gt);
+    minimum_jvp "minimum":
+        |a, b, _y, t| extreme_share(a, b, t, ops::lt), extreme_share(b, a, t, ops::lt);
 }
 
 /// `clamp`: the tangent where `min <= x <= max` (bounds included, as the
