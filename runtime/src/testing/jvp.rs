@@ -131,7 +131,9 @@ fn check_jvp_dyn(
             .sum::<Result<f64>>()
             .map_err(err)?;
         let scale = 1.0 + forward.abs().max(reverse.abs());
-        if !((forward - reverse).abs() <= transpose_tolerance * scale) {
+        // Written so that a NaN on either side fails.
+        let agree = (forward - reverse).abs() <= transpose_tolerance * scale;
+        if !agree {
             return Err(fail(format!(
                 "direction {k} (inputs {which:?}): ⟨u, J v⟩ = {forward:.12e} from the jvp, but \
                  ⟨Jᵀ u, v⟩ = {reverse:.12e} from the vjp"
@@ -160,7 +162,8 @@ fn check_jvp_dyn(
         }
         let numeric = (plus - minus) / (2.0 * step);
         let scale = 1.0 + numeric.abs().max(forward.abs());
-        if !((numeric - forward).abs() <= tolerance * scale) {
+        let agree = (numeric - forward).abs() <= tolerance * scale;
+        if !agree {
             return Err(fail(format!(
                 "direction {k} (inputs {which:?}): the jvp gives {forward:.12e}, central \
                  differences {numeric:.12e}"
@@ -291,23 +294,27 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
                 .collect::<Result<_>>()?;
             Ok((xs, vs))
         };
-        let examples: Vec<(Vec<Tensor>, Vec<Tensor>)> =
-            (0..SIZE).map(example).collect::<Result<_>>().map_err(err)?;
-        let stack = |pick: &dyn Fn(&(Vec<Tensor>, Vec<Tensor>)) -> &Vec<Tensor>| {
+        let (inputs_of, tangents_of): (Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) = (0..SIZE)
+            .map(example)
+            .collect::<Result<Vec<_>>>()
+            .map_err(err)?
+            .into_iter()
+            .unzip();
+        // Input i of every example, stacked if it is batched.
+        let stack = |per_example: &[Vec<Tensor>]| {
             (0..n)
                 .map(|i| {
                     if batched[i] {
-                        let col: Vec<Tensor> =
-                            examples.iter().map(|e| pick(e)[i].clone()).collect();
+                        let col: Vec<Tensor> = per_example.iter().map(|e| e[i].clone()).collect();
                         Tensor::stack_dense(&col, 0)
                     } else {
-                        Ok(pick(&examples[0])[i].clone())
+                        Ok(per_example[0][i].clone())
                     }
                 })
                 .collect::<Result<Vec<_>>>()
         };
-        let xs = stack(&|e| &e.0).map_err(err)?;
-        let vs = stack(&|e| &e.1).map_err(err)?;
+        let xs = stack(&inputs_of).map_err(err)?;
+        let vs = stack(&tangents_of).map_err(err)?;
         let dims: Vec<Option<i64>> = batched.iter().map(|&b| b.then_some(0)).collect();
         let (_, got) = jvp(
             |xs: Vec<Tensor>| {
@@ -319,8 +326,9 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
             &vs,
         )
         .map_err(err)?;
-        let per_example: Vec<Vec<Tensor>> = examples
+        let per_example: Vec<Vec<Tensor>> = inputs_of
             .iter()
+            .zip(&tangents_of)
             .map(|(x, v)| jvp(|xs: Vec<Tensor>| f(&xs), x, v).map(|(_, d)| d))
             .collect::<Result<_>>()
             .map_err(err)?;
