@@ -5,37 +5,10 @@
 use batchrules::{
     grad, hessian, jacrev, ops, value_and_grad, vjp, vmap, Error, FallbackPolicy, Result, Tensor,
 };
-use ndarray::{Array, ArrayD, IxDyn};
+use ndarray::{Array, ArrayD};
 
-fn t64(shape: &[usize], seed: u64) -> Tensor {
-    // A small deterministic generator: values in (-1, 1), no two alike.
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let n: usize = shape.iter().product();
-    let v: Vec<f64> = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % 2_000_000) as f64 / 1_000_000.0 - 1.0
-        })
-        .collect();
-    Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
-}
-
-fn arr(t: &Tensor) -> ArrayD<f64> {
-    t.to_array::<f64>().unwrap()
-}
-
-fn assert_close(a: &Tensor, b: &Tensor, tol: f64) {
-    assert_eq!(a.shape(), b.shape(), "shapes differ");
-    let (a, b) = (arr(a), arr(b));
-    for (x, y) in a.iter().zip(b.iter()) {
-        assert!(
-            (x - y).abs() <= tol * (1.0 + y.abs()),
-            "{x} vs {y}\n{a:?}\n{b:?}"
-        );
-    }
-}
+mod common;
+use common::{arr, assert_close, sum, t64};
 
 /// Central finite differences of a scalar function at `x`.
 fn numeric_grad(f: &dyn Fn(&Tensor) -> Result<Tensor>, x: &Tensor) -> Tensor {
@@ -52,10 +25,6 @@ fn numeric_grad(f: &dyn Fn(&Tensor) -> Result<Tensor>, x: &Tensor) -> Tensor {
         *gi = (fp - fm) / (2.0 * h);
     }
     Tensor::from(g)
-}
-
-fn sum(x: &Tensor) -> Result<Tensor> {
-    ops::sum(x, None, false)
 }
 
 /// sum(tanh(W x + b)²): matmul, broadcasting add, a composite-free chain.

@@ -44,3 +44,28 @@ pub(crate) fn broadcast_new_dim(t: Tensor, dim: usize, size: usize) -> Result<Te
     let one = unsqueezed(t, dim)?;
     call_builtin("expand", &[Arg::Tensor(one), Arg::IntList(shape)])
 }
+
+/// The view methods of [`LevelTensor`](crate::LevelTensor) for a level tensor
+/// whose views are op calls: expands, inside the `impl`, to the four methods
+/// calling the functions above on `self.handle()` (a new handle to the same
+/// level tensor).
+macro_rules! views_through_ops {
+    () => {
+        fn permuted(&self, perm: &[usize]) -> $crate::Result<$crate::Tensor> {
+            $crate::dispatch::views::permuted(self.handle(), perm)
+        }
+
+        fn unsqueezed(&self, dim: usize) -> $crate::Result<$crate::Tensor> {
+            $crate::dispatch::views::unsqueezed(self.handle(), dim)
+        }
+
+        fn select(&self, dim: usize, index: usize) -> $crate::Result<$crate::Tensor> {
+            $crate::dispatch::views::select(self.handle(), dim, index)
+        }
+
+        fn broadcast_new_dim(&self, dim: usize, size: usize) -> $crate::Result<$crate::Tensor> {
+            $crate::dispatch::views::broadcast_new_dim(self.handle(), dim, size)
+        }
+    };
+}
+pub(crate) use views_through_ops;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::dispatch::views;
-use crate::{DType, LevelId, LevelTensor, Result, Tensor};
+use crate::{DType, LevelId, LevelTensor, Tensor};
 
 /// A tensor at a jvp level: its value and its tangent, both one level down
 /// (either may itself belong to a lower level, e.g. a tangent batched by the
@@ -69,19 +69,5 @@ impl LevelTensor for Dual {
         self
     }
 
-    fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
-        views::permuted(self.handle(), perm)
-    }
-
-    fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
-        views::unsqueezed(self.handle(), dim)
-    }
-
-    fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
-        views::select(self.handle(), dim, index)
-    }
-
-    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
-        views::broadcast_new_dim(self.handle(), dim, size)
-    }
+    views::views_through_ops!();
 }

@@ -5,6 +5,7 @@
 use std::marker::PhantomData;
 
 use crate::core::alloc::{check_alloc_in, checked_numel};
+use crate::grad::jacobian::chunks;
 use crate::grad::{grad, ops, ArgAt};
 use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
 
@@ -144,18 +145,8 @@ fn forward_jacobian<A: TensorTree>(
         .map(|t| checked_numel(t.shape()))
         .collect::<Result<_>>()?;
     let columns: usize = sizes.iter().sum();
-    let chunk = match chunk_size {
-        Some(0) => {
-            return Err(Error::Tensor(format!(
-                "{what}: chunk_size(0): a chunk must hold at least one column"
-            )))
-        }
-        Some(c) => c.min(columns.max(1)),
-        None => columns.max(1),
-    };
     let mut parts = Vec::new();
-    for start in (0..columns.max(1)).step_by(chunk) {
-        let len = chunk.min(columns - start.min(columns));
+    for (start, len) in chunks(what, columns, chunk_size, "column")? {
         let mut offset = 0;
         let basis: Vec<Tensor> = leaves
             .iter()

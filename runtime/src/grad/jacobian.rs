@@ -114,21 +114,11 @@ fn jacobian<A: TensorTree>(
     let dtype = out.dtype();
     let out_shape = out.shape().to_vec();
     let rows = crate::core::alloc::checked_numel(&out_shape)?;
-    // Rows of the identity, `chunk` at a time (all at once by default), each
+    // Rows of the identity, a chunk at a time (all at once by default), each
     // batch of rows pulled back under one vmap; the rows are built per chunk,
     // so a chunk bounds the memory of the basis too.
-    let chunk = match chunk_size {
-        Some(0) => {
-            return Err(Error::Tensor(format!(
-                "{what}: chunk_size(0): a chunk must hold at least one row"
-            )))
-        }
-        Some(c) => c.min(rows.max(1)),
-        None => rows.max(1),
-    };
     let mut parts: Vec<Vec<Tensor>> = Vec::new();
-    for start in (0..rows.max(1)).step_by(chunk) {
-        let len = chunk.min(rows - start.min(rows));
+    for (start, len) in chunks(what, rows, chunk_size, "row")? {
         let basis = identity_rows(what, start, len, rows, &out_shape, dtype)?;
         parts.push(vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?);
     }
@@ -151,6 +141,30 @@ fn jacobian<A: TensorTree>(
             ops::reshape(g, &shape)
         })
         .collect()
+}
+
+/// The chunks `(start, len)` of `total` rows (or columns) of an identity,
+/// `chunk_size` at a time, all at once by default: at least one chunk, of
+/// length 0 when `total` is 0. Errs on a chunk size of 0.
+pub(crate) fn chunks(
+    what: &str,
+    total: usize,
+    chunk_size: Option<usize>,
+    unit: &str,
+) -> Result<Vec<(usize, usize)>> {
+    let chunk = match chunk_size {
+        Some(0) => {
+            return Err(Error::Tensor(format!(
+                "{what}: chunk_size(0): a chunk must hold at least one {unit}"
+            )))
+        }
+        Some(c) => c.min(total.max(1)),
+        None => total.max(1),
+    };
+    Ok((0..total.max(1))
+        .step_by(chunk)
+        .map(|start| (start, chunk.min(total - start.min(total))))
+        .collect())
 }
 
 /// Rows `start..start + len` of the identity of a space of shape `shape`

@@ -11,7 +11,7 @@
 mod api;
 mod graph;
 mod interpreter;
-mod jacobian;
+pub(crate) mod jacobian;
 pub(crate) mod ops;
 mod tracked;
 

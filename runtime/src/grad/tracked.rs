@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{DType, LevelId, LevelTensor, Result, Tensor};
+use crate::{DType, LevelId, LevelTensor, Tensor};
 
 use super::graph::NodeRef;
 use crate::dispatch::views;
@@ -65,19 +65,5 @@ impl LevelTensor for Tracked {
         self
     }
 
-    fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
-        views::permuted(self.handle(), perm)
-    }
-
-    fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
-        views::unsqueezed(self.handle(), dim)
-    }
-
-    fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
-        views::select(self.handle(), dim, index)
-    }
-
-    fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
-        views::broadcast_new_dim(self.handle(), dim, size)
-    }
+    views::views_through_ops!();
 }

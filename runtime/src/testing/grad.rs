@@ -109,6 +109,49 @@ pub(super) fn cotangents(outputs: &[Tensor], seed: u64) -> Result<Vec<Tensor>> {
         .collect()
 }
 
+/// A point at which derivatives are compared: the inputs (floats converted
+/// to f64), the indices of the float ones, the outputs and the pullback.
+pub(super) struct Point {
+    pub(super) x: Vec<Tensor>,
+    pub(super) float: Vec<usize>,
+    pub(super) y: Vec<Tensor>,
+    pub(super) pullback: crate::VjpFn<Vec<Tensor>, Vec<Tensor>>,
+    /// Whether an output is f32 (a conversion inside): a longer step.
+    pub(super) f32_output: bool,
+}
+
+/// `f` at `inputs` as a [`Point`], or `None` when there is no derivative to
+/// compare: no float input or output, or a value that is not finite (NaN and
+/// infinity samples test propagation, not derivatives).
+pub(super) fn point(f: &TensorFn<'_>, inputs: &[Tensor]) -> Result<Option<Point>> {
+    let x: Vec<Tensor> = inputs.iter().map(to_f64).collect::<Result<_>>()?;
+    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
+    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x)?;
+    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+        return Ok(None);
+    }
+    if !finite(&x)? || !finite(&y)? {
+        return Ok(None);
+    }
+    let f32_output = y.iter().any(|t| t.dtype() == DType::F32);
+    Ok(Some(Point {
+        x,
+        float,
+        y,
+        pullback,
+        f32_output,
+    }))
+}
+
+/// The directions checked: every float input at once, then each alone.
+pub(super) fn directions(float: &[usize]) -> Vec<Vec<usize>> {
+    let mut directions = vec![float.to_vec()];
+    if float.len() > 1 {
+        directions.extend(float.iter().map(|&i| vec![i]));
+    }
+    directions
+}
+
 /// Checks the vjp of `f` at `inputs` against central finite differences.
 ///
 /// Float inputs are converted to f64. A random cotangent `u` of the outputs
@@ -143,34 +186,24 @@ fn check_grad_dyn(
         detail,
     };
     let err = |e: Error| fail(e.to_string());
-    let x: Vec<Tensor> = inputs
-        .iter()
-        .map(to_f64)
-        .collect::<Result<_>>()
-        .map_err(err)?;
-    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
-    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x).map_err(err)?;
-    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+    let Some(Point {
+        x,
+        float,
+        y,
+        pullback,
+        f32_output,
+    }) = point(f, inputs).map_err(err)?
+    else {
         return Ok(0);
-    }
-    // Differences are meaningless where a value is not finite (NaN and
-    // infinity samples test propagation, not derivatives): such a point is
-    // skipped, as are points that leave the domain within one step.
-    if !finite(&x).map_err(err)? || !finite(&y).map_err(err)? {
-        return Ok(0);
-    }
-    let (step, tolerance) = if y.iter().any(|t| t.dtype() == DType::F32) {
+    };
+    let (step, tolerance) = if f32_output {
         (STEP_F32, TOLERANCE_F32)
     } else {
         (STEP, TOLERANCE)
     };
     let u = cotangents(&y, 101).map_err(err)?;
     let g = pullback.call(&u).map_err(err)?;
-    // Directions: every float input at once, then each alone.
-    let mut directions: Vec<Vec<usize>> = vec![float.clone()];
-    if float.len() > 1 {
-        directions.extend(float.iter().map(|&i| vec![i]));
-    }
+    let directions = directions(&float);
     let phi = |xs: &[Tensor]| -> Result<f64> {
         let ys = f(xs)?;
         ys.iter()

@@ -6,11 +6,11 @@ use crate::core::cast::cast;
 use crate::dispatch::call_op;
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
-use crate::{jacfwd, jacrev, jvp, vjp, vmap, Arg, DType, Error, Result, Tensor};
+use crate::{jacfwd, jacrev, jvp, vmap, Arg, DType, Error, Result, Tensor};
 
 use super::grad::{
-    cotangents, dot, finite, probe, pulled_back, shifted, to_f64, zeros_of, TensorFn, STEP,
-    STEP_F32, TOLERANCE, TOLERANCE_F32,
+    cotangents, directions, dot, finite, point, probe, pulled_back, shifted, to_f64, zeros_of,
+    Point, TensorFn, STEP, STEP_F32, TOLERANCE, TOLERANCE_F32,
 };
 use super::{check_vmap, Mismatch};
 
@@ -78,21 +78,17 @@ fn check_jvp_dyn(
         detail,
     };
     let err = |e: Error| fail(e.to_string());
-    let x: Vec<Tensor> = inputs
-        .iter()
-        .map(to_f64)
-        .collect::<Result<_>>()
-        .map_err(err)?;
-    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
-    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x).map_err(err)?;
-    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+    let Some(Point {
+        x,
+        float,
+        y,
+        pullback,
+        f32_output,
+    }) = point(f, inputs).map_err(err)?
+    else {
         return Ok(0);
-    }
-    if !finite(&x).map_err(err)? || !finite(&y).map_err(err)? {
-        return Ok(0);
-    }
-    let f32_out = y.iter().any(|t| t.dtype() == DType::F32);
-    let (step, tolerance, transpose_tolerance) = if f32_out {
+    };
+    let (step, tolerance, transpose_tolerance) = if f32_output {
         (STEP_F32, TOLERANCE_F32, TRANSPOSE_TOLERANCE_F32)
     } else {
         (STEP, TOLERANCE, TRANSPOSE_TOLERANCE)
@@ -106,10 +102,7 @@ fn check_jvp_dyn(
             .map(|(y, u)| dot(y, u))
             .sum()
     };
-    let mut directions: Vec<Vec<usize>> = vec![float.clone()];
-    if float.len() > 1 {
-        directions.extend(float.iter().map(|&i| vec![i]));
-    }
+    let directions = directions(&float);
     for (k, which) in directions.iter().enumerate() {
         let seed = 2000 + 31 * k as u64;
         let v = tangents(&x, which, seed).map_err(err)?;

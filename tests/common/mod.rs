@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests of the transforms: deterministic
+//! tensors, comparisons, and the sweep over the built-in library.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use batchrules::dispatch::call_op;
+use batchrules::registry::{registry, OpEntry};
+use batchrules::schema::OpKind;
+use batchrules::testing::{op_infos, sample_tensors, with_tensors, Mismatch};
+use batchrules::{set_fallback_policy, Arg, FallbackPolicy, Result, Tensor};
+use ndarray::{ArrayD, IxDyn};
+
+/// A deterministic f64 tensor: values in (-1, 1), no two alike.
+pub fn t64(shape: &[usize], seed: u64) -> Tensor {
+    // A small deterministic generator: values in (-1, 1), no two alike.
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 2_000_000) as f64 / 1_000_000.0 - 1.0
+        })
+        .collect();
+    Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
+}
+
+pub fn arr(t: &Tensor) -> ArrayD<f64> {
+    t.to_array::<f64>().unwrap()
+}
+
+pub fn assert_close(a: &Tensor, b: &Tensor, tol: f64) {
+    assert_eq!(a.shape(), b.shape(), "shapes differ");
+    let (a, b) = (arr(a), arr(b));
+    for (x, y) in a.iter().zip(b.iter()) {
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "{x} vs {y}\n{a:?}\n{b:?}"
+        );
+    }
+}
+
+pub fn sum(x: &Tensor) -> Result<Tensor> {
+    batchrules::ops::sum(x, None, false)
+}
+
+/// Runs `check_op` on every sample of every differentiable op of the
+/// built-in library under `FallbackPolicy::Error`, and requires that every
+/// such op had its derivative itself checked (`checks_itself`: against
+/// finite differences) on at least one sample. Prints the count of cases.
+pub fn sweep_differentiable_ops(
+    check_op: impl Fn(&'static OpEntry, &[Arg<Tensor>]) -> std::result::Result<usize, Mismatch>,
+    checks_itself: impl Fn(
+        &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+        &[Tensor],
+    ) -> std::result::Result<usize, Mismatch>,
+) {
+    set_fallback_policy(FallbackPolicy::Error);
+    let reg = registry().expect("registry");
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    let mut ops_checked = Vec::new();
+    for info in op_infos() {
+        if info.table.path != "batchrules::ops" {
+            continue;
+        }
+        let entry = reg.find(info.table.path, info.op).expect("op of a sample");
+        if entry.schema.kind == OpKind::Primitive && !entry.schema.differentiable {
+            continue;
+        }
+        // `any`: some sample had finite values, so the finite differences
+        // checked the derivative itself (not only the compositions).
+        let mut any = false;
+        for sample in (info.samples)() {
+            match check_op(entry, &sample) {
+                Ok(n) => checked += n,
+                Err(m) => failures.push(m.to_string()),
+            }
+            let f = |ts: &[Tensor]| Ok(call_op(entry, &with_tensors(&sample, ts)?)?.into_vec());
+            any |= checks_itself(&f, &sample_tensors(&sample)).is_ok_and(|n| n > 0);
+        }
+        if any {
+            ops_checked.push(info.op);
+        }
+    }
+    ops_checked.sort_unstable();
+    ops_checked.dedup();
+    println!(
+        "{checked} cases over {} ops: {ops_checked:?}",
+        ops_checked.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let missing: Vec<&str> = reg
+        .ops()
+        .iter()
+        .filter(|e| e.table.path == "batchrules::ops")
+        .filter(|e| e.schema.kind == OpKind::Composite || e.schema.differentiable)
+        .map(|e| e.name())
+        .filter(|n| !ops_checked.contains(n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "differentiable ops never checked: {missing:?}"
+    );
+}
