@@ -133,6 +133,10 @@ pub struct OpSchema {
     /// `Option<Tensor>` per tensor-valued argument (`Vec<Option<Tensor>>` for a
     /// `Tensor[]`), a tuple when there are several.
     pub vjp: RoleSignature,
+    /// Whether the op draws random numbers (`random = true` in the table):
+    /// it takes its stream as an `int seed` argument, and under vmap it
+    /// follows the level's randomness policy (see `Vmap::randomness`).
+    pub random: bool,
 }
 
 impl OpSchema {

@@ -31,6 +31,10 @@ struct Entry {
     /// only; absent means differentiable.
     #[serde(default)]
     differentiable: Option<toml::Spanned<bool>>,
+    /// `random = true`: the op draws random numbers from its `int seed`
+    /// argument, so vmap applies its randomness policy to it.
+    #[serde(default)]
+    random: Option<toml::Spanned<bool>>,
 }
 
 pub struct Op {
@@ -41,6 +45,8 @@ pub struct Op {
     pub doc: String,
     /// Whether gradients flow through the op (always for a composite).
     pub differentiable: bool,
+    /// Whether the op draws random numbers (from its `int seed` argument).
+    pub random: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -226,6 +232,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
             let (Some(schema), Some(kind)) = (parsed, kind) else {
                 continue;
             };
+            let random = random_flag(cx, name, source, lit, &entry.random, &schema);
             if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
                 let first = first
                     .strip_prefix(&format!("{name}:"))
@@ -243,10 +250,37 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     kind,
                     doc: entry.doc,
                     differentiable,
+                    random,
                 },
                 format!("{name}:{entry_line}"),
             ));
         }
     }
     ops.into_iter().map(|(o, _)| o).collect()
+}
+
+/// The `random` flag of an entry; a random op must take its stream as an
+/// `int seed` argument (vmap derives each example's seed from it).
+fn random_flag(
+    cx: &Ctxt,
+    name: &str,
+    source: &str,
+    lit: &LitStr,
+    flag: &Option<toml::Spanned<bool>>,
+    schema: &Schema,
+) -> bool {
+    let Some(flag) = flag else { return false };
+    let random = *flag.get_ref();
+    let has_seed = schema
+        .args
+        .iter()
+        .any(|a| a.name == "seed" && a.ty == schema::Base::Int && !a.optional);
+    if random && !has_seed {
+        cx.error_spanned_by(lit, format!(
+            "op table {name}:{}: `random = true` on `{}`, which has no `int seed` argument: a random op draws from the stream its `int seed` names, and vmap derives each example's seed from it; add `int seed` to the schema",
+            line_of(source, flag.span().start),
+            schema.name
+        ));
+    }
+    random
 }

@@ -103,6 +103,7 @@ fn schema_const(op: &Op) -> TokenStream {
     let rule = role_signature(s, Role::BatchingRule);
     let vjp = role_signature(s, Role::Vjp);
     let differentiable = op.differentiable;
+    let random = op.random;
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -116,6 +117,7 @@ fn schema_const(op: &Op) -> TokenStream {
             rule: #rule,
             differentiable: #differentiable,
             vjp: #vjp,
+            random: #random,
         }
     }
 }
@@ -139,6 +141,9 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
     doc.push_str(&format!("Schema: `{}` ({} op).", op.text, op.kind.as_str()));
     if !op.differentiable {
         doc.push_str(" Not differentiable: no gradient flows through it.");
+    }
+    if op.random {
+        doc.push_str(" Random: draws from the stream `seed` names; under vmap it follows the vmap's randomness policy (`batchrules::Randomness`).");
     }
     let defaults: Vec<String> = s
         .args

@@ -5,7 +5,7 @@
 //! of the highest level among the call's tensors; the interpreter's own op calls
 //! re-enter the dispatcher and reach the levels below.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,6 +19,9 @@ struct Level {
 
 thread_local! {
     static LEVELS: RefCell<Vec<Level>> = const { RefCell::new(Vec::new()) };
+    /// Random op calls are claimed only by levels of a depth below this one
+    /// (see [`below_level`]).
+    static RANDOM_CEILING: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -117,4 +120,40 @@ pub fn escaped(t: &Tensor) -> Error {
         "{transform}: a {kind} tensor was used outside the {transform} that created it \
          (or on another thread); return it from the transformed function instead of storing it"
     ))
+}
+
+/// The highest level above `above` (a call's highest tensor level) and below
+/// the current [`below_level`] bound whose interpreter claims random ops.
+pub(super) fn claiming_level(above: Option<LevelId>) -> Option<LevelId> {
+    let floor = above.map_or(0, LevelId::depth);
+    let ceiling = RANDOM_CEILING.with(Cell::get);
+    LEVELS.with(|l| {
+        let l = l.borrow();
+        let top = l.len().min(ceiling.saturating_sub(1));
+        l.get(floor..top)?
+            .iter()
+            .rev()
+            .find(|lv| lv.interpreter.claims_random())
+            .map(|lv| lv.id)
+    })
+}
+
+/// Restores the random-op bound when dropped, also on a panic.
+struct CeilingGuard(usize);
+
+impl Drop for CeilingGuard {
+    fn drop(&mut self) {
+        RANDOM_CEILING.with(|c| c.set(self.0));
+    }
+}
+
+/// Runs `f` with `level` and the levels above it out of reach of random op
+/// calls: while `f` runs, a random op call goes to the claiming levels below
+/// `level` only (or to the dense path). An interpreter that
+/// [claims random ops](super::Interpreter::claims_random) passes a call on
+/// with it, as unwrapping its own tensors passes any other call on.
+pub fn below_level<T>(level: LevelId, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let saved = RANDOM_CEILING.with(|c| c.replace(c.get().min(level.depth())));
+    let _restore = CeilingGuard(saved);
+    f()
 }
