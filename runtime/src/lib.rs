@@ -57,6 +57,7 @@ pub use private as __private;
 pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT};
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
+pub use crate::core::random::derive_seed;
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
@@ -66,7 +67,7 @@ pub use grad::{
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
-    InDims, Inputs, LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
+    InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
@@ -433,5 +434,6 @@ pub mod ops {
         "ops/linalg.toml",
         "ops/composites.toml",
         "ops/factories.toml",
+        "ops/random.toml",
     );
 }

@@ -7,10 +7,10 @@
 //! is chunked, on the order examples run in, or on the thread count.
 //!
 //! Under `vmap` with `Randomness::Different`, example `i` of a level draws
-//! from [`derive`]`(K, i)`, where `i` counts examples in the whole batch (a
+//! from [`derive_seed`]`(K, i)`, where `i` counts examples in the whole batch (a
 //! chunk passes its offset). Nested levels derive again, the innermost level
 //! first, so example `(i, j)` of `vmap(vmap(f))` (outer `i`, inner `j`) draws
-//! from `derive(derive(K, j), i)`.
+//! from `derive_seed(derive_seed(K, j), i)`.
 
 /// The golden-ratio increment of splitmix64.
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -31,9 +31,21 @@ pub(crate) const fn bits(key: i64, counter: u64) -> u64 {
     mix(stream ^ mix(counter.wrapping_add(1).wrapping_mul(GOLDEN)))
 }
 
-/// The key of example `index` of a `Randomness::Different` vmap level whose
-/// examples draw from `key`.
-pub const fn derive(key: i64, index: u64) -> i64 {
+/// The seed example `index` of a vmap level with `Randomness::Different`
+/// draws from, when the op called at that level is given `key` (its seed as
+/// the levels below see it). `index` counts examples in the whole batch.
+///
+/// ```
+/// use batchrules::{derive_seed, ops, vmap, DType, Randomness, Tensor};
+///
+/// let draws = vmap(|_x: Tensor| ops::rand(&[2], 5, DType::F64))
+///     .randomness(Randomness::Different)
+///     .call(&Tensor::from(ndarray::Array::<f64, _>::zeros((3, 1)).into_dyn()))?;
+/// let row2 = ops::rand(&[2], derive_seed(5, 2), DType::F64)?;
+/// assert_eq!(draws.select(0, 2)?.to_array::<f64>()?, row2.to_array::<f64>()?);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub const fn derive_seed(key: i64, index: u64) -> i64 {
     let parent = mix(key as u64 ^ DERIVE_SALT);
     mix(parent.wrapping_add(mix(index ^ GOLDEN))) as i64
 }
@@ -68,9 +80,9 @@ mod tests {
         assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
         assert!((0..1000).all(|k| (0.0..1.0).contains(&uniform_f32(-3, k))));
         assert_ne!(uniform_f64(7, 0), uniform_f64(8, 0));
-        assert_ne!(derive(7, 0), derive(7, 1));
-        assert_ne!(derive(7, 0), derive(8, 0));
-        assert_eq!(derive(7, 3), derive(7, 3));
+        assert_ne!(derive_seed(7, 0), derive_seed(7, 1));
+        assert_ne!(derive_seed(7, 0), derive_seed(8, 0));
+        assert_eq!(derive_seed(7, 3), derive_seed(7, 3));
     }
 
     #[test]
@@ -79,7 +91,10 @@ mod tests {
         let v: Vec<f64> = (0..n).map(|k| normal(42, k)).collect();
         let mean = v.iter().sum::<f64>() / n as f64;
         let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
-        assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.05, "{mean} {var}");
+        assert!(
+            mean.abs() < 0.05 && (var - 1.0).abs() < 0.05,
+            "{mean} {var}"
+        );
         assert!(v.iter().all(|x| x.is_finite()));
     }
 }

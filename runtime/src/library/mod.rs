@@ -9,6 +9,7 @@ mod factories;
 mod indexing;
 mod join;
 mod linalg;
+mod random;
 mod reduce;
 pub(crate) mod samples;
 mod shape;
