@@ -26,7 +26,7 @@ pub use grad::{check_grad, check_grad_compositions, check_op_grad};
 use crate::registry::OpEntry;
 use crate::schema::OpTable;
 use crate::vmap::VmapOutputs;
-use crate::{vmap, Arg, Data, Error, Result, Tensor};
+use crate::{vmap, Arg, Data, Error, Randomness, Result, Tensor};
 
 /// The arguments of one call of an op, tensors and scalars alike; build them
 /// with [`args!`](crate::args).
@@ -122,15 +122,28 @@ pub fn with_tensors(args: &[Arg<Tensor>], tensors: &[Tensor]) -> Result<Sample> 
         .collect()
 }
 
-/// [`check_vmap`] for one op called with one sample.
+/// The randomness policy the op checks run vmap with: a random op is
+/// checked under [`Randomness::Same`], where vmap must equal the loop (each
+/// example drawing with the seed as given); any other op under the default.
+fn randomness_for(entry: &OpEntry) -> Randomness {
+    if entry.schema.random {
+        Randomness::Same
+    } else {
+        Randomness::Error
+    }
+}
+
+/// [`check_vmap`] for one op called with one sample (a random op under
+/// [`Randomness::Same`], see [`check_vmap_randomness`]).
 pub fn check_op(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap(
+    check_vmap_randomness(
         |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
+        randomness_for(entry),
     )
     .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
@@ -138,15 +151,17 @@ pub fn check_op(
     })
 }
 
-/// [`check_vmap_errors`] for one op called with one error sample.
+/// [`check_vmap_errors`] for one op called with one error sample (a random
+/// op under [`Randomness::Same`], so the error is the op's own).
 pub fn check_op_errors(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap_errors(
+    check_vmap_errors_impl(
         |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
+        randomness_for(entry),
     )
     .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
@@ -458,6 +473,29 @@ where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
 {
+    check_vmap_randomness(f, inputs, Randomness::Error)
+}
+
+/// [`check_vmap`] with every vmap (the nested ones too) at the randomness
+/// policy `randomness`. Under [`Randomness::Same`] a random function must
+/// equal the loop, each of whose examples draws with the seeds as given.
+///
+/// ```
+/// use batchrules::{ops, testing::check_vmap_randomness, DType, Randomness, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+/// let noisy = |xs: &[Tensor]| ops::add(&xs[0], &ops::rand(&[2], 3, DType::F64)?);
+/// assert!(check_vmap_randomness(noisy, &[x], Randomness::Same).is_ok());
+/// ```
+pub fn check_vmap_randomness<F, O>(
+    f: F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
+{
     let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
     let err = |case: &str, e: Error| Mismatch {
         case: case.to_string(),
@@ -495,20 +533,25 @@ where
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
                 .batch_size(size)
+                .randomness(randomness)
                 .call(batched)
                 .map_err(|e| err(&case, e))?;
             compare(&case, &got, &want)?;
             cases += 1;
         }
     }
-    cases += check_nested(&f, inputs)?;
+    cases += check_nested(&f, inputs, randomness)?;
     Ok(cases)
 }
 
 /// Which levels an input is batched at in the nested check.
 const NESTINGS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
 
-fn check_nested<F>(f: &F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+fn check_nested<F>(
+    f: &F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
@@ -573,10 +616,12 @@ where
             vmap(|ys: Vec<Tensor>| f(&ys))
                 .in_dims(inner_dims.clone())
                 .batch_size(inner)
+                .randomness(randomness)
                 .call(xs)
         })
         .in_dims(outer_dims)
         .batch_size(outer)
+        .randomness(randomness)
         .call(physical)
         .map_err(err)?;
         compare(&case, &got, &want)?;
@@ -593,6 +638,18 @@ where
 /// fallback refusal or an escaped-tensor error is not the error the example
 /// gives, so it does not count. Returns the number of cases checked.
 pub fn check_vmap_errors<F, O>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
+{
+    check_vmap_errors_impl(f, inputs, Randomness::Error)
+}
+
+fn check_vmap_errors_impl<F, O>(
+    f: F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
@@ -624,6 +681,7 @@ where
             })?;
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
+                .randomness(randomness)
                 .call(batched);
             match got {
                 Ok(outs) => {
