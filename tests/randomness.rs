@@ -471,3 +471,113 @@ fn an_empty_batch_draws_nothing() {
         assert!(out.iter().all(|t| t.shape() == [0, N]), "{policy:?}");
     }
 }
+
+/// `grad(sum(dropout(x, p, seed)))`: the mask over `1 - p`.
+fn dropout_grad(x: &Tensor, p: f64, seed: i64) -> Result<Tensor> {
+    grad(|x: Tensor| ops::sum(&ops::dropout(&x, p, seed)?, None, false)).call(x)
+}
+
+#[test]
+fn dropout_composes_with_vmap_under_each_policy() {
+    let xs = Tensor::from(Array::from_shape_fn((4, 16), |(i, j)| (i + j) as f64 * 0.1).into_dyn());
+    let (p, seed) = (0.4, 17);
+    for policy in [Randomness::Different, Randomness::Same] {
+        let seed_of = |i: usize| match policy {
+            Randomness::Different => derive_seed(seed, i as u64),
+            _ => seed,
+        };
+        // vmap∘grad equals the loop of per-example gradients.
+        let per = vmap(|x: Tensor| dropout_grad(&x, p, seed))
+            .randomness(policy)
+            .call(&xs)
+            .unwrap();
+        // grad∘vmap: the gradient of the batched sum, example by example.
+        let whole = grad(|xs: Tensor| {
+            let ys = vmap(|x: Tensor| ops::dropout(&x, p, seed))
+                .randomness(policy)
+                .call(&xs)?;
+            ops::sum(&ys, None, false)
+        })
+        .call(&xs)
+        .unwrap();
+        for i in 0..4 {
+            let x = xs.select(0, i).unwrap();
+            let want = values(&dropout_grad(&x, p, seed_of(i)).unwrap());
+            assert_eq!(
+                values(&per.select(0, i).unwrap()),
+                want,
+                "{policy:?} vmap∘grad {i}"
+            );
+            assert_eq!(
+                values(&whole.select(0, i).unwrap()),
+                want,
+                "{policy:?} grad∘vmap {i}"
+            );
+            let y = ops::dropout(&x, p, seed_of(i)).unwrap();
+            let batched = vmap(|x: Tensor| ops::dropout(&x, p, seed))
+                .randomness(policy)
+                .call(&xs)
+                .unwrap();
+            assert_eq!(values(&batched.select(0, i).unwrap()), values(&y));
+        }
+    }
+}
+
+#[test]
+fn every_random_op_of_the_table_draws_example_i_from_its_derived_seed() {
+    // The op-library harness checks random ops against the loop under
+    // `Same`; here every sample of every random op is checked under
+    // `Different`: example i equals the op called on example i with seed
+    // `derive_seed(seed, i)`.
+    use batchrules::dispatch::call_op;
+    use batchrules::registry::registry;
+    use batchrules::testing::{op_infos, sample_tensors, with_tensors};
+    use batchrules::Arg;
+    let reg = registry().unwrap();
+    let mut checked = Vec::new();
+    for info in op_infos().filter(|i| i.table.path == "batchrules::ops") {
+        let entry = reg.find(info.table.path, info.op).unwrap();
+        if !entry.schema.random {
+            continue;
+        }
+        let seed_at = entry
+            .schema
+            .args
+            .iter()
+            .position(|a| a.name == "seed")
+            .unwrap();
+        for sample in (info.samples)() {
+            let tensors = sample_tensors(&sample);
+            let size = 3;
+            let batched: Vec<Tensor> = tensors
+                .iter()
+                .map(|t| ops::stack(&vec![t.clone(); size], 0).unwrap())
+                .collect();
+            let got =
+                vmap(
+                    |ts: Vec<Tensor>| Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec()),
+                )
+                .randomness(Randomness::Different)
+                .batch_size(size)
+                .call(&batched[..])
+                .unwrap();
+            let Arg::Int(seed) = sample[seed_at] else {
+                panic!("seed")
+            };
+            for i in 0..size {
+                let mut one = sample.clone();
+                one[seed_at] = Arg::Int(derive_seed(seed, i as u64));
+                let want = call_op(entry, &one).unwrap();
+                for (g, w) in got.iter().zip(want.iter()) {
+                    let g = ops::to_dtype(&g.select(0, i).unwrap(), DType::F64).unwrap();
+                    let w = ops::to_dtype(w, DType::F64).unwrap();
+                    assert_eq!(values(&g), values(&w), "{} example {i}", info.op);
+                }
+            }
+            checked.push(info.op);
+        }
+    }
+    for op in ["rand", "randn", "bernoulli", "dropout", "random_key"] {
+        assert!(checked.contains(&op), "{op} not checked");
+    }
+}
