@@ -89,6 +89,27 @@ pub use vmap::{
 /// `#[vjp]` for it then fails the build. A composite takes no such line: it is
 /// differentiated through its decomposition.
 ///
+/// An op that draws random numbers says `random = true` and takes its stream
+/// as an `int seed` argument (a random op without one fails the build). Under
+/// [`vmap`] it follows the vmap's [`Randomness`] policy: an error by default,
+/// one derived seed per example, or one draw for all. A random primitive is
+/// batched by running it once per example with the seed the policy gives that
+/// example, so a `#[batching_rule]` for it fails the build; to vectorize one,
+/// declare it a composite over `random_key` and the keyed draws
+/// (`random_uniform`, `random_normal`), as `rand` and `dropout` are.
+///
+/// ```compile_fail
+/// # pub mod ops {
+/// batchrules::op_table!(toml = r#"
+/// [[op]]
+/// schema = "noise(int[] size) -> Tensor"
+/// kind = "primitive"
+/// random = true
+/// "#);
+/// # }
+/// # fn main() {}
+/// ```
+///
 /// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
 /// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
 /// `Tensor[]` or a tuple of up to three `Tensor`s. An argument may be written with
@@ -197,7 +218,26 @@ pub use batchrules_macros::meta;
 /// A rule on a composite op fails the build: the composite
 /// is decomposed before vmap sees it, so the rule would never run. So does a
 /// rule on an op without tensor arguments (a factory such as `zeros`): vmap
-/// never batches it.
+/// never batches it. And so does a rule on a random op (`random = true`):
+/// vmap batches it by its [`Randomness`] policy, never by a rule:
+///
+/// ```compile_fail,E0080
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "jitter(Tensor self, int seed) -> Tensor"
+/// # kind = "primitive"
+/// # random = true
+/// # "#);
+/// # }
+/// use batchrules::{batching_rule, Result, Tensor};
+///
+/// #[batching_rule(op = "jitter", table = ops)]
+/// fn jitter_rule(x: &Tensor, bdim: Option<usize>, seed: i64) -> Result<(Tensor, Option<usize>)> {
+///     Ok((x.clone(), bdim))
+/// }
+/// # fn main() {}
+/// ```
 ///
 /// ```
 /// # pub mod ops {
