@@ -581,3 +581,31 @@ fn every_random_op_of_the_table_draws_example_i_from_its_derived_seed() {
         assert!(checked.contains(&op), "{op} not checked");
     }
 }
+
+#[test]
+fn the_table_marks_exactly_the_random_ops() {
+    let reg = batchrules::registry::registry().unwrap();
+    let mut random: Vec<&str> = reg
+        .ops()
+        .iter()
+        .filter(|e| e.schema.random)
+        .map(|e| e.name())
+        .collect();
+    random.sort_unstable();
+    // The built-in ones, and the downstream crate's `jitter`.
+    assert_eq!(
+        random,
+        [
+            "bernoulli",
+            "dropout",
+            "jitter",
+            "rand",
+            "randn",
+            "random_key"
+        ]
+    );
+    // The keyed draws are deterministic in their key, so not random ops.
+    let find = |n: &str| reg.find("batchrules::ops", n).unwrap();
+    assert!(!find("random_uniform").schema.random && !find("zeros").schema.random);
+    assert!(find("rand").schema.doc.contains("[0, 1)"));
+}
