@@ -609,3 +609,54 @@ fn the_table_marks_exactly_the_random_ops() {
     assert!(!find("random_uniform").schema.random && !find("zeros").schema.random);
     assert!(find("rand").schema.doc.contains("[0, 1)"));
 }
+
+/// An op without a batching rule whose kernel runs a vmap of its own that
+/// draws: the outer vmap's fallback loop must not hide the kernel's vmap
+/// level from the random op.
+mod kernel_with_vmap {
+    use batchrules::{kernel, meta, ops, vmap, DType, Randomness, Result, Tensor, TensorMeta};
+
+    pub mod table {
+        batchrules::op_table!(
+            toml = r#"
+[[op]]
+schema = "noisy_rows(Tensor self) -> Tensor"
+kind = "primitive"
+differentiable = false
+"#
+        );
+    }
+
+    #[meta(op = "noisy_rows", table = table)]
+    fn noisy_rows_meta(x: &TensorMeta) -> Result<TensorMeta> {
+        Ok(x.clone())
+    }
+
+    /// Each row of `x` plus its own noise (seed 3, derived per row).
+    #[kernel(op = "noisy_rows", table = table)]
+    fn noisy_rows_kernel(x: &Tensor) -> Result<Tensor> {
+        let n = x.shape()[1] as i64;
+        vmap(|r: Tensor| ops::add(&r, &ops::rand(&[n], 3, DType::F64)?))
+            .randomness(Randomness::Different)
+            .call(x)
+    }
+}
+
+#[test]
+fn a_kernel_running_its_own_vmap_draws_per_row_inside_the_fallback_loop() {
+    let xs = zeros(&[2, 3, 8]);
+    let dense = values(&kernel_with_vmap::table::noisy_rows(&xs.select(0, 0).unwrap()).unwrap());
+    assert!(all_distinct(&rows(&dense)));
+    // Under an outer vmap the op runs in the fallback loop, once per example:
+    // each example is the dense result (the op itself draws with fixed seeds).
+    for policy in [Randomness::Error, Randomness::Different, Randomness::Same] {
+        let out = vmap(|x: Tensor| kernel_with_vmap::table::noisy_rows(&x))
+            .randomness(policy)
+            .fallback(FallbackPolicy::Silent)
+            .call(&xs)
+            .unwrap();
+        for i in 0..2 {
+            assert_eq!(values(&out.select(0, i).unwrap()), dense, "{policy:?}");
+        }
+    }
+}

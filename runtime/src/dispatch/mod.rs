@@ -12,7 +12,7 @@
 //! 4. On the dense path it runs the kernel, or a composite's decomposition.
 //!
 //! A random op (its table says `random = true`; `rand` has no tensor argument
-//! at all) also goes to the highest level above its tensors' whose
+//! at all) also goes to the highest level above its tensors whose
 //! interpreter [claims random ops](Interpreter::claims_random), so a vmap
 //! level can apply its randomness policy to it. An interpreter passes a random
 //! op on to the levels below with [`below_level`].
@@ -28,6 +28,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+pub(crate) use levels::reaches_random;
 pub use levels::{
     below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,
 };

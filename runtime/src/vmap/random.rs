@@ -121,10 +121,13 @@ fn seed_arg(entry: &OpEntry) -> Result<usize> {
         })
 }
 
-/// Errors if this level or a vmap level below it refuses random ops, so the
-/// error names the op the user called rather than one of its constituents.
+/// Errors if this level or a vmap level below it that the op will reach
+/// refuses random ops, so the error names the op the user called rather than
+/// one of its constituents. (A level whose fallback loop is running the
+/// current example is out of reach: the example is below it.)
 fn check_policies(entry: &OpEntry, level: LevelId) -> Result<()> {
-    for depth in (1..=level.depth()).rev() {
+    let below = (1..level.depth()).filter(|&d| dispatch::reaches_random(d));
+    for depth in std::iter::once(level.depth()).chain(below.rev()) {
         let Some((_, interp)) = dispatch::level_at(depth) else {
             continue;
         };
