@@ -12,13 +12,14 @@ use batchrules::schema::OpKind;
 use batchrules::testing::{
     check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
 };
-use batchrules::{set_fallback_policy, vmap, Arg, FallbackPolicy, Tensor};
+use batchrules::{set_fallback_policy, vmap, Arg, FallbackPolicy, Randomness, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 
 /// The ops that accept every input, so they have no error inputs to declare:
-/// `detach` is the identity on any tensor.
-const ACCEPTS_EVERY_INPUT: &[&str] = &["detach"];
+/// `detach` is the identity on any tensor, and every i64 is a seed of
+/// `random_key`.
+const ACCEPTS_EVERY_INPUT: &[&str] = &["detach", "random_key"];
 
 fn infos() -> BTreeMap<&'static str, &'static OpInfo> {
     op_infos()
@@ -71,7 +72,8 @@ fn every_op_has_sample_and_error_inputs() {
 
 /// Calls `entry` on `sample` under vmap with tensor argument `i` made a batch
 /// of 0 examples (the others unbatched): each output must have the dense
-/// output's shape after a leading 0.
+/// output's shape after a leading 0. A random op runs under
+/// `Randomness::Different` (each example would draw its own stream).
 fn check_empty_batch(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
@@ -86,6 +88,11 @@ fn check_empty_batch(
     let in_dims: Vec<Option<i64>> = (0..tensors.len()).map(|k| (k == i).then_some(0)).collect();
     let out = vmap(|ts: Vec<Tensor>| Ok(call_op(entry, &with_tensors(sample, &ts)?)?.into_vec()))
         .in_dims(in_dims)
+        .randomness(if entry.schema.random {
+            Randomness::Different
+        } else {
+            Randomness::Error
+        })
         .call(&inputs[..])
         .map_err(|e| e.to_string())?;
     let got: Vec<Vec<usize>> = out.iter().map(|t| t.shape().to_vec()).collect();

@@ -75,3 +75,72 @@ fn parallel_fallback_matches_the_dense_op() {
         .unwrap();
     assert_eq!(nested.to_array::<f64>().unwrap(), want);
 }
+
+/// A random op without a batching rule whose kernel notes the thread it runs
+/// on, to see that the fallback loop really ran on rayon's pool.
+mod traced {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+
+    use batchrules::{kernel, meta, DType, Result, Tensor, TensorMeta};
+
+    pub mod ops {
+        batchrules::op_table!(
+            toml = r#"
+[[op]]
+schema = "traced_noise(Tensor self, int seed) -> Tensor"
+kind = "primitive"
+differentiable = false
+random = true
+"#
+        );
+    }
+
+    pub static THREADS: Mutex<Option<HashSet<ThreadId>>> = Mutex::new(None);
+
+    #[meta(op = "traced_noise", table = ops)]
+    fn traced_meta(x: &TensorMeta, _seed: i64) -> Result<TensorMeta> {
+        Ok(x.clone())
+    }
+
+    #[kernel(op = "traced_noise", table = ops)]
+    fn traced_kernel(x: &Tensor, seed: i64) -> Result<Tensor> {
+        THREADS
+            .lock()
+            .unwrap()
+            .get_or_insert_with(HashSet::new)
+            .insert(std::thread::current().id());
+        let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+        batchrules::ops::add(x, &batchrules::ops::rand(&shape, seed, DType::F64)?)
+    }
+}
+
+#[test]
+fn random_fallback_on_the_pool_draws_as_the_rule_does() {
+    use batchrules::{ops, DType, Randomness};
+    let x = Tensor::from(big(&[64, 20], 0.0));
+    for policy in [Randomness::Different, Randomness::Same] {
+        *traced::THREADS.lock().unwrap() = None;
+        let got = vmap(|r: Tensor| traced::ops::traced_noise(&r, 5))
+            .randomness(policy)
+            .fallback(FallbackPolicy::Silent)
+            .call(&x)
+            .unwrap();
+        let threads = traced::THREADS.lock().unwrap().take().unwrap();
+        // The serial loop runs on the calling thread; rayon's pool never does.
+        assert!(
+            !threads.contains(&std::thread::current().id()),
+            "{policy:?}: the fallback loop did not run on the pool"
+        );
+        let want = vmap(|r: Tensor| ops::add(&r, &ops::rand(&[20], 5, DType::F64)?))
+            .randomness(policy)
+            .call(&x)
+            .unwrap();
+        assert_eq!(
+            got.to_array::<f64>().unwrap(),
+            want.to_array::<f64>().unwrap(),
+            "{policy:?}"
+        );
+    }
+}

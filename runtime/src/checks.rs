@@ -214,7 +214,7 @@ const fn usable(ops: &[OpSchema], op: usize, role: Role) -> Option<&OpSchema> {
 const fn kind_fits(op: &OpSchema, role: Role) -> bool {
     match (op.kind, role) {
         (OpKind::Composite, Role::BatchingRule | Role::Kernel) => false,
-        (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op),
+        (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op) && !op.random,
         (OpKind::Primitive, Role::Decomposition) => false,
         (OpKind::Composite, Role::Vjp) => false,
         (OpKind::Primitive, Role::Vjp) => {
@@ -249,6 +249,12 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push(" takes no tensor arguments, so no call to it has a batch dim: vmap never batches it (it runs its `#[kernel]`, and the plain tensor it returns broadcasts against batched ones), so a batching rule registered for it would never run. Remove this `#[batching_rule]`, or give `")
                 .push(op.name)
                 .push("` a `Tensor` argument in its op table if its calls are to be batched."),
+        ),
+        (OpKind::Primitive, Role::BatchingRule) if op.random => Some(
+            m.code(op.name)
+                .push(" is a random op (`random = true` in its op table): vmap batches it by its randomness policy, running it once per example with the seed that policy gives each example, so a batching rule registered for it would never run. Remove this `#[batching_rule]`; to vectorize `")
+                .push(op.name)
+                .push("`, declare it `kind = \"composite\"` and decompose it into `random_key` and the keyed draws (`random_uniform`, `random_normal`), which have batching rules."),
         ),
         (OpKind::Primitive, Role::Decomposition) => Some(
             m.code(op.name)

@@ -25,6 +25,8 @@ use crate::Result;
 /// assert_eq!(cells[6..], ["not differentiable", "not differentiable"]); // vjp, jvp
 /// let sum = report.lines().find(|l| l.starts_with("batchrules::ops::sum ")).unwrap();
 /// assert!(sum.ends_with("  linear"));
+/// let rand = report.lines().find(|l| l.starts_with("batchrules::ops::rand ")).unwrap();
+/// assert!(rand.contains("randomness policy, then decomposition"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn report() -> Result<String> {
@@ -44,13 +46,22 @@ pub fn report() -> Result<String> {
                     None => "decomposition: -".to_string(),
                 },
             };
+            // A random op reaches every vmap level, whose randomness policy
+            // applies before the op is batched.
+            let vmap_col = match (e.schema.random, e.decomposition) {
+                (false, _) => e.vmap_strategy().to_string(),
+                (true, Some((_, crate::registry::DecomposeVmap::Decompose))) => {
+                    "randomness policy, then decomposition".to_string()
+                }
+                (true, _) => "randomness policy, per-example seeds".to_string(),
+            };
             [
                 format!("{}::{}", e.table.path, e.name()),
                 e.schema.kind.as_str().to_string(),
                 yes(e.kernel.is_some()),
                 yes(e.meta.is_some()),
                 impl_col,
-                e.vmap_strategy().to_string(),
+                vmap_col,
                 e.vjp_status().to_string(),
                 e.jvp_status().to_string(),
             ]

@@ -59,6 +59,7 @@ pub use private as __private;
 pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT};
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
+pub use crate::core::random::derive_seed;
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
@@ -69,7 +70,7 @@ pub use grad::{
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
-    InDims, Inputs, LeafCounts, OutDims, Vmap, VmapInputs, VmapOutputs,
+    InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap, VmapInputs, VmapOutputs,
 };
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
@@ -91,12 +92,34 @@ pub use vmap::{
 /// `#[vjp]` for it then fails the build. A composite takes no such line: it is
 /// differentiated through its decomposition.
 ///
-/// A primitive that is linear jointly in its float tensor arguments (`add`,
-/// `sum`, `reshape`, `cat`, `index_select`, ...) says `linear = true`: its jvp
-/// is the op itself applied to the tangents, with its other arguments (ints,
-/// indices, `where`'s condition) kept, so it takes no `#[jvp]`, and one fails
-/// the build. `linear = true` on a composite, or with `differentiable =
-/// false`, is an error of the table.
+/// A primitive that is linear jointly in its tensor arguments (`add`, `sum`,
+/// `reshape`, `cat`, ...) says `linear = true`, or names the ones it is linear
+/// in (`linear = ["self"]` for `gather(self, dim, index)`): its jvp is the op
+/// itself applied to their tangents, with its other arguments (ints, indices,
+/// `where`'s condition) held, so it takes no `#[jvp]`, and one fails the
+/// build. `linear` on a composite, with `differentiable = false`, or naming
+/// an argument that is not a tensor, is an error of the table.
+///
+/// An op that draws random numbers says `random = true` and takes its stream
+/// as an `int seed` argument (a random op without one fails the build). Under
+/// [`vmap`] it follows the vmap's [`Randomness`] policy: an error by default,
+/// one derived seed per example, or one draw for all. A random primitive is
+/// batched by running it once per example with the seed the policy gives that
+/// example, so a `#[batching_rule]` for it fails the build; to vectorize one,
+/// declare it a composite over `random_key` and the keyed draws
+/// (`random_uniform`, `random_normal`), as `rand` and `dropout` are.
+///
+/// ```compile_fail
+/// # pub mod ops {
+/// batchrules::op_table!(toml = r#"
+/// [[op]]
+/// schema = "noise(int[] size) -> Tensor"
+/// kind = "primitive"
+/// random = true
+/// "#);
+/// # }
+/// # fn main() {}
+/// ```
 ///
 /// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
 /// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
@@ -206,7 +229,26 @@ pub use batchrules_macros::meta;
 /// A rule on a composite op fails the build: the composite
 /// is decomposed before vmap sees it, so the rule would never run. So does a
 /// rule on an op without tensor arguments (a factory such as `zeros`): vmap
-/// never batches it.
+/// never batches it. And so does a rule on a random op (`random = true`):
+/// vmap batches it by its [`Randomness`] policy, never by a rule:
+///
+/// ```compile_fail,E0080
+/// # pub mod ops {
+/// #     batchrules::op_table!(toml = r#"
+/// # [[op]]
+/// # schema = "jitter(Tensor self, int seed) -> Tensor"
+/// # kind = "primitive"
+/// # random = true
+/// # "#);
+/// # }
+/// use batchrules::{batching_rule, Result, Tensor};
+///
+/// #[batching_rule(op = "jitter", table = ops)]
+/// fn jitter_rule(x: &Tensor, bdim: Option<usize>, seed: i64) -> Result<(Tensor, Option<usize>)> {
+///     Ok((x.clone(), bdim))
+/// }
+/// # fn main() {}
+/// ```
 ///
 /// ```
 /// # pub mod ops {
@@ -541,5 +583,6 @@ pub mod ops {
         "ops/linalg.toml",
         "ops/composites.toml",
         "ops/factories.toml",
+        "ops/random.toml",
     );
 }

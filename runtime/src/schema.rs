@@ -154,6 +154,10 @@ pub struct OpSchema {
     /// returns one `Option<Tensor>` tangent per output (`Vec<Option<Tensor>>`
     /// for a `Tensor[]` output), a tuple when there are several.
     pub jvp: RoleSignature,
+    /// Whether the op draws random numbers (`random = true` in the table):
+    /// it takes its stream as an `int seed` argument, and under vmap it
+    /// follows the level's randomness policy (see `Vmap::randomness`).
+    pub random: bool,
 }
 
 impl OpSchema {

@@ -134,3 +134,31 @@ fn cumsum_kernel(x: &Tensor, dim: i64) -> Result<Tensor> {
         Data::Bool(_) => Err(Error::invalid("cumsum of bool is not supported")),
     }
 }
+
+#[meta(op = "jitter", table = crate::ops)]
+fn jitter_meta(x: &TensorMeta, _scale: f64, _seed: i64) -> Result<TensorMeta> {
+    scale_meta(x, 1.0)
+}
+
+/// Draws with the seed it is given: under vmap with `Randomness::Different`
+/// the fallback loop gives each example its derived seed, so example `i`
+/// gets the noise `rand` gives it there.
+#[kernel(op = "jitter", table = crate::ops)]
+fn jitter_kernel(x: &Tensor, scale: f64, seed: i64) -> Result<Tensor> {
+    let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    let noise = batchrules::ops::rand(&shape, seed, x.dtype())?;
+    let factor = batchrules::ops::full(&[], scale, x.dtype())?;
+    batchrules::ops::add(x, &batchrules::ops::mul(&noise, &factor)?)
+}
+
+/// The noise does not depend on `self`: the gradient passes through.
+#[vjp(op = "jitter", table = crate::ops)]
+fn jitter_vjp(
+    _x: &Tensor,
+    _scale: f64,
+    _seed: i64,
+    _result: &Tensor,
+    grad: &Tensor,
+) -> Result<Option<Tensor>> {
+    Ok(Some(grad.clone()))
+}

@@ -38,6 +38,10 @@ struct Entry {
     /// linear.
     #[serde(default)]
     linear: Option<toml::Spanned<toml::Value>>,
+    /// `random = true`: the op draws random numbers from its `int seed`
+    /// argument, so vmap applies its randomness policy to it.
+    #[serde(default)]
+    random: Option<toml::Spanned<bool>>,
 }
 
 pub struct Op {
@@ -51,6 +55,8 @@ pub struct Op {
     /// The tensor arguments the op is linear in (`linear = true`: all of
     /// them); empty when it is not linear.
     pub linear: Vec<String>,
+    /// Whether the op draws random numbers (from its `int seed` argument).
+    pub random: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -254,6 +260,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
             let (Some(schema), Some(kind)) = (parsed, kind) else {
                 continue;
             };
+            let random = random_flag(cx, name, source, lit, &entry.random, &schema);
             if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
                 let first = first
                     .strip_prefix(&format!("{name}:"))
@@ -272,6 +279,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     doc: entry.doc,
                     differentiable,
                     linear,
+                    random,
                 },
                 format!("{name}:{entry_line}"),
             ));
@@ -343,4 +351,30 @@ fn linear_args(
         return Vec::new();
     }
     names
+}
+
+/// The `random` flag of an entry; a random op must take its stream as an
+/// `int seed` argument (vmap derives each example's seed from it).
+fn random_flag(
+    cx: &Ctxt,
+    name: &str,
+    source: &str,
+    lit: &LitStr,
+    flag: &Option<toml::Spanned<bool>>,
+    schema: &Schema,
+) -> bool {
+    let Some(flag) = flag else { return false };
+    let random = *flag.get_ref();
+    let has_seed = schema
+        .args
+        .iter()
+        .any(|a| a.name == "seed" && a.ty == schema::Base::Int && !a.optional);
+    if random && !has_seed {
+        cx.error_spanned_by(lit, format!(
+            "op table {name}:{}: `random = true` on `{}`, which has no `int seed` argument: a random op draws from the stream its `int seed` names, and vmap derives each example's seed from it; add `int seed` to the schema",
+            line_of(source, flag.span().start),
+            schema.name
+        ));
+    }
+    random
 }

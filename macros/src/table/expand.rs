@@ -106,6 +106,7 @@ fn schema_const(op: &Op) -> TokenStream {
     let differentiable = op.differentiable;
     let linear = !op.linear.is_empty();
     let linear_in = &op.linear;
+    let random = op.random;
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -122,6 +123,7 @@ fn schema_const(op: &Op) -> TokenStream {
             linear: #linear,
             linear_in: &[#(#linear_in),*],
             jvp: #jvp,
+            random: #random,
         }
     }
 }
@@ -147,9 +149,14 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
         doc.push_str(" Not differentiable: no gradient flows through it.");
     }
     if !op.linear.is_empty() {
-        doc.push_str(
-            " Linear in its float tensor arguments: its jvp is the op applied to the tangents.",
-        );
+        let names: Vec<String> = op.linear.iter().map(|n| format!("`{n}`")).collect();
+        doc.push_str(&format!(
+            " Linear in {}: its jvp is the op applied to their tangents.",
+            names.join(" and ")
+        ));
+    }
+    if op.random {
+        doc.push_str(" Random: draws from the stream `seed` names; under vmap it follows the vmap's randomness policy (`batchrules::Randomness`).");
     }
     let defaults: Vec<String> = s
         .args

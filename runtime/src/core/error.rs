@@ -53,6 +53,16 @@ pub enum Error {
         /// The vmap level.
         level: usize,
     },
+    /// A random op (`rand`, `dropout`, ...) was called under a vmap level whose
+    /// randomness policy is `Error` (the default): vmap cannot guess whether
+    /// the examples should draw alike or differently.
+    #[error("{op}: a random op under vmap (level {level}), whose randomness policy is Error (the default); say how the examples draw: `.randomness(Randomness::Different)` for an independent draw per example, or `.randomness(Randomness::Same)` for one draw shared by every example")]
+    Randomness {
+        /// The random op.
+        op: String,
+        /// The vmap level whose policy refused it.
+        level: usize,
+    },
     /// A registered batching rule or vjp returned something that disagrees
     /// with the op's meta or schema (a shape, a dtype, a count).
     #[error("bug in {rule} for {op}: {message}")]
@@ -109,6 +119,7 @@ impl Error {
             Error::InvalidArgument { op, .. }
             | Error::NotImplemented { op, .. }
             | Error::Fallback { op, .. }
+            | Error::Randomness { op, .. }
             | Error::RuleBug { op, .. }
             | Error::Inside { op, .. } => Some(op),
             Error::InVmap { source, .. } => source.op(),

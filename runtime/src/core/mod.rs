@@ -12,6 +12,7 @@ pub(crate) mod dims;
 pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod meta_rules;
+pub(crate) mod random;
 pub(crate) mod tensor;
 pub(crate) mod tree;
 pub(crate) mod value;

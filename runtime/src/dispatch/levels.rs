@@ -5,7 +5,7 @@
 //! of the highest level among the call's tensors; the interpreter's own op calls
 //! re-enter the dispatcher and reach the levels below.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,6 +19,9 @@ struct Level {
 
 thread_local! {
     static LEVELS: RefCell<Vec<Level>> = const { RefCell::new(Vec::new()) };
+    /// The depths (bit `d - 1` for depth `d`) whose levels do not claim
+    /// random op calls now (see [`below_level`]).
+    static RANDOM_EXCLUDED: Cell<u64> = const { Cell::new(0) };
 }
 
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -117,4 +120,58 @@ pub fn escaped(t: &Tensor) -> Error {
         "{transform}: a {kind} tensor was used outside the {transform} that created it \
          (or on another thread); return it from the transformed function instead of storing it"
     ))
+}
+
+// A depth mask has one bit per possible depth.
+const _: () = assert!(MAX_DEPTH <= 64);
+
+/// Bit `d - 1` of a depth mask, for depth `d` (at most [`MAX_DEPTH`]).
+const fn depth_bit(depth: usize) -> u64 {
+    1u64 << ((depth - 1) % 64)
+}
+
+/// The highest level above `above` (a call's highest tensor level), not
+/// excluded by a [`below_level`] in progress, whose interpreter claims random
+/// ops.
+pub(super) fn claiming_level(above: Option<LevelId>) -> Option<LevelId> {
+    let floor = above.map_or(0, LevelId::depth);
+    let excluded = RANDOM_EXCLUDED.with(Cell::get);
+    LEVELS.with(|l| {
+        let l = l.borrow();
+        l.get(floor..)?
+            .iter()
+            .rev()
+            .find(|lv| excluded & depth_bit(lv.id.depth()) == 0 && lv.interpreter.claims_random())
+            .map(|lv| lv.id)
+    })
+}
+
+/// Whether a random op call made now can reach the level at `depth`: false
+/// while a [`below_level`] hides it.
+pub(crate) fn reaches_random(depth: usize) -> bool {
+    depth >= 1 && RANDOM_EXCLUDED.with(Cell::get) & depth_bit(depth) == 0
+}
+
+/// Restores the excluded depths when dropped, also on a panic.
+struct ExcludedGuard(u64);
+
+impl Drop for ExcludedGuard {
+    fn drop(&mut self) {
+        RANDOM_EXCLUDED.with(|c| c.set(self.0));
+    }
+}
+
+/// Runs `f` with `level` and the levels live above it out of reach of random
+/// op calls: while `f` runs, a random op call goes to the claiming levels
+/// below `level` (or to the dense path), or to a level `f` itself pushes (a
+/// kernel may run a vmap of its own). An interpreter that
+/// [claims random ops](super::Interpreter::claims_random) passes a call on
+/// with it, as unwrapping its own tensors passes any other call on.
+pub fn below_level<T>(level: LevelId, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    // The depths of `level` and the levels above it live on this thread (none
+    // when `f` runs on another thread, whose stack is its own).
+    let mask = (level.depth().max(1)..=depth()).fold(0u64, |m, d| m | depth_bit(d));
+    let saved = RANDOM_EXCLUDED.with(|c| c.replace(c.get() | mask));
+    let _restore = ExcludedGuard(saved);
+    f()
 }

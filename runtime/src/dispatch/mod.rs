@@ -11,6 +11,12 @@
 //!    own op calls re-enter the dispatcher and reach the levels below.
 //! 4. On the dense path it runs the kernel, or a composite's decomposition.
 //!
+//! A random op (its table says `random = true`; `rand` has no tensor argument
+//! at all) also goes to the highest level above its tensors whose
+//! interpreter [claims random ops](Interpreter::claims_random), so a vmap
+//! level can apply its randomness policy to it. An interpreter passes a random
+//! op on to the levels below with [`below_level`].
+//!
 //! A transform is added by implementing [`Interpreter`] and
 //! [`LevelTensor`](crate::LevelTensor) and pushing levels with [`push_level`];
 //! nothing here changes.
@@ -23,7 +29,10 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-pub use levels::{depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH};
+pub(crate) use levels::reaches_random;
+pub use levels::{
+    below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,
+};
 pub(crate) use meta_cache::run_meta;
 
 use crate::core::value::{Arg, Outs, TensorMeta};
@@ -59,6 +68,19 @@ pub trait Interpreter: Any {
         level: LevelId,
         out_metas: Option<&[TensorMeta]>,
     ) -> Result<Outs<Tensor>>;
+
+    /// Whether this level takes the calls of random ops (ops whose table says
+    /// `random = true`) made while it is live, also those in which none of
+    /// its tensors appear (`rand` has no tensor argument). The dispatcher then
+    /// hands such a call to the highest claiming level above the call's
+    /// tensors. The default is `false`: a random op reaches this level only
+    /// through its tensors, like any op (grad records nothing for it and
+    /// passes it down). vmap claims random ops, to apply its randomness
+    /// policy; an interpreter that does passes them on to the levels below
+    /// with [`below_level`].
+    fn claims_random(&self) -> bool {
+        false
+    }
 
     /// `self` as [`Any`], so a transform can reach its own interpreter's state.
     fn as_any(&self) -> &dyn Any;
@@ -131,7 +153,13 @@ fn check_args(entry: &OpEntry, args: &[Arg<Tensor>]) -> Result<()> {
 /// Dispatches a call whose arguments fit the schema (the typed functions
 /// guarantee it).
 pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
-    let Some(top) = top_level(args) else {
+    let top = top_level(args);
+    let top = if entry.schema.random {
+        levels::claiming_level(top).or(top)
+    } else {
+        top
+    };
+    let Some(top) = top else {
         return call_dense(entry, args);
     };
     let (live, interp) = level_at(top.depth())

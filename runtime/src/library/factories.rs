@@ -50,7 +50,7 @@ fn generate(dtype: DType, shape: &[usize], value: impl Fn(usize) -> f64) -> Resu
 }
 
 /// `size` as a shape, or why it is not one (a negative size, or too many elements).
-fn shape_of(size: &[i64]) -> Result<Vec<usize>> {
+pub(super) fn shape_of(size: &[i64]) -> Result<Vec<usize>> {
     let shape = size
         .iter()
         .map(|&s| {

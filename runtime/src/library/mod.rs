@@ -11,6 +11,7 @@ mod indexing;
 mod join;
 mod jvp;
 mod linalg;
+mod random;
 mod reduce;
 pub(crate) mod samples;
 mod shape;

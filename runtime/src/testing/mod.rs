@@ -28,7 +28,7 @@ pub use jvp::{check_jacobians, check_jvp, check_jvp_compositions, check_op_jvp};
 use crate::registry::OpEntry;
 use crate::schema::OpTable;
 use crate::vmap::VmapOutputs;
-use crate::{vmap, Arg, Data, Error, Result, Tensor};
+use crate::{vmap, Arg, Data, Error, Randomness, Result, Tensor};
 
 /// The arguments of one call of an op, tensors and scalars alike; build them
 /// with [`args!`](crate::args).
@@ -124,15 +124,28 @@ pub fn with_tensors(args: &[Arg<Tensor>], tensors: &[Tensor]) -> Result<Sample> 
         .collect()
 }
 
-/// [`check_vmap`] for one op called with one sample.
+/// The randomness policy the op checks run vmap with: a random op is
+/// checked under [`Randomness::Same`], where vmap must equal the loop (each
+/// example drawing with the seed as given); any other op under the default.
+fn randomness_for(entry: &OpEntry) -> Randomness {
+    if entry.schema.random {
+        Randomness::Same
+    } else {
+        Randomness::Error
+    }
+}
+
+/// [`check_vmap`] for one op called with one sample (a random op under
+/// [`Randomness::Same`], see [`check_vmap_randomness`]).
 pub fn check_op(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap(
+    check_vmap_randomness(
         |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
+        randomness_for(entry),
     )
     .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
@@ -140,15 +153,17 @@ pub fn check_op(
     })
 }
 
-/// [`check_vmap_errors`] for one op called with one error sample.
+/// [`check_vmap_errors`] for one op called with one error sample (a random
+/// op under [`Randomness::Same`], so the error is the op's own).
 pub fn check_op_errors(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap_errors(
+    check_vmap_errors_impl(
         |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
         &tensors,
+        randomness_for(entry),
     )
     .map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
@@ -460,6 +475,29 @@ where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
 {
+    check_vmap_randomness(f, inputs, Randomness::Error)
+}
+
+/// [`check_vmap`] with every vmap (the nested ones too) at the randomness
+/// policy `randomness`. Under [`Randomness::Same`] a random function must
+/// equal the loop, each of whose examples draws with the seeds as given.
+///
+/// ```
+/// use batchrules::{ops, testing::check_vmap_randomness, DType, Randomness, Tensor};
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+/// let noisy = |xs: &[Tensor]| ops::add(&xs[0], &ops::rand(&[2], 3, DType::F64)?);
+/// assert!(check_vmap_randomness(noisy, &[x], Randomness::Same).is_ok());
+/// ```
+pub fn check_vmap_randomness<F, O>(
+    f: F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
+{
     let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
     let err = |case: &str, e: Error| Mismatch {
         case: case.to_string(),
@@ -497,20 +535,25 @@ where
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
                 .batch_size(size)
+                .randomness(randomness)
                 .call(batched)
                 .map_err(|e| err(&case, e))?;
             compare(&case, &got, &want)?;
             cases += 1;
         }
     }
-    cases += check_nested(&f, inputs)?;
+    cases += check_nested(&f, inputs, randomness)?;
     Ok(cases)
 }
 
 /// Which levels an input is batched at in the nested check.
 const NESTINGS: [(bool, bool); 4] = [(true, true), (true, false), (false, true), (false, false)];
 
-fn check_nested<F>(f: &F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+fn check_nested<F>(
+    f: &F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
@@ -575,10 +618,12 @@ where
             vmap(|ys: Vec<Tensor>| f(&ys))
                 .in_dims(inner_dims.clone())
                 .batch_size(inner)
+                .randomness(randomness)
                 .call(xs)
         })
         .in_dims(outer_dims)
         .batch_size(outer)
+        .randomness(randomness)
         .call(physical)
         .map_err(err)?;
         compare(&case, &got, &want)?;
@@ -595,6 +640,18 @@ where
 /// fallback refusal or an escaped-tensor error is not the error the example
 /// gives, so it does not count. Returns the number of cases checked.
 pub fn check_vmap_errors<F, O>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
+where
+    F: Fn(&[Tensor]) -> Result<O>,
+    O: VmapOutputs,
+{
+    check_vmap_errors_impl(f, inputs, Randomness::Error)
+}
+
+fn check_vmap_errors_impl<F, O>(
+    f: F,
+    inputs: &[Tensor],
+    randomness: Randomness,
+) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
@@ -626,6 +683,7 @@ where
             })?;
             let got = vmap(|xs: Vec<Tensor>| f(&xs))
                 .in_dims(dims.clone())
+                .randomness(randomness)
                 .call(batched);
             match got {
                 Ok(outs) => {
@@ -662,5 +720,8 @@ fn same_failure(got: &Error, want: &Error) -> bool {
     let (g, w) = (got.root(), want.root());
     got.op() == want.op()
         && std::mem::discriminant(g) == std::mem::discriminant(w)
-        && !matches!(g, Error::RuleBug { .. } | Error::Fallback { .. })
+        && !matches!(
+            g,
+            Error::RuleBug { .. } | Error::Fallback { .. } | Error::Randomness { .. }
+        )
 }

@@ -11,7 +11,8 @@ use super::batched::Batched;
 use super::builtin;
 use super::fallback::FallbackPolicy;
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
-use super::interpreter::VmapInterpreter;
+use super::interpreter::{LevelConfig, VmapInterpreter};
+use super::random::Randomness;
 
 /// The number of vmap levels active on this thread.
 pub fn vmap_depth() -> usize {
@@ -346,6 +347,7 @@ pub struct Vmap<F, A> {
     batch_size: Option<usize>,
     policy: Option<FallbackPolicy>,
     chunk_size: Option<usize>,
+    randomness: Randomness,
 }
 
 /// Vectorizes a per-example function over a batch dim.
@@ -430,6 +432,7 @@ where
         batch_size: None,
         policy: None,
         chunk_size: None,
+        randomness: Randomness::Error,
     }
 }
 
@@ -443,6 +446,7 @@ impl<F: Clone, A> Clone for Vmap<F, A> {
             batch_size: self.batch_size,
             policy: self.policy,
             chunk_size: self.chunk_size,
+            randomness: self.randomness,
         }
     }
 }
@@ -455,6 +459,7 @@ impl<F, A> std::fmt::Debug for Vmap<F, A> {
             .field("batch_size", &self.batch_size)
             .field("policy", &self.policy)
             .field("chunk_size", &self.chunk_size)
+            .field("randomness", &self.randomness)
             .finish_non_exhaustive()
     }
 }
@@ -486,10 +491,36 @@ impl<F, A> Vmap<F, A> {
         self
     }
 
+    /// Sets what a random op (`rand`, `randn`, `bernoulli`, `dropout`, any op
+    /// its table marks `random = true`) does at this vmap's level; the default,
+    /// [`Randomness::Error`], refuses it. The policy holds for this level
+    /// only: a nested vmap sets its own.
+    ///
+    /// ```
+    /// use batchrules::{ops, vmap, DType, Randomness, Tensor};
+    ///
+    /// // Five examples, each with its own dropout mask (p = 0.5, seed 3).
+    /// let x = Tensor::from(ndarray::Array::<f64, _>::ones((5, 8)).into_dyn());
+    /// let y = vmap(|x: Tensor| ops::dropout(&x, 0.5, 3))
+    ///     .randomness(Randomness::Different)
+    ///     .call(&x)?
+    ///     .to_array::<f64>()?;
+    /// // Kept entries are scaled by 1 / (1 - p), dropped ones are 0.
+    /// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
+    /// assert_ne!(y.index_axis(ndarray::Axis(0), 0), y.index_axis(ndarray::Axis(0), 1));
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    pub fn randomness(mut self, randomness: Randomness) -> Self {
+        self.randomness = randomness;
+        self
+    }
+
     /// Runs the batch in chunks of at most `size` examples, one vmap call per
     /// chunk, and joins the results along each output's batch dim, so the
     /// memory the function's intermediates take is bounded by the chunk, not
-    /// the batch. The results equal the unchunked ones.
+    /// the batch. The results equal the unchunked ones, random draws included
+    /// (each chunk passes the index of its first example, from which
+    /// [`Randomness::Different`] derives each example's seed).
     ///
     /// ```
     /// use batchrules::{ops, vmap, Tensor};
@@ -531,7 +562,7 @@ impl<F, A> Vmap<F, A> {
                 "chunk_size(0): a chunk must hold at least one example".to_string(),
             )),
             Some(chunk) if chunk < size => self.call_chunked(&args, &inputs, &dims, size, chunk),
-            _ => self.call_level(&args, inputs, &dims, size),
+            _ => self.call_level(&args, inputs, &dims, size, 0),
         }
     }
 
@@ -560,7 +591,7 @@ impl<F, A> Vmap<F, A> {
                     None => Ok(t.clone()),
                 })
                 .collect::<Result<_>>()?;
-            parts.push(self.call_level(args, sliced, dims, len)?);
+            parts.push(self.call_level(args, sliced, dims, len, start)?);
         }
         let leaves: Vec<Vec<Tensor>> = parts
             .iter()
@@ -610,23 +641,28 @@ impl<F, A> Vmap<F, A> {
         }
     }
 
-    /// One vmap call over a whole batch of `size` examples.
+    /// One vmap call over `size` examples, the first of which is example
+    /// `offset` of the whole batch.
     fn call_level<I, O>(
         &self,
         args: &I,
         inputs: Inputs,
         dims: &[Option<usize>],
         size: usize,
+        offset: usize,
     ) -> Result<O>
     where
         I: VmapInputs<Inner = A>,
         F: Fn(A) -> Result<O>,
         O: VmapOutputs,
     {
-        let policy = self.policy;
-        let guard = push_level("vmap", |id| {
-            VmapInterpreter::at_depth(id.depth(), size, policy)
-        })?;
+        let config = LevelConfig {
+            size,
+            policy: self.policy,
+            randomness: self.randomness,
+            offset,
+        };
+        let guard = push_level("vmap", |id| VmapInterpreter::at_depth(id.depth(), config))?;
         let level = guard.id();
         let wrapped: Inputs = inputs
             .into_iter()
@@ -703,6 +739,7 @@ fn in_level(e: Error, depth: usize) -> Error {
         e.root(),
         Error::InvalidArgument { level: Some(_), .. }
             | Error::Fallback { .. }
+            | Error::Randomness { .. }
             | Error::RuleBug { .. }
     );
     if says_level || matches!(e, Error::InVmap { .. }) {

@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use crate::core::value::{Arg, Outs, TensorMeta};
-use crate::dispatch::{self, call_entry};
+use crate::dispatch::{self, below_level, call_entry};
 use crate::registry::OpEntry;
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::{self, Batched};
 use super::interpreter::VmapInterpreter;
+use super::random::Seeds;
 
 /// What vmap does with an op that has no batching rule (or a composite that
 /// opted out of decomposition): the fallback loop over the batch.
@@ -82,8 +83,11 @@ pub(crate) fn level_size(level: LevelId) -> Result<usize> {
         })
 }
 
-/// The fallback: applies the policy, then calls the op once per example and
-/// stacks the results.
+/// The fallback: applies the policy, then calls the op once per example (with
+/// the seed `seeds` gives it, for a random op) and stacks the results.
+///
+/// Each example runs below `level` (see [`below_level`]): a random op inside
+/// it draws at the levels below, as one example outside this vmap would.
 pub(crate) fn run(
     entry: &'static OpEntry,
     args: &[Arg<Tensor>],
@@ -91,6 +95,7 @@ pub(crate) fn run(
     size: usize,
     policy: Option<FallbackPolicy>,
     metas: Option<&[TensorMeta]>,
+    seeds: Seeds,
 ) -> Result<Outs<Tensor>> {
     match policy.unwrap_or_else(fallback_policy) {
         FallbackPolicy::Error => {
@@ -124,9 +129,10 @@ pub(crate) fn run(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        call_entry(entry, &args)
+        let args = seeds.apply(args, i);
+        below_level(level, || call_entry(entry, &args))
     };
-    let per_example: Vec<Outs<Tensor>> = if parallel(args, level, size) {
+    let per_example: Vec<Outs<Tensor>> = if parallel(entry, args, level, size) {
         #[cfg(feature = "rayon")]
         {
             use rayon::prelude::*;
@@ -164,10 +170,17 @@ pub(crate) fn run(
 
 /// Whether the fallback may run its examples on several threads: only with the
 /// `rayon` feature, and only when every example is dense (nothing at a lower
-/// level), because transform levels live on the calling thread.
-fn parallel(args: &[Arg<Tensor>], level: LevelId, size: usize) -> bool {
+/// level), because transform levels live on the calling thread. A random op
+/// also needs no level below to claim it (a vmap below applies its own
+/// randomness policy). The seeds do not depend on the thread an example runs
+/// on, so neither do the draws.
+fn parallel(entry: &OpEntry, args: &[Arg<Tensor>], level: LevelId, size: usize) -> bool {
+    let below_claims_random = || {
+        (1..level.depth()).any(|d| dispatch::level_at(d).is_some_and(|(_, i)| i.claims_random()))
+    };
     cfg!(feature = "rayon")
         && size > 1
+        && !(entry.schema.random && below_claims_random())
         && args.iter().flat_map(Arg::tensors).all(|t| match t.level() {
             None => true,
             Some(_) => Batched::at(t, level).is_some_and(|b| b.inner.level().is_none()),

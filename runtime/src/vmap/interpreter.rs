@@ -12,6 +12,7 @@ use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
 use super::fallback::{self, FallbackPolicy};
+use super::random::{self, Randomness, Seeds};
 
 /// The state of one vmap level.
 ///
@@ -25,6 +26,20 @@ pub(crate) struct VmapInterpreter {
     size: Cell<usize>,
     /// The fallback policy of this vmap call (`None`: the global one).
     policy: Cell<Option<FallbackPolicy>>,
+    /// What a random op at this level does.
+    randomness: Cell<Randomness>,
+    /// The index of this call's first example in the whole batch (a chunk's
+    /// start), from which `Randomness::Different` derives each example's seed.
+    offset: Cell<usize>,
+}
+
+/// How one vmap call sets up its level.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LevelConfig {
+    pub(crate) size: usize,
+    pub(crate) policy: Option<FallbackPolicy>,
+    pub(crate) randomness: Randomness,
+    pub(crate) offset: usize,
 }
 
 thread_local! {
@@ -33,24 +48,24 @@ thread_local! {
 }
 
 impl VmapInterpreter {
-    /// The interpreter for a vmap call at `depth` on this thread, set to
-    /// `size` and `policy`.
-    pub(crate) fn at_depth(
-        depth: usize,
-        size: usize,
-        policy: Option<FallbackPolicy>,
-    ) -> Rc<VmapInterpreter> {
+    /// The interpreter for a vmap call at `depth` on this thread, set up as
+    /// `config` says.
+    pub(crate) fn at_depth(depth: usize, config: LevelConfig) -> Rc<VmapInterpreter> {
         BY_DEPTH.with(|pool| {
             let mut pool = pool.borrow_mut();
             while pool.len() < depth {
                 pool.push(Rc::new(VmapInterpreter {
                     size: Cell::new(0),
                     policy: Cell::new(None),
+                    randomness: Cell::new(Randomness::Error),
+                    offset: Cell::new(0),
                 }));
             }
             let interp = Rc::clone(&pool[depth - 1]);
-            interp.size.set(size);
-            interp.policy.set(policy);
+            interp.size.set(config.size);
+            interp.policy.set(config.policy);
+            interp.randomness.set(config.randomness);
+            interp.offset.set(config.offset);
             interp
         })
     }
@@ -58,6 +73,21 @@ impl VmapInterpreter {
     /// The batch size of the current vmap call at this level.
     pub(crate) fn size(&self) -> usize {
         self.size.get()
+    }
+
+    /// The fallback policy of this vmap call (`None`: the global one).
+    pub(crate) fn fallback_policy(&self) -> Option<FallbackPolicy> {
+        self.policy.get()
+    }
+
+    /// The randomness policy of this vmap call.
+    pub(crate) fn randomness(&self) -> Randomness {
+        self.randomness.get()
+    }
+
+    /// The index of this call's first example in the whole batch.
+    pub(crate) fn offset(&self) -> usize {
+        self.offset.get()
     }
 }
 
@@ -72,6 +102,12 @@ impl Interpreter for VmapInterpreter {
         cfg!(debug_assertions) || self.size() == 0
     }
 
+    /// A random op reaches every vmap level, batched there or not, so that
+    /// the level's [`Randomness`] policy applies to it.
+    fn claims_random(&self) -> bool {
+        true
+    }
+
     fn process(
         &self,
         entry: &'static OpEntry,
@@ -79,6 +115,9 @@ impl Interpreter for VmapInterpreter {
         level: LevelId,
         out_metas: Option<&[TensorMeta]>,
     ) -> Result<Outs<Tensor>> {
+        if entry.schema.random {
+            return random::process(self, entry, args, level, out_metas);
+        }
         let strategy = entry.vmap_strategy();
         #[cfg(feature = "bench-internals")]
         let strategy =
@@ -105,6 +144,7 @@ impl Interpreter for VmapInterpreter {
                 self.size(),
                 self.policy.get(),
                 out_metas,
+                Seeds::AsGiven,
             ),
         }
     }

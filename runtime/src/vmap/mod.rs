@@ -10,6 +10,7 @@
 //! * `batched`: the batched tensor and how it is rearranged and stacked;
 //! * `interpreter`: rule dispatch and the rule self-check;
 //! * `fallback`: the per-example loop and its policy;
+//! * `random`: random ops and each level's randomness policy;
 //! * `api`: [`vmap`], [`Vmap`], in/out dims;
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
@@ -20,7 +21,9 @@ mod builtin;
 mod fallback;
 mod inputs;
 mod interpreter;
+mod random;
 
 pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
 pub use fallback::{fallback_policy, set_fallback_policy, FallbackPolicy};
 pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
+pub use random::Randomness;

@@ -1,0 +1,356 @@
+//! Random ops: `rand`, `randn`, `bernoulli` and `dropout`, composites over the
+//! random primitive `random_key` and the keyed draws `random_uniform` and
+//! `random_normal` (see `ops/random.toml`).
+//!
+//! The keyed draws are deterministic functions of their key tensor, so vmap
+//! batches them with ordinary rules; only `random_key` is random, and vmap's
+//! randomness policy turns it into one key per example (`Different`) or one
+//! key for all (`Same`). A composite's decomposition therefore runs unchanged
+//! under every policy and every transform.
+
+use crate::core::alloc::checked_numel;
+use crate::core::random::{normal, uniform_f32, uniform_f64};
+use crate::library::factories::shape_of;
+use crate::{
+    batching_rule, decompose, kernel, meta, ops, DType, Error, Result, Tensor, TensorMeta,
+};
+
+/// Rejects a dtype a draw cannot have.
+fn float_dtype(dtype: DType) -> Result<()> {
+    if dtype.is_float() {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "draws floats: dtype must be f32 or f64, got {dtype}"
+        )))
+    }
+}
+
+/// `size` as a shape (no negative size, within the allocation limit) for a
+/// float `dtype`.
+fn draw_meta(size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    let shape = shape_of(size)?;
+    float_dtype(dtype)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+/// The output of a keyed draw: `key`'s shape followed by `size`.
+fn keyed_meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    if key.dtype() != DType::I64 {
+        return Err(Error::invalid(format!(
+            "key must be an i64 tensor (from random_key), got {}",
+            key.dtype()
+        )));
+    }
+    let mut shape = key.shape().to_vec();
+    shape.extend(draw_meta(size, dtype)?.shape());
+    checked_numel(&shape)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+/// Which distribution a keyed draw samples.
+#[derive(Clone, Copy)]
+enum Dist {
+    Uniform,
+    Normal,
+}
+
+/// The keyed draw: for each key (row-major), `size` elements of its stream.
+fn draw(key: &Tensor, size: &[i64], dtype: DType, dist: Dist) -> Result<Tensor> {
+    let keys = key.to_array::<i64>()?;
+    let size = shape_of(size)?;
+    let n = checked_numel(&size)? as u64;
+    let mut shape = keys.shape().to_vec();
+    shape.extend(&size);
+    checked_numel(&shape)?;
+    let counters = |&k: &i64| (0..n).map(move |c| (k, c));
+    match dtype {
+        DType::F64 => {
+            let values = keys
+                .iter()
+                .flat_map(counters)
+                .map(|(k, c)| match dist {
+                    Dist::Uniform => uniform_f64(k, c),
+                    Dist::Normal => normal(k, c),
+                })
+                .collect();
+            Tensor::from_shape_vec(&shape, values)
+        }
+        DType::F32 => {
+            let values = keys
+                .iter()
+                .flat_map(counters)
+                .map(|(k, c)| match dist {
+                    Dist::Uniform => uniform_f32(k, c),
+                    Dist::Normal => normal(k, c) as f32,
+                })
+                .collect();
+            Tensor::from_shape_vec(&shape, values)
+        }
+        other => float_dtype(other).map(|()| key.clone()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The random primitive: a seed's key.
+
+#[meta(op = "random_key")]
+fn random_key_meta(_seed: i64) -> Result<TensorMeta> {
+    Ok(TensorMeta::new(Vec::new(), DType::I64))
+}
+
+#[kernel(op = "random_key")]
+fn random_key_kernel(seed: i64) -> Result<Tensor> {
+    Ok(Tensor::scalar(seed))
+}
+
+// ---------------------------------------------------------------------------
+// The keyed draws: deterministic in the key, batched by moving the key's
+// batch dim to the front (the key's dims lead the output).
+
+#[meta(op = "random_uniform")]
+fn random_uniform_meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    keyed_meta(key, size, dtype)
+}
+
+#[kernel(op = "random_uniform")]
+fn random_uniform_kernel(key: &Tensor, size: &[i64], dtype: DType) -> Result<Tensor> {
+    draw(key, size, dtype, Dist::Uniform)
+}
+
+#[batching_rule(op = "random_uniform")]
+fn random_uniform_rule(
+    key: &Tensor,
+    bdim: Option<usize>,
+    size: &[i64],
+    dtype: DType,
+) -> Result<(Tensor, Option<usize>)> {
+    let front = crate::batching::bdim_to_front(key, bdim)?;
+    Ok((ops::random_uniform(&front, size, dtype)?, bdim.map(|_| 0)))
+}
+
+#[meta(op = "random_normal")]
+fn random_normal_meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
+    keyed_meta(key, size, dtype)
+}
+
+#[kernel(op = "random_normal")]
+fn random_normal_kernel(key: &Tensor, size: &[i64], dtype: DType) -> Result<Tensor> {
+    draw(key, size, dtype, Dist::Normal)
+}
+
+#[batching_rule(op = "random_normal")]
+fn random_normal_rule(
+    key: &Tensor,
+    bdim: Option<usize>,
+    size: &[i64],
+    dtype: DType,
+) -> Result<(Tensor, Option<usize>)> {
+    let front = crate::batching::bdim_to_front(key, bdim)?;
+    Ok((ops::random_normal(&front, size, dtype)?, bdim.map(|_| 0)))
+}
+
+// ---------------------------------------------------------------------------
+// The user-facing random ops.
+
+#[meta(op = "rand")]
+fn rand_meta(size: &[i64], _seed: i64, dtype: DType) -> Result<TensorMeta> {
+    draw_meta(size, dtype)
+}
+
+#[decompose(op = "rand")]
+fn rand(size: &[i64], seed: i64, dtype: DType) -> Result<Tensor> {
+    ops::random_uniform(&ops::random_key(seed)?, size, dtype)
+}
+
+#[meta(op = "randn")]
+fn randn_meta(size: &[i64], _seed: i64, dtype: DType) -> Result<TensorMeta> {
+    draw_meta(size, dtype)
+}
+
+#[decompose(op = "randn")]
+fn randn(size: &[i64], seed: i64, dtype: DType) -> Result<Tensor> {
+    ops::random_normal(&ops::random_key(seed)?, size, dtype)
+}
+
+/// A shape as the `int[]` argument of an op.
+fn size_arg(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&d| d as i64).collect()
+}
+
+#[meta(op = "bernoulli")]
+fn bernoulli_meta(p: &TensorMeta, _seed: i64) -> Result<TensorMeta> {
+    float_dtype(p.dtype()).map_err(|_| {
+        Error::invalid(format!(
+            "p must hold probabilities as f32 or f64, got {}",
+            p.dtype()
+        ))
+    })?;
+    Ok(p.clone())
+}
+
+/// One uniform per element of `p` (shared by every example under
+/// `Randomness::Same`, one stream per example under `Different`), compared
+/// with `p`.
+#[decompose(op = "bernoulli")]
+fn bernoulli(p: &Tensor, seed: i64) -> Result<Tensor> {
+    let u = ops::random_uniform(&ops::random_key(seed)?, &size_arg(p.shape()), p.dtype())?;
+    ops::to_dtype(&ops::lt(&u, p)?, p.dtype())
+}
+
+#[meta(op = "dropout")]
+fn dropout_meta(x: &TensorMeta, p: f64, _seed: i64) -> Result<TensorMeta> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::invalid(format!(
+            "the drop probability p must be in [0, 1], got {p}"
+        )));
+    }
+    if !x.dtype().is_float() {
+        return Err(Error::invalid(format!(
+            "needs a float tensor, got {}",
+            x.dtype()
+        )));
+    }
+    Ok(x.clone())
+}
+
+/// `self * bernoulli(1 - p) / (1 - p)`: differentiable with respect to `self`
+/// through `mul` (the mask carries no gradient).
+#[decompose(op = "dropout")]
+fn dropout(x: &Tensor, p: f64, seed: i64) -> Result<Tensor> {
+    let shape = size_arg(x.shape());
+    let dtype = x.dtype();
+    if p == 0.0 {
+        return Ok(x.clone());
+    }
+    if p == 1.0 {
+        return ops::mul(x, &ops::zeros(&shape, dtype)?);
+    }
+    let keep = ops::bernoulli(&ops::full(&shape, 1.0 - p, dtype)?, seed)?;
+    let scale = ops::full(&[], 1.0 / (1.0 - p), dtype)?;
+    ops::mul(&ops::mul(x, &keep)?, &scale)
+}
+
+// ---------------------------------------------------------------------------
+// Sample inputs. Draws are deterministic in the seed, so the op-library
+// harness checks them against the loop like any op (under
+// `Randomness::Same`, where the loop's examples draw with the seed as given).
+
+fn size_samples() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![&[2i64, 3][..], 5i64, DType::F32],
+        crate::args![&[4i64][..], -1i64, DType::F64],
+        crate::args![&[0i64, 2][..], 0i64, DType::F64],
+        crate::args![&[0i64; 0][..], i64::MAX, DType::F32],
+    ]
+}
+
+fn size_errors() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![&[-1i64][..], 0i64, DType::F32],
+        crate::args![&[i64::MAX, 4][..], 0i64, DType::F64],
+        crate::args![&[2i64][..], 0i64, DType::I64],
+        crate::args![&[2i64][..], 0i64, DType::Bool],
+    ]
+}
+
+fn key_samples() -> Vec<crate::testing::Sample> {
+    vec![
+        crate::args![0i64],
+        crate::args![-7i64],
+        crate::args![i64::MIN],
+    ]
+}
+
+/// Every i64 is a seed: there is nothing to reject.
+fn key_errors() -> Vec<crate::testing::Sample> {
+    Vec::new()
+}
+
+fn keyed_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&i64s(&[3], 100), &[2i64][..], DType::F64],
+        crate::args![&i64s(&[], 100), &[2i64, 2][..], DType::F32],
+        crate::args![&i64s(&[2, 2], 100), &[0i64; 0][..], DType::F64],
+        crate::args![&i64s(&[2, 0], 100), &[3i64][..], DType::F32],
+    ]
+}
+
+fn keyed_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &[2i64][..], DType::F64],
+        crate::args![&i64s(&[3], 100), &[-2i64][..], DType::F64],
+        crate::args![&i64s(&[3], 100), &[2i64][..], DType::I64],
+        crate::args![&i64s(&[3], 100), &[i64::MAX / 2, 2][..], DType::F32],
+    ]
+}
+
+fn bernoulli_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64v(&[4], &[0.0, 0.25, 0.75, 1.0]), 3i64],
+        crate::args![&f64s(&[2, 3]), 9i64],
+        crate::args![&f32s(&[5]), 1i64],
+        crate::args![&f64s(&[]), 0i64],
+        crate::args![&f64s(&[0, 2]), 0i64],
+    ]
+}
+
+fn bernoulli_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&i64s(&[3], 2), 0i64],
+        crate::args![&bools(&[2]), 0i64],
+    ]
+}
+
+fn dropout_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3, 4]), 0.5, 11i64],
+        crate::args![&f32s(&[6]), 0.25, 2i64],
+        crate::args![&f64s(&[4]), 0.0, 0i64],
+        crate::args![&f64s(&[4]), 1.0, 0i64],
+        crate::args![&f64s(&[]), 0.3, 5i64],
+    ]
+}
+
+fn dropout_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), 1.5, 0i64],
+        crate::args![&f64s(&[3]), -0.1, 0i64],
+        crate::args![&f64s(&[3]), f64::NAN, 0i64],
+        crate::args![&i64s(&[3], 4), 0.5, 0i64],
+    ]
+}
+
+crate::op_samples!(op = "rand", samples = size_samples, errors = size_errors);
+crate::op_samples!(op = "randn", samples = size_samples, errors = size_errors);
+crate::op_samples!(
+    op = "random_key",
+    samples = key_samples,
+    errors = key_errors
+);
+crate::op_samples!(
+    op = "random_uniform",
+    samples = keyed_samples,
+    errors = keyed_errors
+);
+crate::op_samples!(
+    op = "random_normal",
+    samples = keyed_samples,
+    errors = keyed_errors
+);
+crate::op_samples!(
+    op = "bernoulli",
+    samples = bernoulli_samples,
+    errors = bernoulli_errors
+);
+crate::op_samples!(
+    op = "dropout",
+    samples = dropout_samples,
+    errors = dropout_errors
+);
