@@ -404,3 +404,27 @@ fn jvp_and_vjp_agree_by_transposition() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn jvp_of_dropout_is_the_same_mask_on_the_tangent_under_each_randomness_policy() -> Result<()> {
+    use batchrules::Randomness;
+    let (x, v) = (t64(&[4, 6], 42), t64(&[4, 6], 43));
+    let p = 0.5;
+    // dropout is linear in x for a fixed seed: its jvp is dropout of the
+    // tangent with the same mask.
+    let (_, dy) = jvp(|x: Tensor| ops::dropout(&x, p, 7), &x, &v)?;
+    assert_close(&dy, &ops::dropout(&v, p, 7)?, 1e-15);
+    let pushed =
+        |(x, v): (Tensor, Tensor)| jvp(|x: Tensor| ops::dropout(&x, p, 7), &x, &v).map(|(_, d)| d);
+    for policy in [Randomness::Different, Randomness::Same] {
+        let got = vmap(pushed).randomness(policy).call((&x, &v))?;
+        let want = vmap(|v: Tensor| ops::dropout(&v, p, 7))
+            .randomness(policy)
+            .call(&v)?;
+        assert_close(&got, &want, 1e-15);
+    }
+    // The default policy refuses it, naming the op.
+    let err = vmap(pushed).call((&x, &v)).unwrap_err();
+    assert!(err.to_string().contains("dropout"), "{err}");
+    Ok(())
+}

@@ -162,3 +162,15 @@ fn jitter_vjp(
 ) -> Result<Option<Tensor>> {
     Ok(Some(grad.clone()))
 }
+
+/// The noise does not depend on `self`: the tangent passes through.
+#[jvp(op = "jitter", table = crate::ops)]
+fn jitter_jvp(
+    _x: &Tensor,
+    _scale: f64,
+    _seed: i64,
+    _result: &Tensor,
+    self_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    Ok(self_tangent.cloned())
+}
