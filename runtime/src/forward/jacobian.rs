@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use crate::core::alloc::{check_alloc_in, checked_numel};
 use crate::grad::jacobian::chunks;
 use crate::grad::{grad, ops, ArgAt};
+use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
 
 use super::api::push_forward;
@@ -143,7 +144,7 @@ fn forward_jacobian<A: TensorTree>(
         .map(|t| checked_numel(t.shape()))
         .collect::<Result<_>>()?;
     let columns: usize = sizes.iter().sum();
-    let mut parts = Vec::new();
+    let mut join = Joiner::new(what, 0, columns);
     for (start, len) in chunks(what, columns, chunk_size, "column")? {
         let mut offset = 0;
         let basis: Vec<Tensor> = leaves
@@ -172,12 +173,9 @@ fn forward_jacobian<A: TensorTree>(
                 None => ops::zeros(out.shape(), out.dtype()),
             }
         };
-        parts.push(vmap(push).call(basis)?);
+        join.push(vmap(push).call(basis)?, len)?;
     }
-    let jac = match parts.len() {
-        1 => parts.swap_remove(0),
-        _ => ops::cat0(&parts)?,
-    };
+    let jac = join.finish()?;
     // jac is [columns, out..]: each leaf's columns, reshaped to the leaf's
     // dims and moved after the output's.
     let out_rank = jac.shape().len() - 1;

@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
 
 use super::api::{primal, trace, ArgAt};
@@ -117,21 +118,21 @@ fn jacobian<A: TensorTree>(
     // Rows of the identity, a chunk at a time (all at once by default), each
     // batch of rows pulled back under one vmap; the rows are built per chunk,
     // so a chunk bounds the memory of the basis too.
-    let mut parts: Vec<Vec<Tensor>> = Vec::new();
+    let mut joins: Vec<Joiner> = Vec::new();
     for (start, len) in chunks(what, rows, chunk_size, "row")? {
         let basis = identity_rows(what, start, len, rows, &out_shape, dtype)?;
-        parts.push(vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?);
+        let part = vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?;
+        if joins.is_empty() {
+            joins = part.iter().map(|_| Joiner::new(what, 0, rows)).collect();
+        }
+        for (join, g) in joins.iter_mut().zip(part) {
+            join.push(g, len)?;
+        }
     }
-    let grads: Vec<Tensor> = if parts.len() == 1 {
-        parts.pop().unwrap_or_default()
-    } else {
-        (0..parts[0].len())
-            .map(|k| {
-                let column: Vec<Tensor> = parts.iter().map(|p| p[k].clone()).collect();
-                ops::cat0(&column)
-            })
-            .collect::<Result<_>>()?
-    };
+    let grads: Vec<Tensor> = joins
+        .into_iter()
+        .map(Joiner::finish)
+        .collect::<Result<_>>()?;
     grads
         .iter()
         .map(|g| {

@@ -57,8 +57,3 @@ pub(crate) fn reshape(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let size = shape.iter().map(|&d| d as i64).collect();
     call_builtin("reshape", &[Arg::Tensor(t.clone()), Arg::IntList(size)])
 }
-
-/// `ts` joined along dim 0.
-pub(crate) fn cat0(ts: &[Tensor]) -> Result<Tensor> {
-    call_builtin("cat", &[Arg::TensorList(ts.to_vec()), Arg::Int(0)])
-}

@@ -12,6 +12,7 @@ use super::builtin;
 use super::fallback::FallbackPolicy;
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
 use super::interpreter::{LevelConfig, VmapInterpreter};
+use super::join::Joiner;
 use super::random::Randomness;
 
 /// The number of vmap levels active on this thread.
@@ -580,7 +581,12 @@ impl<F, A> Vmap<F, A> {
         F: Fn(A) -> Result<O>,
         O: VmapOutputs,
     {
-        let mut parts: Vec<O> = Vec::with_capacity(size.div_ceil(chunk));
+        // The first chunk's output gives the structure of the result; its
+        // leaves and every later chunk's are joined leaf by leaf as they come,
+        // so a chunk's result is dropped once it is copied (see `Joiner`).
+        let mut first: Option<O> = None;
+        let mut joins: Vec<Joiner> = Vec::new();
+        let mut count = 0;
         for start in (0..size).step_by(chunk) {
             let len = chunk.min(size - start);
             let sliced: Inputs = inputs
@@ -591,42 +597,42 @@ impl<F, A> Vmap<F, A> {
                     None => Ok(t.clone()),
                 })
                 .collect::<Result<_>>()?;
-            parts.push(self.call_level(args, sliced, dims, len, start)?);
+            let part = self.call_level(args, sliced, dims, len, start)?;
+            let mut leaves = Vec::new();
+            part.leaves(&mut leaves);
+            if first.is_none() {
+                count = leaves.len();
+                let counts = part.output_leaf_counts();
+                joins = leaves
+                    .iter()
+                    .enumerate()
+                    .map(|(k, leaf)| {
+                        // The dim was checked against this rank by the first chunk.
+                        let d = self.out_dim(&counts, k)?;
+                        let rank = leaf.ndim() as i64;
+                        let d = if d < 0 { d + rank } else { d } as usize;
+                        Ok(Joiner::new("chunk_size", d, size))
+                    })
+                    .collect::<Result<_>>()?;
+                first = Some(part);
+            }
+            if leaves.len() != count {
+                return Err(Error::Vmap(format!(
+                    "chunk_size: the function returned {count} tensors for the first chunk and {} for another; chunked vmap needs outputs of the same structure for every chunk",
+                    leaves.len()
+                )));
+            }
+            for (join, leaf) in joins.iter_mut().zip(leaves) {
+                join.push(leaf, len)?;
+            }
         }
-        let leaves: Vec<Vec<Tensor>> = parts
-            .iter()
-            .map(|p| {
-                let mut v = Vec::new();
-                p.leaves(&mut v);
-                v
-            })
-            .collect();
-        if let Some(other) = leaves.iter().find(|l| l.len() != leaves[0].len()) {
-            return Err(Error::Vmap(format!(
-                "chunk_size: the function returned {} tensors for one chunk and {} for another; chunked vmap needs outputs of the same structure for every chunk",
-                leaves[0].len(),
-                other.len()
-            )));
-        }
-        let counts = parts[0].output_leaf_counts();
-        let mut k = 0;
-        parts[0].map_leaves(&mut |first| {
-            let d = self.out_dim(&counts, k)?;
-            // The dim was checked against this rank by the first chunk.
-            let rank = first.ndim() as i64;
-            let d = if d < 0 { d + rank } else { d } as usize;
-            let column: Vec<Tensor> = leaves
-                .iter()
-                .map(|l| l.get(k).cloned())
-                .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    Error::Vmap(format!(
-                        "chunk_size: the function returned {} tensors for the first chunk but fewer for another; chunked vmap needs outputs of the same structure for every chunk",
-                        leaves[0].len()
-                    ))
-                })?;
-            k += 1;
-            builtin::cat(&column, d)
+        let mut joins = joins.into_iter();
+        let first = first.ok_or_else(|| Error::Vmap("chunk_size: no chunk ran".to_string()))?;
+        first.map_leaves(&mut |_| match joins.next() {
+            Some(join) => join.finish(),
+            None => Err(Error::Vmap(
+                "chunk_size: the output has more tensors than its first chunk".to_string(),
+            )),
         })
     }
 

@@ -21,6 +21,7 @@ mod builtin;
 mod fallback;
 mod inputs;
 mod interpreter;
+pub(crate) mod join;
 mod random;
 
 pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
