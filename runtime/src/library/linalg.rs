@@ -33,28 +33,34 @@ fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {
 }
 
 /// Zeroes, in every matrix of the last two dims, the columns `zeroed(row)` of
-/// each row. Works row by row on contiguous slices of a standard-layout copy.
+/// each row (a prefix or a suffix of the row). One pass: each output row is
+/// written once, the kept columns copied from the input row and the others
+/// filled with zeros, from contiguous slices (the input is made standard
+/// layout first only if it is not already).
 fn mask<T: Element>(
     a: &ArcArray<T, IxDyn>,
     zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
 ) -> Result<Tensor> {
-    let mut out = a.as_standard_layout().into_owned();
-    let r = out.ndim();
-    let (rows, cols) = (out.shape()[r - 2], out.shape()[r - 1]);
-    let matrices = out.len().checked_div(rows * cols).unwrap_or(0);
-    {
-        let mut view = out
-            .view_mut()
-            .into_shape_with_order((matrices, rows, cols))
-            .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", a.shape())))?;
-        for mut matrix in view.outer_iter_mut() {
-            for (i, mut row) in matrix.outer_iter_mut().enumerate() {
-                row.slice_mut(ndarray::s![zeroed(i, cols)])
-                    .fill(T::default());
-            }
+    let a = a.as_standard_layout();
+    let r = a.ndim();
+    let (rows, cols) = (a.shape()[r - 2], a.shape()[r - 1]);
+    let src = a
+        .as_slice()
+        .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?;
+    let mut out: Vec<T> = Vec::with_capacity(src.len());
+    if cols > 0 {
+        for (k, row) in src.chunks_exact(cols).enumerate() {
+            let z = zeroed(k % rows, cols);
+            let base = out.len();
+            out.extend_from_slice(&row[..z.start]);
+            out.resize(base + z.end, T::default());
+            out.extend_from_slice(&row[z.end..]);
         }
     }
-    Ok(Tensor::from(out))
+    Ok(Tensor::from(
+        ArrayD::from_shape_vec(a.raw_dim(), out)
+            .map_err(|e| Error::invalid(format!("cannot rebuild {:?}: {e}", a.shape())))?,
+    ))
 }
 
 /// `i + offset` clamped to `0..=cols`: for `offset = diagonal`, the first
