@@ -25,6 +25,89 @@ fn array(shape: &[usize]) -> ArrayD<f32> {
     .expect("shape")
 }
 
+/// The physical limit of a memory-bound workload: a copy of `bytes` bytes
+/// between two buffers allocated once, outside the timed loop (the same bytes
+/// read and written as the workload, at the machine's bandwidth, with no
+/// allocation, page faults or dispatch).
+fn bench_copy_limit(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    bytes: usize,
+) {
+    let src: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+    let mut dst = vec![0u8; bytes];
+    g.bench_function("limit_copy", |bch| {
+        bch.iter(|| {
+            dst.copy_from_slice(black_box(&src));
+            black_box(&mut dst);
+        })
+    });
+}
+
+/// The limit of a compute-bound workload: its matrix products alone, each
+/// `(m, k, n)` a single-threaded f32 `matrixmultiply::sgemm` of row-major
+/// operands into an output allocated once (the GEMM ndarray and batchrules
+/// call, without anything around it).
+fn bench_gemm_limit(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    shapes: &[(usize, usize, usize)],
+) {
+    let mut bufs: Vec<(Vec<f32>, Vec<f32>, Vec<f32>)> = shapes
+        .iter()
+        .map(|&(m, k, n)| {
+            let a = array(&[m * k]).into_raw_vec_and_offset().0;
+            let b = array(&[k * n]).into_raw_vec_and_offset().0;
+            (a, b, vec![0.0f32; m * n])
+        })
+        .collect();
+    g.bench_function("limit_gemm", |bch| {
+        bch.iter(|| {
+            for (&(m, k, n), (a, b, c)) in shapes.iter().zip(bufs.iter_mut()) {
+                // SAFETY: a is m x k, b is k x n and c is m x n, all row-major
+                // (row stride = columns, column stride 1) and live for the call.
+                unsafe {
+                    matrixmultiply::sgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        k as isize,
+                        1,
+                        b.as_ptr(),
+                        n as isize,
+                        1,
+                        0.0,
+                        c.as_mut_ptr(),
+                        n as isize,
+                        1,
+                    );
+                }
+            }
+            black_box(&mut bufs);
+        })
+    });
+}
+
+/// Floating-point operations of the matrix products `(m, k, n)`.
+fn gemm_flops(shapes: &[(usize, usize, usize)]) -> f64 {
+    shapes
+        .iter()
+        .map(|&(m, k, n)| 2.0 * (m * k * n) as f64)
+        .sum()
+}
+
+/// W1's products: the two layers over the batch.
+const W1_GEMMS: &[(usize, usize, usize)] = &[(256, 64, 128), (256, 128, 10)];
+/// W8's products: the two forward layers, and backward the input gradient of
+/// the second layer (the per-sample weight gradients are outer products,
+/// memory-bound, counted in its write limit instead).
+const W8_GEMMS: &[(usize, usize, usize)] = &[(256, 64, 128), (256, 128, 10), (256, 10, 128)];
+/// W8's output: per-sample gradients of w1 [128, 64], b1, w2 [10, 128] and b2,
+/// 256 of each, f32.
+const W8_OUTPUT_BYTES: usize = 256 * (128 * 64 + 128 + 10 * 128 + 10) * 4;
+/// W10 32 -> 2048 by jacrev: the cotangent basis [2048, 2048] times the weights [2048, 32].
+const W10_GEMMS: &[(usize, usize, usize)] = &[(2048, 2048, 32)];
+
 /// W1: per-example MLP 64 -> 128 -> relu -> 10 -> log_softmax, batch 256.
 fn w1_mlp(c: &mut Criterion) {
     let (b, d_in, d_h, d_out) = (256, 64, 128, 10);
@@ -68,6 +151,7 @@ fn w1_mlp(c: &mut Criterion) {
         });
         bch.iter(|| black_box(f.call(&txs).unwrap()))
     });
+    bench_gemm_limit(&mut g, W1_GEMMS);
     g.finish();
 }
 
@@ -105,6 +189,8 @@ fn w3_triu(c: &mut Criterion) {
     g.bench_function("batchrules_vmap", |bch| {
         bch.iter(|| black_box(f.call(&tm).unwrap()))
     });
+    // triu reads the 1 MiB input and writes a 1 MiB output.
+    bench_copy_limit(&mut g, 64 * 64 * 64 * 4);
     g.finish();
 }
 
@@ -194,6 +280,18 @@ fn w7_dense(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("batchrules", n), &n, |bch, _| {
             bch.iter(|| black_box(ops::add(&ta, &tb).unwrap()))
+        });
+        // The limit: the same bytes read and written (a and b into an output
+        // allocated once), no allocation and no dispatch.
+        let (sa, sb) = (a.as_slice().unwrap(), b.as_slice().unwrap());
+        let mut out = vec![0.0f32; n];
+        g.bench_with_input(BenchmarkId::new("limit_add", n), &n, |bch, _| {
+            bch.iter(|| {
+                for ((o, x), y) in out.iter_mut().zip(black_box(sa)).zip(black_box(sb)) {
+                    *o = x + y;
+                }
+                black_box(&mut out);
+            })
         });
     }
     g.finish();
@@ -307,6 +405,10 @@ fn w8_per_sample_grads(c: &mut Criterion) {
             black_box((dw1, dh, dw2, delta))
         })
     });
+    // The limits: writing the per-sample gradients (read and written once, as
+    // a copy), and the GEMMs.
+    bench_copy_limit(&mut g, W8_OUTPUT_BYTES);
+    bench_gemm_limit(&mut g, W8_GEMMS);
     g.finish();
 }
 
@@ -357,6 +459,9 @@ fn w10_jacobians(c: &mut Criterion) {
                 black_box(ops::stack(&rows, 0).unwrap())
             })
         });
+        if (d_in, d_out) == (32, 2048) {
+            bench_gemm_limit(&mut g, W10_GEMMS);
+        }
         g.bench_function(BenchmarkId::new("jvp_loop", &name), |bch| {
             let eye: Vec<Tensor> = (0..d_in).map(|i| unit(d_in, i)).collect();
             bch.iter(|| {
@@ -439,6 +544,84 @@ const ROWS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// (workload, variant, limit variant, FLOPs of the GEMMs or 0 for a memory
+/// limit) rows of the limits table.
+fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    vec![
+        (
+            "W1_mlp_b256",
+            "batchrules_vmap",
+            "limit_gemm",
+            gemm_flops(W1_GEMMS),
+        ),
+        (
+            "W1_mlp_b256",
+            "ndarray_handbatched",
+            "limit_gemm",
+            gemm_flops(W1_GEMMS),
+        ),
+        ("W3_triu_64x64x64", "batchrules_vmap", "limit_copy", 0.0),
+        ("W3_triu_64x64x64", "ndarray_mask", "limit_copy", 0.0),
+        (
+            "W7_dense_dispatch",
+            "batchrules/65536",
+            "limit_add/65536",
+            0.0,
+        ),
+        ("W7_dense_dispatch", "ndarray/65536", "limit_add/65536", 0.0),
+        (
+            "W8_per_sample_grads_b256",
+            "batchrules_vmap_grad",
+            "limit_copy",
+            0.0,
+        ),
+        (
+            "W8_per_sample_grads_b256",
+            "batchrules_vmap_grad",
+            "limit_gemm",
+            gemm_flops(W8_GEMMS),
+        ),
+        (
+            "W8_per_sample_grads_b256",
+            "ndarray_handbatched",
+            "limit_copy",
+            0.0,
+        ),
+        (
+            "W10_jacobians",
+            "jacrev/32to2048",
+            "limit_gemm",
+            gemm_flops(W10_GEMMS),
+        ),
+    ]
+}
+
+/// The limits table: each workload against its physical limit measured in the
+/// same run, with the GEMM FLOP rates where the limit is a GEMM.
+fn limits_summary(dir: &std::path::Path) -> String {
+    let mut out = String::from(
+        "| workload | variant | median | limit | limit median | ratio to limit | GFLOP/s (variant / limit) |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (group, variant, limit, flops) in limit_rows() {
+        let g = dir.join(group);
+        let (Some(m), Some(l)) = (median(&g, variant), median(&g, limit)) else {
+            continue;
+        };
+        let rate = if flops > 0.0 {
+            format!("{:.1} / {:.1}", flops / m, flops / l)
+        } else {
+            "-".to_string()
+        };
+        out.push_str(&format!(
+            "| {group} | {variant} | {} | {limit} | {} | {:.2} | {rate} |\n",
+            human(m),
+            human(l),
+            m / l,
+        ));
+    }
+    out
+}
+
 fn summary() {
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
@@ -460,8 +643,9 @@ fn summary() {
             human(m - b)
         ));
     }
-    println!("\n{out}");
-    let _ = std::fs::write(dir.join("summary.md"), out);
+    let limits = limits_summary(&dir);
+    println!("\n{out}\n{limits}");
+    let _ = std::fs::write(dir.join("summary.md"), format!("{out}\n{limits}"));
 }
 
 fn human(ns: f64) -> String {
