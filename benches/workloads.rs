@@ -44,9 +44,12 @@ fn bench_copy_limit(
 }
 
 /// The limit of a compute-bound workload: its matrix products alone, each
-/// `(m, k, n)` a single-threaded f32 `matrixmultiply::sgemm` of row-major
-/// operands into an output allocated once (the GEMM ndarray and batchrules
-/// call, without anything around it).
+/// `(m, k, n)` a single-threaded f32 GEMM of row-major operands into an output
+/// allocated once, without anything around it. Two GEMMs, in the same run:
+/// `limit_gemm`, the `gemm` crate (the best available to the crate, which
+/// batchrules uses for products of 16^3 multiply-adds and more), and
+/// `limit_matrixmultiply` (what ndarray's `dot` calls, and batchrules below
+/// that size).
 fn bench_gemm_limit(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     shapes: &[(usize, usize, usize)],
@@ -63,7 +66,40 @@ fn bench_gemm_limit(
         bch.iter(|| {
             for (&(m, k, n), (a, b, c)) in shapes.iter().zip(bufs.iter_mut()) {
                 // SAFETY: a is m x k, b is k x n and c is m x n, all row-major
-                // (row stride = columns, column stride 1) and live for the call.
+                // (column stride 1, row stride the columns), live for the call,
+                // and c aliases neither; c = 0 * c + 1 * a b, c not read.
+                unsafe {
+                    gemm::gemm(
+                        m,
+                        n,
+                        k,
+                        c.as_mut_ptr(),
+                        1,
+                        n as isize,
+                        false,
+                        a.as_ptr(),
+                        1,
+                        k as isize,
+                        b.as_ptr(),
+                        1,
+                        n as isize,
+                        0.0,
+                        1.0,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::None,
+                    );
+                }
+            }
+            black_box(&mut bufs);
+        })
+    });
+    g.bench_function("limit_matrixmultiply", |bch| {
+        bch.iter(|| {
+            for (&(m, k, n), (a, b, c)) in shapes.iter().zip(bufs.iter_mut()) {
+                // SAFETY: as above: a is m x k, b is k x n and c is m x n,
+                // row-major (row stride = columns, column stride 1).
                 unsafe {
                     matrixmultiply::sgemm(
                         m,
@@ -483,6 +519,7 @@ fn median(dir: &std::path::Path, id: &str) -> Option<f64> {
 /// (workload, variant, baseline variant) rows of the summary.
 const ROWS: &[(&str, &str, &str)] = &[
     ("W1_mlp_b256", "batchrules_vmap", "ndarray_handbatched"),
+    ("W1_mlp_b256", "limit_gemm", "limit_matrixmultiply"),
     ("W2_add_8x4", "batchrules_vmap", "ndarray"),
     ("W3_triu_64x64x64", "batchrules_vmap", "ndarray_mask"),
     ("W4_rule_vs_loop", "matmul_rule/1", "matmul_loop/1"),
@@ -521,6 +558,7 @@ const ROWS: &[(&str, &str, &str)] = &[
         "batchrules_grad",
         "batchrules_forward",
     ),
+    ("W10_jacobians", "limit_gemm", "limit_matrixmultiply"),
     ("W10_jacobians", "jacrev/32to2048", "vjp_loop/32to2048"),
     ("W10_jacobians", "jacrev/2048to32", "vjp_loop/2048to32"),
     ("W10_jacobians", "jacfwd/32to2048", "jvp_loop/32to2048"),

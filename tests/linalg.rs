@@ -120,6 +120,48 @@ fn matmul_of_non_contiguous_operands() {
     assert_eq!(arr(&got), reference(&arr(&a), &arr(&b)));
 }
 
+/// Products large enough for the `gemm` crate (at least 16 x 16 x 16
+/// multiply-adds), in f64 and f32, through each path of the kernel: one
+/// product, a batch sharing the right operand (folded into rows), a batch
+/// sharing the left operand (folded into columns), a batch of products, and
+/// operands that are transposed or reversed (negative strides). The values are
+/// small half-integers, so every sum is exact and any summation order gives
+/// the reference bit for bit.
+#[test]
+fn large_products_match_the_definition_in_f64_and_f32() {
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[20, 24], &[24, 18]),
+        (&[3, 20, 24], &[24, 18]),
+        (&[20, 24], &[3, 24, 18]),
+        (&[3, 20, 24], &[3, 24, 18]),
+        (&[2, 1, 17, 33], &[3, 33, 16]),
+        (&[64], &[64, 70]),
+        (&[70, 64], &[64]),
+    ];
+    for &(sa, sb) in cases {
+        let (a, b) = (t(sa), t(sb));
+        let want = reference(&arr(&a), &arr(&b));
+        assert_eq!(arr(&ops::matmul(&a, &b).unwrap()), want, "{sa:?} @ {sb:?}");
+        let (a32, b32) = (
+            ops::to_dtype(&a, DType::F32).unwrap(),
+            ops::to_dtype(&b, DType::F32).unwrap(),
+        );
+        let got = ops::to_dtype(&ops::matmul(&a32, &b32).unwrap(), DType::F64).unwrap();
+        assert_eq!(arr(&got), want, "f32 {sa:?} @ {sb:?}");
+    }
+    // Transposed operands, and a reversed one (negative strides).
+    let a = t(&[24, 20]).permuted(&[1, 0]).unwrap(); // [20, 24]
+    let b = t(&[18, 24]).permuted(&[1, 0]).unwrap(); // [24, 18]
+    let got = ops::matmul(&a, &b).unwrap();
+    assert_eq!(arr(&got), reference(&arr(&a), &arr(&b)));
+    let mut reversed = arr(&t(&[24, 18]));
+    reversed.invert_axis(ndarray::Axis(0));
+    reversed.invert_axis(ndarray::Axis(1));
+    let r = Tensor::from(reversed.clone());
+    let got = ops::matmul(&a, &r).unwrap();
+    assert_eq!(arr(&got), reference(&arr(&a), &reversed));
+}
+
 #[test]
 fn products_promote_and_i64_wraps() {
     let a = Tensor::from_shape_vec(&[2, 2], vec![1i64, 2, 3, 4]).unwrap();
