@@ -36,10 +36,10 @@ fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {
 }
 
 /// Zeroes, in every matrix of the last two dims, the columns `zeroed(row)` of
-/// each row (a prefix or a suffix of the row). One pass: each output row is
-/// written once, the kept columns copied from the input row and the others
-/// filled with zeros, from contiguous slices (the input is made standard
-/// layout first only if it is not already).
+/// each row. Two passes over contiguous memory: one copy of the whole input
+/// (as the input is laid out, if it is standard layout), then a fill of each
+/// row's zeroed columns, both on plain slices (per-row ndarray slicing costs
+/// more than the copy here).
 fn mask<T: Element>(
     a: &ArcArray<T, IxDyn>,
     zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
@@ -47,17 +47,13 @@ fn mask<T: Element>(
     let a = a.as_standard_layout();
     let r = a.ndim();
     let (rows, cols) = (a.shape()[r - 2], a.shape()[r - 1]);
-    let src = a
+    let mut out = a
         .as_slice()
-        .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?;
-    let mut out: Vec<T> = Vec::with_capacity(src.len());
+        .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?
+        .to_vec();
     if cols > 0 {
-        for (k, row) in src.chunks_exact(cols).enumerate() {
-            let z = zeroed(k % rows, cols);
-            let base = out.len();
-            out.extend_from_slice(&row[..z.start]);
-            out.resize(base + z.end, T::default());
-            out.extend_from_slice(&row[z.end..]);
+        for (k, row) in out.chunks_exact_mut(cols).enumerate() {
+            row[zeroed(k % rows, cols)].fill(T::default());
         }
     }
     Ok(Tensor::from(
