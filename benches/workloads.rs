@@ -181,14 +181,20 @@ fn w1_mlp(c: &mut Criterion) {
         })
     });
     g.bench_function("batchrules_vmap", |bch| {
-        let f = vmap(|x: Tensor| {
-            let h = ops::relu(&ops::add(&ops::matmul(&x, &tw1)?, &tb1)?)?;
-            ops::log_softmax(&ops::add(&ops::matmul(&h, &tw2)?, &tb2)?, -1)
-        });
-        bch.iter(|| black_box(f.call(&txs).unwrap()))
+        let p = (tw1.clone(), tb1.clone(), tw2.clone(), tb2.clone());
+        bch.iter(|| black_box(mlp_batched(&p, &txs).unwrap()))
     });
     bench_gemm_limit(&mut g, W1_GEMMS);
     g.finish();
+}
+
+/// W1's batchrules side: the per-example MLP (weights `[in, out]`) under vmap.
+fn mlp_batched(p: &Mlp, xs: &Tensor) -> Result<Tensor> {
+    vmap(|x: Tensor| {
+        let h = ops::relu(&ops::add(&ops::matmul(&x, &p.0)?, &p.1)?)?;
+        ops::log_softmax(&ops::add(&ops::matmul(&h, &p.2)?, &p.3)?, -1)
+    })
+    .call(xs)
 }
 
 /// W2: vmap of add on [8, 4] against one ndarray add.
@@ -348,6 +354,15 @@ fn r_rayon(c: &mut Criterion) {
         vmap(|r: Tensor| downstream_ops::ops::cumsum(&r, 0)).fallback(FallbackPolicy::Silent);
     let add = vmap(|(p, q): (Tensor, Tensor)| ops::add(&p, &q));
     let mm = vmap(|(p, q): (Tensor, Tensor)| ops::matmul(&p, &q));
+    // W1 and W8 at batch 1024.
+    let w1_params = (
+        tensor(&[64, 128]),
+        tensor(&[128]),
+        tensor(&[128, 10]),
+        tensor(&[10]),
+    );
+    let w1_xs = tensor(&[1024, 64]);
+    let (w8_params, w8_xs, w8_ys) = w8_inputs(1024);
     let mut g = c.benchmark_group("R_rayon");
     for (name, pool) in [("1_thread", &one), ("all_threads", &all)] {
         g.bench_function(BenchmarkId::new("fallback_cumsum_b1024", name), |bch| {
@@ -358,6 +373,14 @@ fn r_rayon(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("matmul_b256_64x64", name), |bch| {
             pool.install(|| bch.iter(|| black_box(mm.call((&m1, &m2)).unwrap())))
+        });
+        g.bench_function(BenchmarkId::new("W1_mlp_b1024", name), |bch| {
+            pool.install(|| bch.iter(|| black_box(mlp_batched(&w1_params, &w1_xs).unwrap())))
+        });
+        g.bench_function(BenchmarkId::new("W8_per_sample_grads_b1024", name), |bch| {
+            pool.install(|| {
+                bch.iter(|| black_box(per_sample_grads(&w8_params, &w8_xs, &w8_ys).unwrap()))
+            })
         });
     }
     g.finish();
@@ -372,33 +395,46 @@ fn mlp_loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
     ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
 }
 
+/// W8's batchrules side: per-sample gradients by `vmap(grad)`.
+fn per_sample_grads(params: &Mlp, xs: &Tensor, ys: &Tensor) -> Result<Mlp> {
+    vmap(|(p, x, y): (Mlp, Tensor, Tensor)| grad(mlp_loss).call((&p, &x, &y)))
+        .in_dims([None, Some(0), Some(0)])
+        .fallback(FallbackPolicy::Error)
+        .call((params, xs, ys))
+}
+
+/// W8's inputs at batch `b`: parameters in `linear`'s layout, examples and labels.
+fn w8_inputs(b: usize) -> (Mlp, Tensor, Tensor) {
+    let (d_in, d_h, d_out) = (64, 128, 10);
+    let params: Mlp = (
+        Tensor::from(array(&[d_h, d_in]).mapv(|v| v * 0.125)),
+        tensor(&[d_h]),
+        Tensor::from(array(&[d_out, d_h]).mapv(|v| v * 0.09)),
+        tensor(&[d_out]),
+    );
+    let labels: Vec<i64> = (0..b).map(|i| ((i * 7 + 3) % d_out) as i64).collect();
+    let ys = Tensor::from_shape_vec(&[b], labels).expect("labels");
+    (params, tensor(&[b, d_in]), ys)
+}
+
 /// W8: per-sample gradients of the W1 MLP with cross-entropy, batch 256:
 /// `vmap(grad)` against the loop of single-example grads and against
 /// per-sample gradients batched by hand in ndarray.
 fn w8_per_sample_grads(c: &mut Criterion) {
-    let (b, d_in, d_h, d_out) = (256, 64, 128, 10);
+    let b = 256;
+    let (params, txs, tys) = w8_inputs(b);
+    let f32s = |t: &Tensor| t.to_array::<f32>().unwrap();
     let (xs, w1, b1, w2, b2) = (
-        array(&[b, d_in]),
-        array(&[d_h, d_in]).mapv(|v| v * 0.125),
-        array(&[d_h]),
-        array(&[d_out, d_h]).mapv(|v| v * 0.09),
-        array(&[d_out]),
+        f32s(&txs),
+        f32s(&params.0),
+        f32s(&params.1),
+        f32s(&params.2),
+        f32s(&params.3),
     );
-    let labels: Vec<i64> = (0..b).map(|i| ((i * 7 + 3) % d_out) as i64).collect();
-    let params: Mlp = (
-        Tensor::from(w1.clone()),
-        Tensor::from(b1.clone()),
-        Tensor::from(w2.clone()),
-        Tensor::from(b2.clone()),
-    );
-    let txs = Tensor::from(xs.clone());
-    let tys = Tensor::from_shape_vec(&[b], labels.clone()).expect("labels");
+    let labels: Vec<i64> = tys.to_array::<i64>().unwrap().iter().copied().collect();
     let mut g = c.benchmark_group("W8_per_sample_grads_b256");
     g.bench_function("batchrules_vmap_grad", |bch| {
-        let f = vmap(|(p, x, y): (Mlp, Tensor, Tensor)| grad(mlp_loss).call((&p, &x, &y)))
-            .in_dims([None, Some(0), Some(0)])
-            .fallback(FallbackPolicy::Error);
-        bch.iter(|| black_box(f.call((&params, &txs, &tys)).unwrap()))
+        bch.iter(|| black_box(per_sample_grads(&params, &txs, &tys).unwrap()))
     });
     g.bench_function("batchrules_loop_grad", |bch| {
         let examples: Vec<(Tensor, Tensor)> = (0..b)
@@ -579,6 +615,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "R_rayon",
         "matmul_b256_64x64/all_threads",
         "matmul_b256_64x64/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W1_mlp_b1024/all_threads",
+        "W1_mlp_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W8_per_sample_grads_b1024/all_threads",
+        "W8_per_sample_grads_b1024/1_thread",
     ),
 ];
 

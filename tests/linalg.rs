@@ -121,7 +121,8 @@ fn matmul_of_non_contiguous_operands() {
 }
 
 /// Products large enough for the `gemm` crate (at least 16 x 16 x 16
-/// multiply-adds), in f64 and f32, through each path of the kernel: one
+/// multiply-adds) or for rayon's pool, in f64 and f32, through each path of
+/// the kernel: one
 /// product, a batch sharing the right operand (folded into rows), a batch
 /// sharing the left operand (folded into columns), a batch of products, and
 /// operands that are transposed or reversed (negative strides). The values are
@@ -137,6 +138,10 @@ fn large_products_match_the_definition_in_f64_and_f32() {
         (&[2, 1, 17, 33], &[3, 33, 16]),
         (&[64], &[64, 70]),
         (&[70, 64], &[64]),
+        // Outer products (inner dim 1) large enough for the pool with the
+        // `rayon` feature: per product, and with a shared right operand.
+        (&[64, 64, 1], &[64, 1, 70]),
+        (&[64, 64, 1], &[1, 70]),
     ];
     for &(sa, sb) in cases {
         let (a, b) = (t(sa), t(sb));

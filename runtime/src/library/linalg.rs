@@ -235,7 +235,7 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
 /// matrix and the right operand's rows are contiguous: each output row is its
 /// left element times the right row, written once, instead of zeroing the
 /// output and running a GEMM with an inner dim of 1. `None` otherwise.
-fn outer_products<T: LinalgScalar>(
+fn outer_products<T: LinalgScalar + Send + Sync>(
     a3: &ndarray::ArrayView3<'_, T>,
     b3: &ndarray::ArrayView3<'_, T>,
     count: usize,
@@ -250,19 +250,44 @@ fn outer_products<T: LinalgScalar>(
                 .to_slice()
         })
         .collect::<Option<_>>()?;
+    // Product `t`: for each left element `x`, the right row times `x`.
+    let product = |t: usize| {
+        let row = rows[ib(t)];
+        let column = a3.index_axis(Axis(0), ia(t)).index_axis_move(Axis(1), 0);
+        (column, row)
+    };
+    let shape = (count, n, m);
+    #[cfg(feature = "rayon")]
+    if count > 1 && count * n * m >= crate::core::broadcast::PARALLEL_ELEMENTS {
+        // On the pool, a product per task, each writing its own block (of a
+        // zeroed buffer: for large outputs, fresh zero pages).
+        use rayon::prelude::*;
+        let mut values = vec![T::zero(); count * n * m];
+        values
+            .par_chunks_mut((n * m).max(1))
+            .enumerate()
+            .for_each(|(t, block)| {
+                let (column, row) = product(t);
+                for (out, &x) in block.chunks_exact_mut(m.max(1)).zip(column.iter()) {
+                    for (o, &y) in out.iter_mut().zip(row) {
+                        *o = x * y;
+                    }
+                }
+            });
+        return Some(
+            Array3::from_shape_vec(shape, values)
+                .map_err(|e| Error::invalid(format!("outer products: {e}"))),
+        );
+    }
     let mut values = Vec::with_capacity(count * n * m);
     for t in 0..count {
-        let row = rows[ib(t)];
-        for &x in a3
-            .index_axis(Axis(0), ia(t))
-            .index_axis_move(Axis(1), 0)
-            .iter()
-        {
+        let (column, row) = product(t);
+        for &x in column.iter() {
             values.extend(row.iter().map(|&y| x * y));
         }
     }
     Some(
-        Array3::from_shape_vec((count, n, m), values)
+        Array3::from_shape_vec(shape, values)
             .map_err(|e| Error::invalid(format!("outer products: {e}"))),
     )
 }
@@ -277,8 +302,15 @@ const GEMM_CRATE_MIN: usize = 16 * 16 * 16;
 
 /// The element types the matrix products are computed in, with the GEMM for
 /// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`).
+/// `parallel`: the product may be split over rayon's pool (with the `rayon`
+/// feature; false where the caller already spreads products over the pool).
 trait Gemm: LinalgScalar + Send + Sync {
-    fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
+    fn gemm(
+        a: &ArrayView2<'_, Self>,
+        b: &ArrayView2<'_, Self>,
+        c: &mut ArrayViewMut2<'_, Self>,
+        _parallel: bool,
+    ) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
     }
 }
@@ -290,7 +322,12 @@ impl Gemm for Wrapping<i64> {}
 macro_rules! float_gemm {
     ($t:ty) => {
         impl Gemm for $t {
-            fn gemm(a: &ArrayView2<'_, $t>, b: &ArrayView2<'_, $t>, c: &mut ArrayViewMut2<'_, $t>) {
+            fn gemm(
+                a: &ArrayView2<'_, $t>,
+                b: &ArrayView2<'_, $t>,
+                c: &mut ArrayViewMut2<'_, $t>,
+                parallel: bool,
+            ) {
                 let ((m, k), n) = (a.dim(), b.dim().1);
                 let work = m.saturating_mul(k).saturating_mul(n);
                 if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
@@ -326,7 +363,7 @@ macro_rules! float_gemm {
                         false,
                         false,
                         false,
-                        gemm_parallelism(work),
+                        gemm_parallelism(work, parallel),
                     );
                 }
             }
@@ -342,14 +379,14 @@ float_gemm!(f64);
 const PARALLEL_GEMM: usize = 1 << 21;
 
 /// Single-threaded, unless the `rayon` feature is on, the product is large,
-/// and this thread is not already one of rayon's (a batch of products is
-/// spread over the pool one product a thread instead).
-fn gemm_parallelism(work: usize) -> gemm::Parallelism {
+/// and the caller allows it (on the pool `rayon` runs it in: the global one,
+/// or the one `ThreadPool::install` entered).
+fn gemm_parallelism(work: usize, parallel: bool) -> gemm::Parallelism {
     #[cfg(feature = "rayon")]
-    if work >= PARALLEL_GEMM && rayon::current_thread_index().is_none() {
+    if parallel && work >= PARALLEL_GEMM {
         return gemm::Parallelism::Rayon(0);
     }
-    let _ = work;
+    let _ = (work, parallel);
     gemm::Parallelism::None
 }
 
@@ -416,7 +453,7 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             .view_mut()
             .into_shape_with_order((count * n, m))
             .map_err(|e| Error::invalid(format!("cannot view the output: {e}")))?;
-        T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2);
+        T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2, true);
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 {
@@ -432,7 +469,12 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             .into_shape_with_order((k, count * m))
             .map_err(|e| Error::invalid(format!("cannot fold the batch into columns: {e}")))?;
         let mut wide = ndarray::Array2::<T>::zeros((n, count * m));
-        T::gemm(&a3.index_axis(Axis(0), 0), &b2.view(), &mut wide.view_mut());
+        T::gemm(
+            &a3.index_axis(Axis(0), 0),
+            &b2.view(),
+            &mut wide.view_mut(),
+            true,
+        );
         let folded = wide
             .into_shape_with_order((n, count, m))
             .map_err(|e| Error::invalid(format!("cannot unfold the batch: {e}")))?;
@@ -471,12 +513,15 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
         }
     }
-    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
+    // `parallel`: whether one product may use the pool (not when the batch
+    // of products is spread over it).
+    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>, parallel: bool| {
         let (ia, ib) = entries(t);
         T::gemm(
             &a3.index_axis(Axis(0), ia),
             &b3.index_axis(Axis(0), ib),
             &mut c,
+            parallel,
         );
     };
     #[cfg(feature = "rayon")]
@@ -488,11 +533,11 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()
-            .for_each(|(t, c)| product(t, c));
+            .for_each(|(t, c)| product(t, c, false));
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     for (t, c) in out.axis_iter_mut(Axis(0)).enumerate() {
-        product(t, c);
+        product(t, c, true);
     }
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
