@@ -301,16 +301,12 @@ fn outer_products<T: LinalgScalar + Send + Sync>(
 const GEMM_CRATE_MIN: usize = 16 * 16 * 16;
 
 /// The element types the matrix products are computed in, with the GEMM for
-/// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`).
-/// `parallel`: the product may be split over rayon's pool (with the `rayon`
-/// feature; false where the caller already spreads products over the pool).
+/// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`), on
+/// this thread. (Splitting one product over rayon's pool with `gemm`'s own
+/// threading made no measurable difference on W1 at batch 1024, so with the
+/// `rayon` feature only batches of products are spread over the pool.)
 trait Gemm: LinalgScalar + Send + Sync {
-    fn gemm(
-        a: &ArrayView2<'_, Self>,
-        b: &ArrayView2<'_, Self>,
-        c: &mut ArrayViewMut2<'_, Self>,
-        _parallel: bool,
-    ) {
+    fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
     }
 }
@@ -322,12 +318,7 @@ impl Gemm for Wrapping<i64> {}
 macro_rules! float_gemm {
     ($t:ty) => {
         impl Gemm for $t {
-            fn gemm(
-                a: &ArrayView2<'_, $t>,
-                b: &ArrayView2<'_, $t>,
-                c: &mut ArrayViewMut2<'_, $t>,
-                parallel: bool,
-            ) {
+            fn gemm(a: &ArrayView2<'_, $t>, b: &ArrayView2<'_, $t>, c: &mut ArrayViewMut2<'_, $t>) {
                 let ((m, k), n) = (a.dim(), b.dim().1);
                 let work = m.saturating_mul(k).saturating_mul(n);
                 if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
@@ -363,7 +354,7 @@ macro_rules! float_gemm {
                         false,
                         false,
                         false,
-                        gemm_parallelism(work, parallel),
+                        gemm::Parallelism::None,
                     );
                 }
             }
@@ -372,23 +363,6 @@ macro_rules! float_gemm {
 }
 float_gemm!(f32);
 float_gemm!(f64);
-
-/// Products of at least this many multiply-adds (about 20 µs on one core) are
-/// split over rayon's pool with the `rayon` feature.
-#[cfg(feature = "rayon")]
-const PARALLEL_GEMM: usize = 1 << 21;
-
-/// Single-threaded, unless the `rayon` feature is on, the product is large,
-/// and the caller allows it (on the pool `rayon` runs it in: the global one,
-/// or the one `ThreadPool::install` entered).
-fn gemm_parallelism(work: usize, parallel: bool) -> gemm::Parallelism {
-    #[cfg(feature = "rayon")]
-    if parallel && work >= PARALLEL_GEMM {
-        return gemm::Parallelism::Rayon(0);
-    }
-    let _ = (work, parallel);
-    gemm::Parallelism::None
-}
 
 /// The matrix product of `a` and `b` with NumPy `matmul` semantics.
 ///
@@ -453,7 +427,7 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             .view_mut()
             .into_shape_with_order((count * n, m))
             .map_err(|e| Error::invalid(format!("cannot view the output: {e}")))?;
-        T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2, true);
+        T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2);
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 {
@@ -469,12 +443,7 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             .into_shape_with_order((k, count * m))
             .map_err(|e| Error::invalid(format!("cannot fold the batch into columns: {e}")))?;
         let mut wide = ndarray::Array2::<T>::zeros((n, count * m));
-        T::gemm(
-            &a3.index_axis(Axis(0), 0),
-            &b2.view(),
-            &mut wide.view_mut(),
-            true,
-        );
+        T::gemm(&a3.index_axis(Axis(0), 0), &b2.view(), &mut wide.view_mut());
         let folded = wide
             .into_shape_with_order((n, count, m))
             .map_err(|e| Error::invalid(format!("cannot unfold the batch: {e}")))?;
@@ -513,15 +482,12 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
         }
     }
-    // `parallel`: whether one product may use the pool (not when the batch
-    // of products is spread over it).
-    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>, parallel: bool| {
+    let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
         let (ia, ib) = entries(t);
         T::gemm(
             &a3.index_axis(Axis(0), ia),
             &b3.index_axis(Axis(0), ib),
             &mut c,
-            parallel,
         );
     };
     #[cfg(feature = "rayon")]
@@ -533,11 +499,11 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()
-            .for_each(|(t, c)| product(t, c, false));
+            .for_each(|(t, c)| product(t, c));
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     for (t, c) in out.axis_iter_mut(Axis(0)).enumerate() {
-        product(t, c, true);
+        product(t, c);
     }
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
