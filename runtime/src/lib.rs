@@ -57,6 +57,10 @@ pub use dispatch::bench as __bench;
 pub use private as __private;
 
 pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT};
+pub use crate::core::buffers::{
+    buffer_cache_limit, cached_bytes, clear_buffer_cache, set_buffer_cache_limit,
+    DEFAULT_BUFFER_CACHE_LIMIT,
+};
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::random::derive_seed;

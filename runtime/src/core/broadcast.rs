@@ -2,6 +2,7 @@
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
+use crate::core::buffers::{take, Cached};
 use crate::core::value::Shape;
 use crate::{Element, Error, Result, Tensor};
 
@@ -42,7 +43,7 @@ pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
 }
 
 /// Elementwise `f` of two same-typed arrays, broadcast to each other.
-pub(crate) fn zip_broadcast<T: Element, U: Element>(
+pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
     a: &ArcArray<T, IxDyn>,
     b: &ArcArray<T, IxDyn>,
     f: impl Fn(T, T) -> U + Sync + Send,
@@ -53,6 +54,12 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
         if a.len() >= PARALLEL_ELEMENTS {
             return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
         }
+        if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+            // Both standard layout: into a buffer from the cache.
+            let mut out = take(x.len());
+            out.extend(x.iter().zip(y).map(|(&p, &q)| f(p, q)));
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
         return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
     }
     // A row operand (one whose shape is a suffix of the other's, such as a bias)
@@ -60,14 +67,14 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
         let suffix = |long: &[usize], short: &[usize]| long.ends_with(short) && !short.is_empty();
         if suffix(a.shape(), b.shape()) && !y.is_empty() {
-            let mut out = Vec::with_capacity(x.len());
+            let mut out = take(x.len());
             for row in x.chunks_exact(y.len()) {
                 out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));
             }
             return Tensor::from_shape_vec(a.shape(), out);
         }
         if suffix(b.shape(), a.shape()) && !x.is_empty() {
-            let mut out = Vec::with_capacity(y.len());
+            let mut out = take(y.len());
             for row in y.chunks_exact(x.len()) {
                 out.extend(x.iter().zip(row).map(|(&p, &q)| f(p, q)));
             }
@@ -79,14 +86,14 @@ pub(crate) fn zip_broadcast<T: Element, U: Element>(
     // each value meets a contiguous block.
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
         if let Some(block) = trailing_block(a.shape(), b.shape()) {
-            let mut out = Vec::with_capacity(x.len());
+            let mut out = take(x.len());
             for (chunk, &q) in x.chunks_exact(block).zip(y) {
                 out.extend(chunk.iter().map(|&p| f(p, q)));
             }
             return Tensor::from_shape_vec(a.shape(), out);
         }
         if let Some(block) = trailing_block(b.shape(), a.shape()) {
-            let mut out = Vec::with_capacity(y.len());
+            let mut out = take(y.len());
             for (chunk, &p) in y.chunks_exact(block).zip(x) {
                 out.extend(chunk.iter().map(|&q| f(p, q)));
             }

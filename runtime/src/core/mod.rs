@@ -5,6 +5,7 @@
 
 pub(crate) mod alloc;
 pub(crate) mod broadcast;
+pub(crate) mod buffers;
 pub(crate) mod cast;
 #[cfg(feature = "ndarray-0-16")]
 mod compat;

@@ -6,6 +6,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
@@ -161,16 +162,42 @@ pub struct Tensor {
 #[derive(Clone)]
 enum Repr {
     /// Shared so that cloning a tensor is one reference-count increment.
-    Dense(Arc<Data>),
+    Dense(Arc<Dense>),
     /// A value at a transform level (batched, and later tracked or dual).
     Level(Arc<dyn LevelTensor>),
+}
+
+/// Dense storage, which on drop gives a buffer it owns alone to this
+/// thread's buffer cache (see [`crate::core::buffers`]).
+struct Dense(ManuallyDrop<Data>);
+
+impl std::ops::Deref for Dense {
+    type Target = Data;
+    fn deref(&self) -> &Data {
+        &self.0
+    }
+}
+
+impl Drop for Dense {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is taken once, here, and not used again: the value
+        // is being dropped.
+        let data = unsafe { ManuallyDrop::take(&mut self.0) };
+        each_dtype!(data, a => {
+            // Only a buffer no other array shares (not a view's of another
+            // tensor, not a clone of a `Data` held elsewhere).
+            if let Ok(owned) = a.try_into_owned_nocopy() {
+                crate::core::buffers::give(owned.into_raw_vec_and_offset().0);
+            }
+        })
+    }
 }
 
 impl Tensor {
     /// Wraps dense storage.
     pub fn from_data(data: Data) -> Self {
         Tensor {
-            repr: Repr::Dense(Arc::new(data)),
+            repr: Repr::Dense(Arc::new(Dense(ManuallyDrop::new(data)))),
         }
     }
 
@@ -322,7 +349,7 @@ impl<T: Element> From<ArcArray<T, IxDyn>> for Tensor {
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Dense(d) => each_dtype!(&**d, a => write!(f, "Tensor({a:?})")),
+            Repr::Dense(d) => each_dtype!(&***d, a => write!(f, "Tensor({a:?})")),
             Repr::Level(v) => fmt::Debug::fmt(v, f),
         }
     }
@@ -348,7 +375,7 @@ impl Tensor {
         }
         match &self.repr {
             Repr::Dense(d) => Ok(Tensor::from_data(
-                each_dtype!(&**d, a => Element::wrap(a.clone().permuted_axes(IxDyn(perm)))),
+                each_dtype!(&***d, a => Element::wrap(a.clone().permuted_axes(IxDyn(perm)))),
             )),
             Repr::Level(v) => v.permuted(perm),
         }
@@ -365,7 +392,7 @@ impl Tensor {
         }
         match &self.repr {
             Repr::Dense(d) => Ok(Tensor::from_data(
-                each_dtype!(&**d, a => Element::wrap(a.clone().insert_axis(ndarray::Axis(dim)))),
+                each_dtype!(&***d, a => Element::wrap(a.clone().insert_axis(ndarray::Axis(dim)))),
             )),
             Repr::Level(v) => v.unsqueezed(dim),
         }
@@ -397,7 +424,7 @@ impl Tensor {
             )));
         }
         match &self.repr {
-            Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(&**d, a => Element::wrap(
+            Repr::Dense(d) => Ok(Tensor::from_data(each_dtype!(&***d, a => Element::wrap(
                 a.clone().index_axis_move(ndarray::Axis(dim), index)
             )))),
             Repr::Level(v) => v.select(dim, index),
@@ -418,7 +445,7 @@ impl Tensor {
                 let mut shape = d.shape().to_vec();
                 shape.insert(dim, size);
                 check_alloc_in("Tensor::broadcast_new_dim", &shape, d.dtype())?;
-                Ok(Tensor::from_data(each_dtype!(&**d, a => {
+                Ok(Tensor::from_data(each_dtype!(&***d, a => {
                     let expanded = a.view().insert_axis(ndarray::Axis(dim));
                     match expanded.broadcast(IxDyn(&shape)) {
                         Some(v) => Element::wrap(v.to_owned().into_shared()),

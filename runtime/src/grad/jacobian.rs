@@ -191,8 +191,13 @@ fn identity_rows(
 }
 
 /// Rows `start..start + len` of the `rows` x `rows` identity, row-major.
-fn unit_rows<T: Copy + Default>(start: usize, len: usize, rows: usize, one: T) -> Vec<T> {
-    let mut v = vec![T::default(); len * rows];
+fn unit_rows<T: Copy + Default + crate::core::buffers::Cached>(
+    start: usize,
+    len: usize,
+    rows: usize,
+    one: T,
+) -> Vec<T> {
+    let mut v = crate::core::buffers::filled(len * rows, T::default());
     for i in 0..len {
         v[i * rows + start + i] = one;
     }

@@ -18,6 +18,7 @@ use ndarray::{
 use crate::batching::{align_to_front, leading_batch, logical_rank, unsqueeze_logical, RuleOutput};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_shapes;
+use crate::core::buffers::{filled, take, Cached};
 use crate::core::cast::cast;
 use crate::{
     batching_rule, each_dtype, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
@@ -40,17 +41,18 @@ fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {
 /// (as the input is laid out, if it is standard layout), then a fill of each
 /// row's zeroed columns, both on plain slices (per-row ndarray slicing costs
 /// more than the copy here).
-fn mask<T: Element>(
+fn mask<T: Element + Cached>(
     a: &ArcArray<T, IxDyn>,
     zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
 ) -> Result<Tensor> {
     let a = a.as_standard_layout();
     let r = a.ndim();
     let (rows, cols) = (a.shape()[r - 2], a.shape()[r - 1]);
-    let mut out = a
+    let src = a
         .as_slice()
-        .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?
-        .to_vec();
+        .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?;
+    let mut out = take(src.len());
+    out.extend_from_slice(src);
     if cols > 0 {
         for (k, row) in out.chunks_exact_mut(cols).enumerate() {
             row[zeroed(k % rows, cols)].fill(T::default());
@@ -235,7 +237,7 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
 /// matrix and the right operand's rows are contiguous: each output row is its
 /// left element times the right row, written once, instead of zeroing the
 /// output and running a GEMM with an inner dim of 1. `None` otherwise.
-fn outer_products<T: LinalgScalar + Send + Sync>(
+fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
     a3: &ndarray::ArrayView3<'_, T>,
     b3: &ndarray::ArrayView3<'_, T>,
     count: usize,
@@ -262,7 +264,7 @@ fn outer_products<T: LinalgScalar + Send + Sync>(
         // On the pool, a product per task, each writing its own block (of a
         // zeroed buffer: for large outputs, fresh zero pages).
         use rayon::prelude::*;
-        let mut values = vec![T::zero(); count * n * m];
+        let mut values = filled(count * n * m, T::zero());
         values
             .par_chunks_mut((n * m).max(1))
             .enumerate()
@@ -279,7 +281,7 @@ fn outer_products<T: LinalgScalar + Send + Sync>(
                 .map_err(|e| Error::invalid(format!("outer products: {e}"))),
         );
     }
-    let mut values = Vec::with_capacity(count * n * m);
+    let mut values = take(count * n * m);
     for t in 0..count {
         let (column, row) = product(t);
         for &x in column.iter() {
@@ -305,7 +307,7 @@ const GEMM_CRATE_MIN: usize = 16 * 16 * 16;
 /// this thread. (Splitting one product over rayon's pool with `gemm`'s own
 /// threading made no measurable difference on W1 at batch 1024, so with the
 /// `rayon` feature only batches of products are spread over the pool.)
-trait Gemm: LinalgScalar + Send + Sync {
+trait Gemm: LinalgScalar + Send + Sync + Cached {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
     }
@@ -415,7 +417,8 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             return finish_matmul(out?, batch, a.ndim(), b.ndim(), n, m);
         }
     }
-    let mut out = Array3::<T>::zeros((count, n, m));
+    let mut out = Array3::from_shape_vec((count, n, m), filled(count * n * m, T::zero()))
+        .map_err(|e| Error::invalid(format!("matmul output: {e}")))?;
     if b3.shape()[0] == 1 && a3.shape()[0] == count {
         // One right-hand matrix shared by the whole batch (the common case under
         // vmap with unbatched weights): the batch folds into the rows of one

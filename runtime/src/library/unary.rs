@@ -21,13 +21,21 @@ macro_rules! map_float {
 
 /// `f` applied to every element (on rayon's pool for large arrays, with the
 /// `rayon` feature).
-fn map_array<T: crate::Element>(
+fn map_array<T: crate::Element + crate::core::buffers::Cached>(
     a: &ndarray::ArcArray<T, ndarray::IxDyn>,
     f: impl Fn(T) -> T + Sync + Send,
 ) -> ndarray::ArrayD<T> {
     #[cfg(feature = "rayon")]
     if a.len() >= crate::core::broadcast::PARALLEL_ELEMENTS {
         return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
+    }
+    if let Some(values) = a.as_slice() {
+        // Standard layout: into a buffer from the cache, in the same layout.
+        let mut out = crate::core::buffers::take(values.len());
+        out.extend(values.iter().map(|&v| f(v)));
+        if let Ok(array) = ndarray::ArrayD::from_shape_vec(a.raw_dim(), out) {
+            return array;
+        }
     }
     a.mapv(f)
 }
