@@ -5,10 +5,9 @@
 //! Why: every op materializes its output. With glibc's allocator, freeing
 //! large buffers returns them to the operating system (`munmap`, or trimming
 //! the top of the heap), and the next allocation of the same size faults the
-//! pages in again, zeroed by the kernel: in the benchmarks that was up to two
-//! thirds of the time of `jacrev` 32 -> 2048 (19.6 against 5.4 ms with the
-//! allocator told to keep its memory) and a fifth of W1's. Torch has a
-//! caching allocator for the same reason.
+//! pages in again, zeroed by the kernel: in the benchmarks W1 (an MLP under
+//! vmap) took about twice as long without this cache. Torch has a caching
+//! allocator for the same reason.
 //!
 //! How: when the last handle of a dense tensor whose buffer it owns alone is
 //! dropped, a buffer of at least [`MIN_BYTES`] goes to this thread's cache
@@ -32,8 +31,17 @@ pub const DEFAULT_BUFFER_CACHE_LIMIT: usize = 64 << 20;
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_BUFFER_CACHE_LIMIT);
 
 /// Sets the most bytes of dropped tensor buffers each thread keeps for reuse
-/// (0 turns the cache off). Buffers kept beyond a new, lower limit are freed
-/// as they are next looked at; call [`clear_buffer_cache`] to free them now.
+/// (0 turns the cache off), for every thread. Lowering it frees nothing a
+/// thread already keeps: buffers are only not added while over the limit;
+/// [`clear_buffer_cache`] frees the calling thread's.
+///
+/// ```
+/// batchrules::set_buffer_cache_limit(0);
+/// let x = batchrules::ops::zeros(&[1 << 16], batchrules::DType::F32).unwrap();
+/// drop(batchrules::ops::exp(&x).unwrap());
+/// assert_eq!(batchrules::cached_bytes(), 0);
+/// batchrules::set_buffer_cache_limit(batchrules::DEFAULT_BUFFER_CACHE_LIMIT);
+/// ```
 pub fn set_buffer_cache_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::Relaxed);
 }
