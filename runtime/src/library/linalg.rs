@@ -296,7 +296,7 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
 
 /// Products below this many multiply-adds go to `matrixmultiply` (through
 /// ndarray's `general_mat_mul`), larger ones to the `gemm` crate: measured on
-/// the benchmarks' shapes, `gemm` takes 10-40% less time from 64 x 64 x 64 up
+/// the benchmarks' shapes, `gemm` takes 5-41% less time from 64 x 64 x 64 up
 /// (256 x 128 x 10: 10.5 against 18.0 µs) but has a fixed cost of about
 /// 250 ns a call, so it is slower on small products (4 x 4 x 4: 246 against
 /// 108 ns).
