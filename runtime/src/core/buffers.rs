@@ -11,7 +11,8 @@
 //!
 //! How: when the last handle of a dense tensor whose buffer it owns alone is
 //! dropped, a buffer of at least [`MIN_BYTES`] goes to this thread's cache
-//! (up to [`buffer_cache_limit`] bytes per thread; beyond that it is freed).
+//! (up to [`buffer_cache_limit`] bytes per thread: to make room, the buffers
+//! kept longest ago are freed).
 //! Kernels take their output buffers with [`take`], which returns an empty
 //! `Vec` with room for the elements, reused from the cache when one of
 //! `n..=2n` elements' capacity is there. The buffers are plain `Vec`s, emptied
@@ -62,15 +63,43 @@ pub fn cached_bytes() -> usize {
     CACHE.try_with(|c| c.borrow().bytes).unwrap_or(0)
 }
 
-/// One thread's cached buffers, per element type, and their total size.
+/// One thread's cached buffers, per element type, oldest first, each with the
+/// stamp of when it was kept; their total size; the next stamp.
 #[derive(Default)]
 pub(crate) struct Cache {
     bytes: usize,
-    bools: Vec<Vec<bool>>,
-    i64s: Vec<Vec<i64>>,
-    f32s: Vec<Vec<f32>>,
-    f64s: Vec<Vec<f64>>,
-    wrapping: Vec<Vec<Wrapping<i64>>>,
+    stamp: u64,
+    bools: Vec<(u64, Vec<bool>)>,
+    i64s: Vec<(u64, Vec<i64>)>,
+    f32s: Vec<(u64, Vec<f32>)>,
+    f64s: Vec<(u64, Vec<f64>)>,
+    wrapping: Vec<(u64, Vec<Wrapping<i64>>)>,
+}
+
+impl Cache {
+    /// Frees the buffer kept longest ago, of any element type; false if
+    /// there is none.
+    fn evict_oldest(&mut self) -> bool {
+        macro_rules! oldest {
+            ($($field:ident),*) => {{
+                let fronts = [$(self.$field.first().map(|e| e.0)),*];
+                let Some(min) = fronts.iter().flatten().min().copied() else {
+                    return false;
+                };
+                $(if self.$field.first().map(|e| e.0) == Some(min) {
+                    let (_, v) = self.$field.remove(0);
+                    self.bytes -= bytes_of_val(&v);
+                    return true;
+                })*
+                false
+            }};
+        }
+        oldest!(bools, i64s, f32s, f64s, wrapping)
+    }
+}
+
+fn bytes_of_val<T>(v: &Vec<T>) -> usize {
+    bytes_of::<T>(v.capacity())
 }
 
 thread_local! {
@@ -79,13 +108,13 @@ thread_local! {
 
 /// An element type whose buffers the cache keeps.
 pub(crate) trait Cached: Copy + 'static {
-    fn list(cache: &mut Cache) -> &mut Vec<Vec<Self>>;
+    fn list(cache: &mut Cache) -> &mut Vec<(u64, Vec<Self>)>;
 }
 
 macro_rules! cached {
     ($($t:ty => $field:ident),*) => {
         $(impl Cached for $t {
-            fn list(cache: &mut Cache) -> &mut Vec<Vec<Self>> {
+            fn list(cache: &mut Cache) -> &mut Vec<(u64, Vec<Self>)> {
                 &mut cache.$field
             }
         })*
@@ -116,10 +145,10 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
             let best = list
                 .iter()
                 .enumerate()
-                .filter(|(_, v)| v.capacity() >= n && v.capacity() / 2 <= n)
-                .min_by_key(|(_, v)| v.capacity())
+                .filter(|(_, (_, v))| v.capacity() >= n && v.capacity() / 2 <= n)
+                .min_by_key(|(_, (_, v))| v.capacity())
                 .map(|(i, _)| i)?;
-            let v = list.swap_remove(best);
+            let (_, v) = list.remove(best);
             c.bytes -= bytes_of::<T>(v.capacity());
             Some(v)
         })
@@ -141,18 +170,23 @@ pub(crate) fn filled<T: Cached>(n: usize, value: T) -> Vec<T> {
     }
 }
 
-/// Keeps `v`'s memory for reuse if it is large enough and fits under the
-/// limit; frees it otherwise.
+/// Keeps `v`'s memory for reuse if it is large enough and no larger than the
+/// limit, freeing the buffers kept longest ago to make room (sizes that do
+/// not come back do not fill the cache for good); frees it otherwise.
 pub(crate) fn give<T: Cached>(v: Vec<T>) {
     let bytes = bytes_of::<T>(v.capacity());
-    if bytes < MIN_BYTES {
+    let limit = buffer_cache_limit();
+    if bytes < MIN_BYTES || bytes > limit {
         return;
     }
     let _ = CACHE.try_with(|c| {
         let mut c = c.borrow_mut();
-        if c.bytes.saturating_add(bytes) <= buffer_cache_limit() {
+        while c.bytes.saturating_add(bytes) > limit && c.evict_oldest() {}
+        if c.bytes.saturating_add(bytes) <= limit {
             c.bytes += bytes;
-            T::list(&mut c).push(v);
+            c.stamp += 1;
+            let stamp = c.stamp;
+            T::list(&mut c).push((stamp, v));
         }
     });
 }
@@ -182,19 +216,27 @@ mod tests {
     }
 
     #[test]
-    fn small_buffers_and_buffers_over_the_limit_are_freed() {
+    fn small_buffers_are_freed_and_the_oldest_make_room() {
         clear_buffer_cache();
         give(vec![0.0f64; 16]);
         assert_eq!(cached_bytes(), 0);
+        // A limit of two buffers: a third evicts the first kept, of any type.
         let before = buffer_cache_limit();
-        set_buffer_cache_limit(MIN_BYTES);
-        give(vec![0u8 != 0; MIN_BYTES]);
-        give(vec![false; MIN_BYTES]);
-        assert_eq!(
-            cached_bytes(),
-            MIN_BYTES,
-            "the second one is over the limit"
-        );
+        set_buffer_cache_limit(2 * MIN_BYTES);
+        let first = vec![false; MIN_BYTES];
+        let first_ptr = first.as_ptr() as usize;
+        give(first);
+        let second = vec![0u8 != 0; MIN_BYTES];
+        let second_ptr = second.as_ptr() as usize;
+        give(second);
+        give(vec![0.0f32; MIN_BYTES / 4]);
+        assert_eq!(cached_bytes(), 2 * MIN_BYTES);
+        let kept = take::<bool>(MIN_BYTES);
+        assert_eq!(kept.as_ptr() as usize, second_ptr, "the second is kept");
+        assert_ne!(kept.as_ptr() as usize, first_ptr);
+        // One larger than the limit is not kept at all.
+        give(vec![0.0f64; MIN_BYTES]);
+        assert_eq!(cached_bytes(), MIN_BYTES);
         set_buffer_cache_limit(before);
         clear_buffer_cache();
         assert_eq!(cached_bytes(), 0);
