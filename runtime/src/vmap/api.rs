@@ -521,7 +521,10 @@ impl<F, A> Vmap<F, A> {
     /// memory the function's intermediates take is bounded by the chunk, not
     /// the batch. The results equal the unchunked ones, random draws included
     /// (each chunk passes the index of its first example, from which
-    /// [`Randomness::Different`] derives each example's seed).
+    /// [`Randomness::Different`] derives each example's seed), except for the
+    /// rounding of large f32/f64 matrix products: their GEMM may sum in
+    /// another order for another number of rows (in `examples/chunked_memory`,
+    /// 1.9e-6 on values of order 1, in f32).
     ///
     /// ```
     /// use batchrules::{ops, vmap, Tensor};
