@@ -324,8 +324,8 @@ macro_rules! float_gemm {
                 let ((m, k), n) = (a.dim(), b.dim().1);
                 let work = m.saturating_mul(k).saturating_mul(n);
                 if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
-                    // (A shape mismatch cannot come here from matmul_arrays,
-                    // which checked the shapes; general_mat_mul reports it.)
+                    // (A shape mismatch cannot come here: matmul_arrays
+                    // checked the shapes. general_mat_mul would panic on one.)
                     general_mat_mul(1.0, a, b, 0.0, c);
                     return;
                 }

@@ -587,9 +587,9 @@ impl<F, A> Vmap<F, A> {
         // The first chunk's output gives the structure of the result; its
         // leaves and every later chunk's are joined leaf by leaf as they come,
         // so a chunk's result is dropped once it is copied (see `Joiner`).
+        // (The first chunk's output is kept for its structure only.)
         let mut first: Option<O> = None;
         let mut joins: Vec<Joiner> = Vec::new();
-        let mut count = 0;
         for start in (0..size).step_by(chunk) {
             let len = chunk.min(size - start);
             let sliced: Inputs = inputs
@@ -604,7 +604,6 @@ impl<F, A> Vmap<F, A> {
             let mut leaves = Vec::new();
             part.leaves(&mut leaves);
             if first.is_none() {
-                count = leaves.len();
                 let counts = part.output_leaf_counts();
                 joins = leaves
                     .iter()
@@ -619,9 +618,10 @@ impl<F, A> Vmap<F, A> {
                     .collect::<Result<_>>()?;
                 first = Some(part);
             }
-            if leaves.len() != count {
+            if leaves.len() != joins.len() {
                 return Err(Error::Vmap(format!(
-                    "chunk_size: the function returned {count} tensors for the first chunk and {} for another; chunked vmap needs outputs of the same structure for every chunk",
+                    "chunk_size: the function returned {} tensors for the first chunk and {} for another; chunked vmap needs outputs of the same structure for every chunk",
+                    joins.len(),
                     leaves.len()
                 )));
             }

@@ -13,6 +13,7 @@
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::core::alloc::check_alloc_in;
+use crate::core::buffers::filled;
 use crate::vmap::builtin::cat;
 use crate::{each_dtype, Data, Element, Result, Tensor};
 
@@ -106,10 +107,14 @@ impl<'a> Joiner<'a> {
             return Ok(None);
         }
         shape[self.dim] = self.total;
-        check_alloc_in(self.what, &shape, data.dtype())?;
-        Ok(Some(each_dtype!(type data.dtype(), T => {
-            T::wrap(ArrayD::<T>::default(IxDyn(&shape)).into_shared())
-        })))
+        let n = check_alloc_in(self.what, &shape, data.dtype())?;
+        // From the buffer cache, like the kernels' outputs.
+        each_dtype!(type data.dtype(), T => {
+            let values = filled(n, T::default());
+            ArrayD::from_shape_vec(IxDyn(&shape), values)
+                .map(|a| Some(T::wrap(a.into_shared())))
+                .map_err(|e| crate::Error::Vmap(format!("{}: joining chunks: {e}", self.what)))
+        })
     }
 }
 
