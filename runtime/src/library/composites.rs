@@ -191,10 +191,12 @@ fn linear_meta(x: &TensorMeta, w: &TensorMeta, bias: Option<&TensorMeta>) -> Res
 
 #[decompose(op = "linear")]
 fn linear_decomposition(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-    let y = ops::matmul(x, &ops::transpose(w, 0, 1)?)?;
+    let wt = ops::transpose(w, 0, 1)?;
     match bias {
-        Some(b) => ops::add(&y, b),
-        None => Ok(y),
+        // The bias add fused into the product's output pass.
+        Some(b) if x.ndim() <= 2 => ops::addmm(b, x, &wt),
+        Some(b) => ops::add(&ops::matmul(x, &wt)?, b),
+        None => ops::matmul(x, &wt),
     }
 }
 

@@ -15,7 +15,10 @@ use ndarray::{
     LinalgScalar,
 };
 
-use crate::batching::{align_to_front, leading_batch, logical_rank, unsqueeze_logical, RuleOutput};
+use crate::batching::{
+    align_to_front, broadcast_operands, leading_batch, logical_rank, shape_arg, unsqueeze_logical,
+    RuleOutput,
+};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_shapes;
 use crate::core::buffers::{filled, take, Cached};
@@ -311,6 +314,15 @@ trait Gemm: LinalgScalar + Send + Sync + Cached {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
     }
+
+    /// `c += a @ b` (the fused bias add of [`addmm`](crate::ops::addmm)).
+    fn gemm_accumulate(
+        a: &ArrayView2<'_, Self>,
+        b: &ArrayView2<'_, Self>,
+        c: &mut ArrayViewMut2<'_, Self>,
+    ) {
+        general_mat_mul(Self::one(), a, b, Self::one(), c);
+    }
 }
 
 /// i64 products wrap (see [`matmul_dense`]); `matrixmultiply` has no integer
@@ -318,53 +330,75 @@ trait Gemm: LinalgScalar + Send + Sync + Cached {
 impl Gemm for Wrapping<i64> {}
 
 macro_rules! float_gemm {
-    ($t:ty) => {
+    ($t:ty, $product:ident) => {
         impl Gemm for $t {
             fn gemm(a: &ArrayView2<'_, $t>, b: &ArrayView2<'_, $t>, c: &mut ArrayViewMut2<'_, $t>) {
-                let ((m, k), n) = (a.dim(), b.dim().1);
-                let work = m.saturating_mul(k).saturating_mul(n);
-                if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
-                    // (A shape mismatch cannot come here: matmul_arrays
-                    // checked the shapes. general_mat_mul would panic on one.)
-                    general_mat_mul(1.0, a, b, 0.0, c);
-                    return;
-                }
-                let (a_s, b_s) = (a.strides(), b.strides());
-                let (c_rs, c_cs) = (c.strides()[0], c.strides()[1]);
-                // SAFETY: the pointers are those of views of `m x k`, `k x n`
-                // and `m x n` elements with the given (element) strides, valid
-                // for the call; `c` is a mutable view, so it aliases neither
-                // operand. With `read_dst = false`, `c` is only written: c =
-                // 0 * c + 1 * (a @ b).
-                unsafe {
-                    gemm::gemm(
-                        m,
-                        n,
-                        k,
-                        c.as_mut_ptr(),
-                        c_cs,
-                        c_rs,
-                        false,
-                        a.as_ptr(),
-                        a_s[1],
-                        a_s[0],
-                        b.as_ptr(),
-                        b_s[1],
-                        b_s[0],
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    );
-                }
+                $product(a, b, c, false)
+            }
+
+            fn gemm_accumulate(
+                a: &ArrayView2<'_, $t>,
+                b: &ArrayView2<'_, $t>,
+                c: &mut ArrayViewMut2<'_, $t>,
+            ) {
+                $product(a, b, c, true)
+            }
+        }
+
+        /// `c = a @ b`, or `c += a @ b` if `accumulate`: by the `gemm` crate
+        /// for products of at least [`GEMM_CRATE_MIN`] multiply-adds, by
+        /// `matrixmultiply` below that.
+        fn $product(
+            a: &ArrayView2<'_, $t>,
+            b: &ArrayView2<'_, $t>,
+            c: &mut ArrayViewMut2<'_, $t>,
+            accumulate: bool,
+        ) {
+            let ((m, k), n) = (a.dim(), b.dim().1);
+            let work = m.saturating_mul(k).saturating_mul(n);
+            let beta: $t = if accumulate { 1.0 } else { 0.0 };
+            if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
+                // (A shape mismatch cannot come here: the kernels check the
+                // shapes first. general_mat_mul would panic on one.)
+                general_mat_mul(1.0, a, b, beta, c);
+                return;
+            }
+            let (a_s, b_s) = (a.strides(), b.strides());
+            let (c_rs, c_cs) = (c.strides()[0], c.strides()[1]);
+            // SAFETY: the pointers are those of views of `m x k`, `k x n`
+            // and `m x n` elements with the given (element) strides, valid
+            // for the call; `c` is a mutable view, so it aliases neither
+            // operand. `c = beta * c + 1 * (a @ b)`: with `read_dst = false`
+            // (not accumulating) `c` is only written; with `read_dst = true`
+            // its (initialized) values are read and added to.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    c.as_mut_ptr(),
+                    c_cs,
+                    c_rs,
+                    accumulate,
+                    a.as_ptr(),
+                    a_s[1],
+                    a_s[0],
+                    b.as_ptr(),
+                    b_s[1],
+                    b_s[0],
+                    beta,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
             }
         }
     };
 }
-float_gemm!(f32);
-float_gemm!(f64);
+float_gemm!(f32, product_f32);
+float_gemm!(f64, product_f64);
 
 /// The matrix product of `a` and `b` with NumPy `matmul` semantics.
 ///
@@ -580,6 +614,131 @@ fn matmul_dense(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             "matrix products of {dtype} tensors are not defined"
         ))),
     }
+}
+
+/// Checks `addmm(bias, a, b)`: a float product of a 1-D or 2-D `a` and a 2-D
+/// `b` whose shape `bias` broadcasts to; gives the product's meta.
+#[meta(op = "addmm")]
+fn addmm_meta(bias: &TensorMeta, a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+    for t in [bias, a, b] {
+        crate::core::meta_rules::require_float(t)?;
+    }
+    if !matches!(a.ndim(), 1 | 2) || b.ndim() != 2 {
+        return Err(Error::invalid(format!(
+            "mat1 must be a 2-D matrix or a 1-D row and mat2 a 2-D matrix, got {:?} @ {:?}; \
+             use add(self, matmul(mat1, mat2)) for batched products",
+            a.shape(),
+            b.shape()
+        )));
+    }
+    let product = matmul_shape(a, b)?;
+    if broadcast_shapes(bias.shape(), product.shape()).as_deref() != Some(product.shape()) {
+        return Err(Error::invalid(format!(
+            "self {:?} does not broadcast to the product's shape {:?}",
+            bias.shape(),
+            product.shape()
+        )));
+    }
+    Ok(TensorMeta::new(
+        product.shape().to_vec(),
+        bias.dtype().promote(product.dtype()),
+    ))
+}
+
+#[kernel(op = "addmm")]
+fn addmm_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dtype = bias.dtype().promote(a.dtype()).promote(b.dtype());
+    match (&*cast(bias, dtype)?, &*cast(a, dtype)?, &*cast(b, dtype)?) {
+        (Data::F32(c), Data::F32(x), Data::F32(y)) => {
+            addmm_arrays(c.view(), x.view(), y.view()).map(Tensor::from)
+        }
+        (Data::F64(c), Data::F64(x), Data::F64(y)) => {
+            addmm_arrays(c.view(), x.view(), y.view()).map(Tensor::from)
+        }
+        _ => Err(Error::invalid(format!(
+            "addmm of {dtype} tensors is not defined"
+        ))),
+    }
+}
+
+/// `bias + a @ b` in one pass over the output: the output is filled with the
+/// rows of `bias` (broadcast) and the product accumulated into it.
+fn addmm_arrays<T: Gemm>(
+    bias: ArrayViewD<'_, T>,
+    a: ArrayViewD<'_, T>,
+    b: ArrayViewD<'_, T>,
+) -> Result<ArrayD<T>> {
+    let shapes = (
+        bias.shape().to_vec(),
+        a.shape().to_vec(),
+        b.shape().to_vec(),
+    );
+    let shape_error = || {
+        Error::invalid(format!(
+            "operands of shapes {:?}, {:?} and {:?} do not fit addmm",
+            shapes.0, shapes.1, shapes.2
+        ))
+    };
+    let row = a.ndim() == 1;
+    let a2 = if row { a.insert_axis(Axis(0)) } else { a }
+        .into_dimensionality::<ndarray::Ix2>()
+        .map_err(|_| shape_error())?;
+    let b2 = b
+        .into_dimensionality::<ndarray::Ix2>()
+        .map_err(|_| shape_error())?;
+    let ((n, k), m) = (a2.dim(), b2.dim().1);
+    if b2.dim().0 != k {
+        return Err(shape_error());
+    }
+    let shape: Vec<usize> = if row { vec![m] } else { vec![n, m] };
+    let rows = bias.broadcast(IxDyn(&shape)).ok_or_else(shape_error)?;
+    let rows = if row { rows.insert_axis(Axis(0)) } else { rows }
+        .into_dimensionality::<ndarray::Ix2>()
+        .map_err(|_| shape_error())?;
+    let mut values = take(checked_numel(&[n, m])?);
+    for r in rows.rows() {
+        match r.as_slice() {
+            Some(s) => values.extend_from_slice(s),
+            None => values.extend(r.iter().copied()),
+        }
+    }
+    let mut out = ndarray::Array2::from_shape_vec((n, m), values)
+        .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
+    T::gemm_accumulate(&a2, &b2, &mut out.view_mut());
+    out.into_shape_with_order(IxDyn(&shape))
+        .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")))
+}
+
+/// `addmm`'s batching rule. With only `mat1` batched and a bias of at most
+/// one logical dim (a linear layer under vmap), the batch folds into
+/// `mat1`'s rows and one fused `addmm` computes the whole batch; otherwise
+/// the product is batched as `matmul` is and the bias added after it.
+#[batching_rule(op = "addmm")]
+fn addmm_rule(
+    bias: &Tensor,
+    bias_bdim: Option<usize>,
+    a: &Tensor,
+    a_bdim: Option<usize>,
+    b: &Tensor,
+    b_bdim: Option<usize>,
+) -> Result<(Tensor, Option<usize>)> {
+    if let (Some(bd), None, None, true) = (a_bdim, b_bdim, bias_bdim, bias.ndim() <= 1) {
+        let a = align_to_front(a, Some(bd), logical_rank(a, a_bdim))?;
+        if a.ndim() == 2 {
+            return Ok((ops::addmm(bias, &a, b)?, Some(0)));
+        }
+        let (count, n, k) = (a.shape()[0], a.shape()[1], a.shape()[2]);
+        let rows = ops::reshape(&a, &shape_arg(None, &[count * n, k]))?;
+        let out = ops::addmm(bias, &rows, b)?;
+        let m = out.shape()[1];
+        return Ok((
+            ops::reshape(&out, &shape_arg(None, &[count, n, m]))?,
+            Some(0),
+        ));
+    }
+    let (product, product_bdim) = matmul_batched(a, a_bdim, b, b_bdim)?;
+    let (t, bdim) = broadcast_operands(&[(bias, bias_bdim), (&product, product_bdim)])?;
+    Ok((ops::add(&t[0], &t[1])?, bdim))
 }
 
 /// The batching rule of the matrix products, in terms of `ops::matmul` on the
@@ -891,6 +1050,40 @@ crate::op_samples!(
     samples = matmul_samples,
     errors = matmul_errors
 );
+fn addmm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[2, 1]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[1]), &f64s(&[4]), &f64s(&[4, 3])],
+        // Large enough for the gemm crate (at least 16^3 multiply-adds).
+        crate::args![&f64s(&[17]), &f64s(&[18, 19]), &f64s(&[19, 17])],
+        crate::args![&f32s(&[17]), &f32s(&[18, 19]), &f32s(&[19, 17])],
+        crate::args![&f32s(&[3]), &f64s(&[2, 4]), &f32s(&[4, 3])],
+        // Empty dims: the bias alone, or nothing.
+        crate::args![&f64s(&[3]), &f64s(&[2, 0]), &f64s(&[0, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[0, 4]), &f64s(&[4, 3])],
+    ]
+}
+
+fn addmm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[5, 3])],
+        crate::args![&f64s(&[4]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4])],
+        crate::args![&f64s(&[]), &f64s(&[]), &f64s(&[4, 3])],
+        crate::args![&i64s(&[3], 5), &i64s(&[2, 4], 5), &i64s(&[4, 3], 5)],
+        crate::args![&f64s(&[3]), &bools(&[2, 4]), &f64s(&[4, 3])],
+    ]
+}
+
+crate::op_samples!(op = "addmm", samples = addmm_samples, errors = addmm_errors);
 crate::op_samples!(op = "dot", samples = dot_samples, errors = dot_errors);
 crate::op_samples!(op = "mm", samples = mm_samples, errors = mm_errors);
 crate::op_samples!(op = "mv", samples = mv_samples, errors = mv_errors);

@@ -3,7 +3,7 @@
 //! operands' shapes, so the products have the result's shape (`matmul`
 //! broadcasts its batch dims as the op does).
 
-use super::{bilinear_jvp, binary};
+use super::{add_tangents, bilinear_jvp, binary, output, through};
 use crate::{jvp, ops, Result, Tensor};
 
 bilinear_jvp! {
@@ -13,4 +13,24 @@ bilinear_jvp! {
     mv_jvp "mv" => ops::mv;
     outer_jvp "outer" => ops::outer;
     bmm_jvp "bmm" => ops::bmm;
+}
+
+/// `addmm(bias, a, b) = bias + a @ b`: the bias's tangent plus the product
+/// rule for `a @ b`.
+#[jvp(op = "addmm")]
+fn addmm_jvp(
+    _bias: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    bias_tangent: Option<&Tensor>,
+    a_tangent: Option<&Tensor>,
+    b_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    let product = add_tangents(
+        through(y, a_tangent, |t| ops::matmul(t, b))?,
+        through(y, b_tangent, |t| ops::matmul(a, t))?,
+    )?;
+    let sum = add_tangents(through(y, bias_tangent, |t| Ok(t.clone()))?, product)?;
+    output(y, sum)
 }

@@ -459,6 +459,10 @@ mod tests {
         cases.push(case("mv", args![&m23, &v3]));
         cases.push(case("outer", args![&m2, &v3]));
         cases.push(case("bmm", args![&b223, &b234]));
+        let (v4, b4) = (r(&[4], 16), r(&[2, 4], 17));
+        cases.push(case("addmm", args![&v4, &m23, &m34]));
+        cases.push(case("addmm", args![&v4, &v3, &m34]));
+        cases.push(case("addmm", args![&b4, &m23, &m34]));
         cases
     }
 

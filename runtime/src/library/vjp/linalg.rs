@@ -102,3 +102,27 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<Product
         grad_for(b, || back(ops::matmul(&t(&a2)?, &g2)?, &b2, b))?,
     ))
 }
+
+/// `addmm(bias, a, b) = bias + a @ b`: the bias gets the cotangent (summed
+/// back to its shape by [`grad_for`]), the operands a product's gradients
+/// (an outer product for a 1-D row `a`).
+#[vjp(op = "addmm")]
+fn addmm_vjp(
+    bias: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    Ok((
+        grad_for(bias, || Ok(g.clone()))?,
+        grad_for(a, || ops::matmul(g, &t(b)?))?,
+        grad_for(b, || {
+            if a.ndim() == 1 {
+                ops::outer(a, g)
+            } else {
+                ops::matmul(&t(a)?, g)
+            }
+        })?,
+    ))
+}
