@@ -640,7 +640,7 @@ fn addmm_meta(bias: &TensorMeta, a: &TensorMeta, b: &TensorMeta) -> Result<Tenso
         )));
     }
     Ok(TensorMeta::new(
-        product.shape().to_vec(),
+        product.shape(),
         bias.dtype().promote(product.dtype()),
     ))
 }
