@@ -332,3 +332,51 @@ fn a_factory_inside_vmap_broadcasts() {
         .unwrap();
     assert_eq!(arr(&y), arr(&xs) + 1.0);
 }
+
+/// `addmm(bias, a, b)` is `bias + a @ b` by definition, on the small-product
+/// path and on the `gemm` crate's accumulating one, in f64 and f32, with a
+/// transposed `b` (as `linear` passes its weight) and every bias shape that
+/// broadcasts; `linear` with a bias (which decomposes into it) too, alone and
+/// under vmap.
+#[test]
+fn addmm_and_linear_match_the_definition() {
+    let cases: &[(&[usize], &[usize], &[usize])] = &[
+        (&[3], &[2, 4], &[4, 3]),
+        (&[2, 3], &[2, 4], &[4, 3]),
+        (&[2, 1], &[2, 4], &[4, 3]),
+        (&[], &[4], &[4, 3]),
+        (&[18], &[20, 24], &[24, 18]),
+        (&[20, 18], &[20, 24], &[24, 18]),
+        (&[1], &[20, 24], &[24, 18]),
+        (&[70], &[64], &[64, 70]),
+        (&[18], &[20, 0], &[0, 18]),
+    ];
+    for &(sc, sa, sb) in cases {
+        let (c, a) = (t(sc), t(sa));
+        // b as the transpose of a contiguous [m, k], as linear passes it.
+        let b = t(&[sb[1], sb[0]]).permuted(&[1, 0]).unwrap();
+        let want = &arr(&c) + &reference(&arr(&a), &arr(&b));
+        let got = ops::addmm(&c, &a, &b).unwrap();
+        assert_eq!(arr(&got), want, "{sc:?} + {sa:?} @ {sb:?}");
+        let f32s = |x: &Tensor| ops::to_dtype(x, DType::F32).unwrap();
+        let got32 = ops::addmm(&f32s(&c), &f32s(&a), &f32s(&b)).unwrap();
+        assert_eq!(got32.dtype(), DType::F32);
+        assert_eq!(
+            arr(&ops::to_dtype(&got32, DType::F64).unwrap()),
+            want,
+            "f32 {sc:?}"
+        );
+    }
+    // linear(x, w, b) = x @ w^T + b, for one example and for a batch under vmap.
+    let (x, w, bias) = (t(&[20, 24]), t(&[18, 24]), t(&[18]));
+    let w_t = arr(&w).reversed_axes();
+    let want = &reference(&arr(&x), &w_t) + &arr(&bias);
+    assert_eq!(arr(&ops::linear(&x, &w, Some(&bias)).unwrap()), want);
+    let per_row = vmap(|row: Tensor| ops::linear(&row, &w, Some(&bias)))
+        .call(&x)
+        .unwrap();
+    assert_eq!(arr(&per_row), want);
+    let err = ops::addmm(&t(&[4]), &t(&[2, 4]), &t(&[4, 3])).unwrap_err();
+    assert!(err.to_string().contains("addmm"), "{err}");
+    assert!(err.to_string().contains("broadcast"), "{err}");
+}
