@@ -668,22 +668,24 @@ fn addmm_arrays<T: Gemm>(
     a: ArrayViewD<'_, T>,
     b: ArrayViewD<'_, T>,
 ) -> Result<ArrayD<T>> {
-    let shapes = (
-        bias.shape().to_vec(),
-        a.shape().to_vec(),
-        b.shape().to_vec(),
-    );
     let shape_error = || {
         Error::invalid(format!(
             "operands of shapes {:?}, {:?} and {:?} do not fit addmm",
-            shapes.0, shapes.1, shapes.2
+            bias.shape(),
+            a.shape(),
+            b.shape()
         ))
     };
     let row = a.ndim() == 1;
-    let a2 = if row { a.insert_axis(Axis(0)) } else { a }
-        .into_dimensionality::<ndarray::Ix2>()
-        .map_err(|_| shape_error())?;
+    let a2 = if row {
+        a.view().insert_axis(Axis(0))
+    } else {
+        a.view()
+    }
+    .into_dimensionality::<ndarray::Ix2>()
+    .map_err(|_| shape_error())?;
     let b2 = b
+        .view()
         .into_dimensionality::<ndarray::Ix2>()
         .map_err(|_| shape_error())?;
     let ((n, k), m) = (a2.dim(), b2.dim().1);
