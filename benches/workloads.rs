@@ -195,6 +195,17 @@ fn w1_mlp(c: &mut Criterion) {
         });
         bch.iter(|| black_box(f.call(&txs).unwrap()))
     });
+    // The first layer as `linear_relu`: the bias add and the activation
+    // fused into the product's output (`addmm` with `relu`).
+    g.bench_function("batchrules_vmap_fused", |bch| {
+        let t = |w: &ndarray::ArrayD<f32>| Tensor::from(w.t().as_standard_layout().into_owned());
+        let p = (t(&w1), tb1.clone(), t(&w2), tb2.clone());
+        let f = vmap(|x: Tensor| {
+            let h = ops::linear_relu(&x, &p.0, Some(&p.1))?;
+            ops::log_softmax(&ops::linear(&h, &p.2, Some(&p.3))?, -1)
+        });
+        bch.iter(|| black_box(f.call(&txs).unwrap()))
+    });
     bench_gemm_limit(&mut g, W1_GEMMS);
     g.finish();
 }
@@ -406,9 +417,26 @@ fn mlp_loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
     ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
 }
 
+/// W8's loss with the first layer as `linear_relu` (bias and activation
+/// fused into the product's output).
+fn mlp_loss_fused((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
+    let h = ops::linear_relu(&x, &p.0, Some(&p.1))?;
+    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
+}
+
 /// W8's batchrules side: per-sample gradients by `vmap(grad)`.
 fn per_sample_grads(params: &Mlp, xs: &Tensor, ys: &Tensor) -> Result<Mlp> {
-    vmap(|(p, x, y): (Mlp, Tensor, Tensor)| grad(mlp_loss).call((&p, &x, &y)))
+    per_sample_grads_of(mlp_loss, params, xs, ys)
+}
+
+/// Per-sample gradients of `loss` by `vmap(grad)`.
+fn per_sample_grads_of(
+    loss: fn((Mlp, Tensor, Tensor)) -> Result<Tensor>,
+    params: &Mlp,
+    xs: &Tensor,
+    ys: &Tensor,
+) -> Result<Mlp> {
+    vmap(move |(p, x, y): (Mlp, Tensor, Tensor)| grad(loss).call((&p, &x, &y)))
         .in_dims([None, Some(0), Some(0)])
         .fallback(FallbackPolicy::Error)
         .call((params, xs, ys))
@@ -446,6 +474,9 @@ fn w8_per_sample_grads(c: &mut Criterion) {
     let mut g = c.benchmark_group("W8_per_sample_grads_b256");
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(per_sample_grads(&params, &txs, &tys).unwrap()))
+    });
+    g.bench_function("batchrules_vmap_grad_fused", |bch| {
+        bch.iter(|| black_box(per_sample_grads_of(mlp_loss_fused, &params, &txs, &tys).unwrap()))
     });
     g.bench_function("batchrules_loop_grad", |bch| {
         let examples: Vec<(Tensor, Tensor)> = (0..b)
@@ -566,6 +597,16 @@ fn median(dir: &std::path::Path, id: &str) -> Option<f64> {
 /// (workload, variant, baseline variant) rows of the summary.
 const ROWS: &[(&str, &str, &str)] = &[
     ("W1_mlp_b256", "batchrules_vmap", "ndarray_handbatched"),
+    (
+        "W1_mlp_b256",
+        "batchrules_vmap_linear",
+        "ndarray_handbatched",
+    ),
+    (
+        "W1_mlp_b256",
+        "batchrules_vmap_fused",
+        "ndarray_handbatched",
+    ),
     ("W1_mlp_b256", "limit_gemm", "limit_matrixmultiply"),
     ("W2_add_8x4", "batchrules_vmap", "ndarray"),
     ("W3_triu_64x64x64", "batchrules_vmap", "ndarray_mask"),
@@ -599,6 +640,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "W8_per_sample_grads_b256",
         "batchrules_vmap_grad",
         "batchrules_loop_grad",
+    ),
+    (
+        "W8_per_sample_grads_b256",
+        "batchrules_vmap_grad_fused",
+        "ndarray_handbatched",
     ),
     (
         "W9_grad_overhead_2",
@@ -651,6 +697,18 @@ fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
         ),
         (
             "W1_mlp_b256",
+            "batchrules_vmap_linear",
+            "limit_gemm",
+            gemm_flops(W1_GEMMS),
+        ),
+        (
+            "W1_mlp_b256",
+            "batchrules_vmap_fused",
+            "limit_gemm",
+            gemm_flops(W1_GEMMS),
+        ),
+        (
+            "W1_mlp_b256",
             "ndarray_handbatched",
             "limit_gemm",
             gemm_flops(W1_GEMMS),
@@ -675,6 +733,12 @@ fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
             "batchrules_vmap_grad",
             "limit_gemm",
             gemm_flops(W8_GEMMS),
+        ),
+        (
+            "W8_per_sample_grads_b256",
+            "batchrules_vmap_grad_fused",
+            "limit_copy",
+            0.0,
         ),
         (
             "W8_per_sample_grads_b256",

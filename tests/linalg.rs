@@ -336,8 +336,9 @@ fn a_factory_inside_vmap_broadcasts() {
 /// `addmm(bias, a, b)` is `bias + a @ b` by definition, on the small-product
 /// path and on the `gemm` crate's accumulating one, in f64 and f32, with a
 /// transposed `b` (as `linear` passes its weight) and every bias shape that
-/// broadcasts; `linear` with a bias (which decomposes into it) too, alone and
-/// under vmap.
+/// broadcasts, and with the fused `relu` that of the sum, in one block or in
+/// several; `linear` and `linear_relu` (which decompose into it) too, alone
+/// and under vmap.
 #[test]
 fn addmm_and_linear_match_the_definition() {
     let cases: &[(&[usize], &[usize], &[usize])] = &[
@@ -350,33 +351,127 @@ fn addmm_and_linear_match_the_definition() {
         (&[1], &[20, 24], &[24, 18]),
         (&[70], &[64], &[64, 70]),
         (&[18], &[20, 0], &[0, 18]),
+        // With relu, blocks of 128 rows of 4 KiB (f32) or 8 KiB (f64):
+        // three blocks, the last one short.
+        (&[1024], &[300, 16], &[16, 1024]),
     ];
+    let relu = |x: ArrayD<f64>| x.mapv(|v| v.max(0.0));
     for &(sc, sa, sb) in cases {
         let (c, a) = (t(sc), t(sa));
         // b as the transpose of a contiguous [m, k], as linear passes it.
         let b = t(&[sb[1], sb[0]]).permuted(&[1, 0]).unwrap();
-        let want = &arr(&c) + &reference(&arr(&a), &arr(&b));
-        let got = ops::addmm(&c, &a, &b).unwrap();
-        assert_eq!(arr(&got), want, "{sc:?} + {sa:?} @ {sb:?}");
-        let f32s = |x: &Tensor| ops::to_dtype(x, DType::F32).unwrap();
-        let got32 = ops::addmm(&f32s(&c), &f32s(&a), &f32s(&b)).unwrap();
-        assert_eq!(got32.dtype(), DType::F32);
-        assert_eq!(
-            arr(&ops::to_dtype(&got32, DType::F64).unwrap()),
-            want,
-            "f32 {sc:?}"
-        );
+        let sum = &arr(&c) + &reference(&arr(&a), &arr(&b));
+        for fused in [false, true] {
+            let want = if fused {
+                relu(sum.clone())
+            } else {
+                sum.clone()
+            };
+            let got = ops::addmm(&c, &a, &b, fused).unwrap();
+            assert_eq!(arr(&got), want, "{sc:?} + {sa:?} @ {sb:?}, relu {fused}");
+            let f32s = |x: &Tensor| ops::to_dtype(x, DType::F32).unwrap();
+            let got32 = ops::addmm(&f32s(&c), &f32s(&a), &f32s(&b), fused).unwrap();
+            assert_eq!(got32.dtype(), DType::F32);
+            assert_eq!(
+                arr(&ops::to_dtype(&got32, DType::F64).unwrap()),
+                want,
+                "f32 {sc:?}, relu {fused}"
+            );
+        }
+        if sa.iter().product::<usize>() > 0 && sb[1] > 0 {
+            assert!(sum.iter().any(|&v| v < 0.0), "{sc:?}: relu must matter");
+        }
     }
-    // linear(x, w, b) = x @ w^T + b, for one example and for a batch under vmap.
+    // linear(x, w, b) = x @ w^T + b and linear_relu its relu, for one
+    // example and for a batch under vmap, with and without a bias.
     let (x, w, bias) = (t(&[20, 24]), t(&[18, 24]), t(&[18]));
     let w_t = arr(&w).reversed_axes();
-    let want = &reference(&arr(&x), &w_t) + &arr(&bias);
+    let product = reference(&arr(&x), &w_t);
+    let want = &product + &arr(&bias);
     assert_eq!(arr(&ops::linear(&x, &w, Some(&bias)).unwrap()), want);
+    assert_eq!(
+        arr(&ops::linear_relu(&x, &w, Some(&bias)).unwrap()),
+        relu(want.clone())
+    );
+    assert_eq!(
+        arr(&ops::linear_relu(&x, &w, None).unwrap()),
+        relu(product.clone())
+    );
     let per_row = vmap(|row: Tensor| ops::linear(&row, &w, Some(&bias)))
         .call(&x)
         .unwrap();
     assert_eq!(arr(&per_row), want);
-    let err = ops::addmm(&t(&[4]), &t(&[2, 4]), &t(&[4, 3])).unwrap_err();
+    let per_row = vmap(|row: Tensor| ops::linear_relu(&row, &w, Some(&bias)))
+        .call(&x)
+        .unwrap();
+    assert_eq!(arr(&per_row), relu(want));
+    // Batches of matrices: the rows of every example fold into one product.
+    let xs = ops::reshape(&x, &[4, 5, 24][..]).unwrap();
+    let per_batch = vmap(|m: Tensor| ops::linear_relu(&m, &w, None))
+        .call(&xs)
+        .unwrap();
+    assert_eq!(
+        arr(&ops::reshape(&per_batch, &[20, 18][..]).unwrap()),
+        relu(product)
+    );
+    let err = ops::addmm(&t(&[4]), &t(&[2, 4]), &t(&[4, 3]), true).unwrap_err();
     assert!(err.to_string().contains("addmm"), "{err}");
     assert!(err.to_string().contains("broadcast"), "{err}");
+    let err = ops::linear_relu(&t(&[5]), &t(&[3, 4]), None).unwrap_err();
+    assert!(err.to_string().contains("linear_relu"), "{err}");
+}
+
+/// The fused `linear_relu` has the gradients of `relu(linear(..))`, alone and
+/// per example under vmap (its `addmm` vjp passes the cotangent through the
+/// activation where the result is positive).
+#[test]
+fn linear_relu_gradients_match_the_unfused_layer() {
+    use batchrules::grad;
+    let (w, b, x) = (t(&[18, 24]), t(&[18]), t(&[20, 24]));
+    let p = (w.clone(), b.clone(), x.clone());
+    let g_fused = grad(fused_fn).call(&p).unwrap();
+    let g_plain = grad(plain_fn).call(&p).unwrap();
+    for (f, p) in [
+        (&g_fused.0, &g_plain.0),
+        (&g_fused.1, &g_plain.1),
+        (&g_fused.2, &g_plain.2),
+    ] {
+        assert_eq!(arr(f), arr(p));
+        assert!(arr(f).iter().any(|&v| v != 0.0));
+    }
+    // relu cuts part of the layer off, or this test would not test it.
+    let g_linear = grad(linear_fn).call(&p).unwrap();
+    assert_ne!(arr(&g_fused.2), arr(&g_linear.2));
+    let per_example = |f: fn(Params) -> batchrules::Result<Tensor>| {
+        vmap(move |(w, b, x): Params| grad(f).call(&(w, b, x)))
+            .in_dims([None, None, Some(0)])
+            .call((&w, &b, &x))
+            .unwrap()
+    };
+    let (pf, pp) = (per_example(fused_fn), per_example(plain_fn));
+    assert_eq!(pf.0.shape(), &[20, 18, 24]);
+    for (f, p) in [(&pf.0, &pp.0), (&pf.1, &pp.1), (&pf.2, &pp.2)] {
+        assert_eq!(arr(f), arr(p));
+    }
+}
+
+type Params = (Tensor, Tensor, Tensor);
+
+/// A loss that weighs every output differently (so no gradient is uniform).
+fn cos_weighted_sum(y: Tensor) -> batchrules::Result<Tensor> {
+    let n = y.shape()[y.ndim() - 1] as f64;
+    let c = ops::cos(&ops::arange(0.0, n, 1.0, DType::F64)?)?;
+    ops::sum(&ops::mul(&y, &c)?, None, false)
+}
+
+fn fused_fn((w, b, x): Params) -> batchrules::Result<Tensor> {
+    cos_weighted_sum(ops::linear_relu(&x, &w, Some(&b))?)
+}
+
+fn linear_fn((w, b, x): Params) -> batchrules::Result<Tensor> {
+    cos_weighted_sum(ops::linear(&x, &w, Some(&b))?)
+}
+
+fn plain_fn((w, b, x): Params) -> batchrules::Result<Tensor> {
+    cos_weighted_sum(ops::relu(&ops::linear(&x, &w, Some(&b))?)?)
 }

@@ -83,25 +83,6 @@ fn logsumexp_decomposition(x: &Tensor, dim: i64, keepdim: bool) -> Result<Tensor
     ops::add(&ops::log(&s)?, &m)
 }
 
-#[meta(op = "log_softmax")]
-fn log_softmax_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
-    along_dim_meta(x, dim)
-}
-
-#[decompose(op = "log_softmax")]
-fn log_softmax_decomposition(x: &Tensor, dim: i64) -> Result<Tensor> {
-    if empty_dim(x, dim)? {
-        // As in PyTorch: nothing to normalize, so the (empty) input's shape.
-        return Ok(x.clone());
-    }
-    // `x - logsumexp(x)`, written out so the shifted values are computed once:
-    // `(x - m) - log(sum(exp(x - m)))` with `m` the maximum along `dim`.
-    // The shift cancels out, so no gradient flows through it (detach).
-    let shifted = ops::sub(x, &ops::detach(&ops::amax(x, Some(dim), true)?)?)?;
-    let lse = ops::log(&ops::sum(&ops::exp(&shifted)?, Some(dim), true)?)?;
-    ops::sub(&shifted, &lse)
-}
-
 #[meta(op = "var")]
 fn var_meta(
     x: &TensorMeta,
@@ -194,9 +175,36 @@ fn linear_decomposition(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result
     let wt = ops::transpose(w, 0, 1)?;
     match bias {
         // The bias add fused into the product's output pass.
-        Some(b) if x.ndim() <= 2 => ops::addmm(b, x, &wt),
+        Some(b) if x.ndim() <= 2 => ops::addmm(b, x, &wt, false),
         Some(b) => ops::add(&ops::matmul(x, &wt)?, b),
         None => ops::matmul(x, &wt),
+    }
+}
+
+/// `linear_relu` checks what `linear` checks.
+#[meta(op = "linear_relu")]
+fn linear_relu_meta(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+) -> Result<TensorMeta> {
+    linear_meta(x, w, bias)
+}
+
+#[decompose(op = "linear_relu")]
+fn linear_relu_decomposition(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+    let float = [Some(x), Some(w), bias]
+        .into_iter()
+        .flatten()
+        .all(|t| t.dtype().is_float());
+    if x.ndim() > 2 || !float {
+        return ops::relu(&ops::linear(x, w, bias)?);
+    }
+    // The bias add and the activation fused into the product's output.
+    let wt = ops::transpose(w, 0, 1)?;
+    match bias {
+        Some(b) => ops::addmm(b, x, &wt, true),
+        None => ops::addmm(&scalar_like(&TensorMeta::of(x), 0.0), x, &wt, true),
     }
 }
 
@@ -441,6 +449,11 @@ crate::op_samples!(
     errors = linear_errors
 );
 crate::op_samples!(
+    op = "linear_relu",
+    samples = linear_samples,
+    errors = linear_errors
+);
+crate::op_samples!(
     op = "cross_entropy",
     samples = cross_entropy_samples,
     errors = cross_entropy_errors
@@ -575,11 +588,6 @@ crate::op_samples!(
     op = "logsumexp",
     samples = logsumexp_samples,
     errors = logsumexp_errors
-);
-crate::op_samples!(
-    op = "log_softmax",
-    samples = softmax_samples,
-    errors = softmax_errors
 );
 crate::op_samples!(op = "var", samples = var_samples, errors = var_errors);
 crate::op_samples!(op = "mse_loss", samples = mse_samples, errors = mse_errors);

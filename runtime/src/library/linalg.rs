@@ -616,10 +616,15 @@ fn matmul_dense(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// Checks `addmm(bias, a, b)`: a float product of a 1-D or 2-D `a` and a 2-D
-/// `b` whose shape `bias` broadcasts to; gives the product's meta.
+/// Checks `addmm(bias, a, b, relu)`: a float product of a 1-D or 2-D `a` and
+/// a 2-D `b` whose shape `bias` broadcasts to; gives the product's meta.
 #[meta(op = "addmm")]
-fn addmm_meta(bias: &TensorMeta, a: &TensorMeta, b: &TensorMeta) -> Result<TensorMeta> {
+fn addmm_meta(
+    bias: &TensorMeta,
+    a: &TensorMeta,
+    b: &TensorMeta,
+    _relu: bool,
+) -> Result<TensorMeta> {
     for t in [bias, a, b] {
         crate::core::meta_rules::require_float(t)?;
     }
@@ -646,14 +651,14 @@ fn addmm_meta(bias: &TensorMeta, a: &TensorMeta, b: &TensorMeta) -> Result<Tenso
 }
 
 #[kernel(op = "addmm")]
-fn addmm_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+fn addmm_kernel(bias: &Tensor, a: &Tensor, b: &Tensor, relu: bool) -> Result<Tensor> {
     let dtype = bias.dtype().promote(a.dtype()).promote(b.dtype());
     match (&*cast(bias, dtype)?, &*cast(a, dtype)?, &*cast(b, dtype)?) {
         (Data::F32(c), Data::F32(x), Data::F32(y)) => {
-            addmm_arrays(c.view(), x.view(), y.view()).map(Tensor::from)
+            addmm_arrays(c.view(), x.view(), y.view(), relu).map(Tensor::from)
         }
         (Data::F64(c), Data::F64(x), Data::F64(y)) => {
-            addmm_arrays(c.view(), x.view(), y.view()).map(Tensor::from)
+            addmm_arrays(c.view(), x.view(), y.view(), relu).map(Tensor::from)
         }
         _ => Err(Error::invalid(format!(
             "addmm of {dtype} tensors is not defined"
@@ -661,12 +666,23 @@ fn addmm_kernel(bias: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// `bias + a @ b` in one pass over the output: the output is filled with the
-/// rows of `bias` (broadcast) and the product accumulated into it.
-fn addmm_arrays<T: Gemm>(
+/// With a fused activation, the output is computed in blocks of rows of
+/// about this many bytes (at least [`MIN_BLOCK_ROWS`] rows), so that each
+/// block is still in the core's cache when the activation passes over it.
+const ACTIVATION_BLOCK_BYTES: usize = 512 * 1024;
+/// The fewest rows of an activation block: each block's product packs `b`
+/// again, which must stay small against the block's own work.
+const MIN_BLOCK_ROWS: usize = 128;
+
+/// `bias + a @ b` (then `relu` if asked) in one pass over the output: each
+/// block of output rows is filled with the rows of `bias` (broadcast), the
+/// product is accumulated into it, and the activation applied to it in place.
+/// Without the activation the whole output is one block.
+fn addmm_arrays<T: Gemm + PartialOrd>(
     bias: ArrayViewD<'_, T>,
     a: ArrayViewD<'_, T>,
     b: ArrayViewD<'_, T>,
+    relu: bool,
 ) -> Result<ArrayD<T>> {
     let shape_error = || {
         Error::invalid(format!(
@@ -697,17 +713,32 @@ fn addmm_arrays<T: Gemm>(
     let rows = if row { rows.insert_axis(Axis(0)) } else { rows }
         .into_dimensionality::<ndarray::Ix2>()
         .map_err(|_| shape_error())?;
+    let block_rows = if relu {
+        (ACTIVATION_BLOCK_BYTES / (m * std::mem::size_of::<T>()).max(1)).max(MIN_BLOCK_ROWS)
+    } else {
+        n
+    }
+    .max(1);
     let mut values = take(checked_numel(&[n, m])?);
-    for r in rows.rows() {
-        match r.as_slice() {
-            Some(s) => values.extend_from_slice(s),
-            None => values.extend(r.iter().copied()),
+    for start in (0..n).step_by(block_rows) {
+        let end = (start + block_rows).min(n);
+        for r in rows.slice(ndarray::s![start..end, ..]).rows() {
+            match r.as_slice() {
+                Some(s) => values.extend_from_slice(s),
+                None => values.extend(r.iter().copied()),
+            }
+        }
+        let mut out = ArrayViewMut2::from_shape((end - start, m), &mut values[start * m..])
+            .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
+        T::gemm_accumulate(&a2.slice(ndarray::s![start..end, ..]), &b2, &mut out);
+        if relu {
+            // As the `relu` op: 0 times the value, so NaN stays NaN.
+            for v in &mut values[start * m..] {
+                *v = if *v > T::zero() { *v } else { T::zero() * *v };
+            }
         }
     }
-    let mut out = ndarray::Array2::from_shape_vec((n, m), values)
-        .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
-    T::gemm_accumulate(&a2, &b2, &mut out.view_mut());
-    out.into_shape_with_order(IxDyn(&shape))
+    ArrayD::from_shape_vec(IxDyn(&shape), values)
         .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")))
 }
 
@@ -723,15 +754,16 @@ fn addmm_rule(
     a_bdim: Option<usize>,
     b: &Tensor,
     b_bdim: Option<usize>,
+    relu: bool,
 ) -> Result<(Tensor, Option<usize>)> {
     if let (Some(bd), None, None, true) = (a_bdim, b_bdim, bias_bdim, bias.ndim() <= 1) {
         let a = align_to_front(a, Some(bd), logical_rank(a, a_bdim))?;
         if a.ndim() == 2 {
-            return Ok((ops::addmm(bias, &a, b)?, Some(0)));
+            return Ok((ops::addmm(bias, &a, b, relu)?, Some(0)));
         }
         let (count, n, k) = (a.shape()[0], a.shape()[1], a.shape()[2]);
         let rows = ops::reshape(&a, &shape_arg(None, &[count * n, k]))?;
-        let out = ops::addmm(bias, &rows, b)?;
+        let out = ops::addmm(bias, &rows, b, relu)?;
         let m = out.shape()[1];
         return Ok((
             ops::reshape(&out, &shape_arg(None, &[count, n, m]))?,
@@ -740,7 +772,8 @@ fn addmm_rule(
     }
     let (product, product_bdim) = matmul_batched(a, a_bdim, b, b_bdim)?;
     let (t, bdim) = broadcast_operands(&[(bias, bias_bdim), (&product, product_bdim)])?;
-    Ok((ops::add(&t[0], &t[1])?, bdim))
+    let sum = ops::add(&t[0], &t[1])?;
+    Ok((if relu { ops::relu(&sum)? } else { sum }, bdim))
 }
 
 /// The batching rule of the matrix products, in terms of `ops::matmul` on the
@@ -1055,33 +1088,41 @@ crate::op_samples!(
 fn addmm_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[3]), &f64s(&[4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[2, 1]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[1]), &f64s(&[4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[3]), &f64s(&[4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[2, 1]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[1]), &f64s(&[4]), &f64s(&[4, 3]), false],
         // Large enough for the gemm crate (at least 16^3 multiply-adds).
-        crate::args![&f64s(&[17]), &f64s(&[18, 19]), &f64s(&[19, 17])],
-        crate::args![&f32s(&[17]), &f32s(&[18, 19]), &f32s(&[19, 17])],
-        crate::args![&f32s(&[3]), &f64s(&[2, 4]), &f32s(&[4, 3])],
+        crate::args![&f64s(&[17]), &f64s(&[18, 19]), &f64s(&[19, 17]), false],
+        crate::args![&f32s(&[17]), &f32s(&[18, 19]), &f32s(&[19, 17]), false],
+        crate::args![&f32s(&[3]), &f64s(&[2, 4]), &f32s(&[4, 3]), false],
         // Empty dims: the bias alone, or nothing.
-        crate::args![&f64s(&[3]), &f64s(&[2, 0]), &f64s(&[0, 3])],
-        crate::args![&f64s(&[3]), &f64s(&[0, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 0]), &f64s(&[0, 3]), false],
+        crate::args![&f64s(&[3]), &f64s(&[0, 4]), &f64s(&[4, 3]), false],
+        // The fused activation: small and gemm-crate products, a row, a
+        // matrix bias, and empty dims.
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4, 3]), true],
+        crate::args![&f64s(&[3]), &f64s(&[4]), &f64s(&[4, 3]), true],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3]), true],
+        crate::args![&f32s(&[17]), &f32s(&[18, 19]), &f32s(&[19, 17]), true],
+        crate::args![&f64s(&[3]), &f64s(&[0, 4]), &f64s(&[4, 3]), true],
     ]
 }
 
 fn addmm_errors() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[5, 3])],
-        crate::args![&f64s(&[4]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[3]), &f64s(&[2, 2, 4]), &f64s(&[4, 3])],
-        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4])],
-        crate::args![&f64s(&[]), &f64s(&[]), &f64s(&[4, 3])],
-        crate::args![&i64s(&[3], 5), &i64s(&[2, 4], 5), &i64s(&[4, 3], 5)],
-        crate::args![&f64s(&[3]), &bools(&[2, 4]), &f64s(&[4, 3])],
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[5, 3]), false],
+        crate::args![&f64s(&[4]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[2, 2, 3]), &f64s(&[2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[3]), &f64s(&[2, 2, 4]), &f64s(&[4, 3]), false],
+        crate::args![&f64s(&[3]), &f64s(&[2, 4]), &f64s(&[4]), false],
+        crate::args![&f64s(&[]), &f64s(&[]), &f64s(&[4, 3]), false],
+        crate::args![&i64s(&[3], 5), &i64s(&[2, 4], 5), &i64s(&[4, 3], 5), false],
+        crate::args![&i64s(&[3], 5), &i64s(&[2, 4], 5), &i64s(&[4, 3], 5), true],
+        crate::args![&f64s(&[3]), &bools(&[2, 4]), &f64s(&[4, 3]), false],
     ]
 }
 

@@ -524,3 +524,193 @@ crate::op_samples!(
     samples = sum_to_size_samples,
     errors = sum_to_size_errors
 );
+
+// ---------------------------------------------------------------------------
+// log_softmax: one kernel over each slice along `dim` (a primitive, so that a
+// vmapped or differentiated call is one op, not six)
+
+mod log_softmax {
+    use super::*;
+    use crate::batching::physical_dim;
+    use crate::core::buffers::{take, Cached};
+    use crate::{batching_rule, kernel, meta};
+
+    #[meta(op = "log_softmax")]
+    fn meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
+        require_float(x)?;
+        check_dim(dim, x.ndim())?;
+        Ok(x.clone())
+    }
+
+    #[kernel(op = "log_softmax")]
+    fn kernel(x: &Tensor, dim: i64) -> Result<Tensor> {
+        match x.data()? {
+            Data::F32(a) => slices(a, dim).map(Tensor::from),
+            Data::F64(a) => slices(a, dim).map(Tensor::from),
+            other => Err(Error::invalid(format!(
+                "needs a floating-point tensor, got {}",
+                other.dtype()
+            ))),
+        }
+    }
+
+    /// Batch dim to the front, then the op over the physical dim of `dim`.
+    /// A 0-d example has one element per slice: its physical tensor gets a
+    /// trailing dim of size 1 to hold it.
+    #[batching_rule(op = "log_softmax")]
+    fn rule(x: &Tensor, bdim: Option<usize>, dim: i64) -> RuleOutput {
+        let x = bdim_to_front(x, bdim)?;
+        let out_bdim = bdim.map(|_| 0);
+        if logical_rank(&x, bdim.map(|_| 0)) == 0 {
+            let column = x.unsqueezed(x.ndim())?;
+            let y = ops::log_softmax(&column, -1)?;
+            return Ok((ops::reshape(&y, &shape_arg(None, x.shape()))?, out_bdim));
+        }
+        let d = physical_dim(&x, bdim.is_some(), dim)?;
+        Ok((ops::log_softmax(&x, d as i64)?, out_bdim))
+    }
+
+    /// The float types the kernel is written for.
+    trait Float: Element + PartialOrd + Cached + std::ops::Sub<Output = Self> {
+        const NEG_INFINITY: Self;
+        fn exp(self) -> Self;
+        fn ln(self) -> Self;
+        fn is_nan(self) -> bool;
+        fn add(self, other: Self) -> Self;
+    }
+
+    macro_rules! float {
+        ($t:ty) => {
+            impl Float for $t {
+                const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
+                fn exp(self) -> Self {
+                    <$t>::exp(self)
+                }
+                fn ln(self) -> Self {
+                    <$t>::ln(self)
+                }
+                fn is_nan(self) -> bool {
+                    <$t>::is_nan(self)
+                }
+                fn add(self, other: Self) -> Self {
+                    self + other
+                }
+            }
+        };
+    }
+    float!(f32);
+    float!(f64);
+
+    /// `log_softmax` of every slice of `a` along `dim`. The slices are rows of
+    /// a standard-layout buffer: `a` itself when `dim` is its last dim and it
+    /// is contiguous, else a copy with `dim` moved last (and the result moved
+    /// back, a view of its buffer).
+    fn slices<T: Float>(a: &ArcArray<T, IxDyn>, dim: i64) -> Result<ArrayD<T>> {
+        let rank = a.ndim();
+        if rank == 0 {
+            // One slice of one element.
+            let mut out = Vec::with_capacity(1);
+            log_softmax_row(&a.iter().copied().collect::<Vec<_>>(), &mut out);
+            return ArrayD::from_shape_vec(IxDyn(&[]), out)
+                .map_err(|e| Error::invalid(format!("log_softmax output: {e}")));
+        }
+        let d = check_dim(dim, rank)?;
+        let last = rank - 1;
+        let moved = a.view().permuted_axes(moved_last(rank, d));
+        let rows = moved.as_standard_layout();
+        let values = rows.as_slice().ok_or_else(|| {
+            Error::invalid("log_softmax: a standard-layout copy is not contiguous")
+        })?;
+        let len = moved.shape()[last];
+        let mut out = take(values.len());
+        if len > 0 {
+            for row in values.chunks_exact(len) {
+                log_softmax_row(row, &mut out);
+            }
+        }
+        let result = ArrayD::from_shape_vec(moved.raw_dim(), out)
+            .map_err(|e| Error::invalid(format!("log_softmax output: {e}")))?;
+        // Undo the move: dim `last` goes back to `d`.
+        Ok(result.permuted_axes(moved_back(rank, d)))
+    }
+
+    /// The axes order that moves `d` last, keeping the others in order.
+    fn moved_last(rank: usize, d: usize) -> Vec<usize> {
+        (0..rank).filter(|&i| i != d).chain([d]).collect()
+    }
+
+    /// The inverse of [`moved_last`].
+    fn moved_back(rank: usize, d: usize) -> Vec<usize> {
+        (0..rank)
+            .map(|i| match i.cmp(&d) {
+                std::cmp::Ordering::Less => i,
+                std::cmp::Ordering::Equal => rank - 1,
+                std::cmp::Ordering::Greater => i - 1,
+            })
+            .collect()
+    }
+
+    /// Appends `log_softmax` of one slice to `out`: its maximum (NaN wins,
+    /// as `amax`), then `x - m` written while `exp(x - m)` is summed, then the
+    /// log of the sum subtracted from what was written.
+    fn log_softmax_row<T: Float>(row: &[T], out: &mut Vec<T>) {
+        let m = row.iter().fold(
+            T::NEG_INFINITY,
+            |m, &v| {
+                if v.is_nan() || v > m {
+                    v
+                } else {
+                    m
+                }
+            },
+        );
+        let start = out.len();
+        out.extend(row.iter().map(|&v| v - m));
+        let written = &mut out[start..];
+        let sum = written.iter().fold(T::default(), |s, &v| s.add(v.exp()));
+        let lse = sum.ln();
+        for v in written {
+            *v = *v - lse;
+        }
+    }
+
+    fn samples() -> Vec<crate::testing::Sample> {
+        use crate::library::samples::*;
+        let columns = f64s(&[4, 3]).permuted(&[1, 0]);
+        let mut s = vec![
+            crate::args![&f64s(&[3, 4]), 1i64],
+            crate::args![&f64s(&[3, 4]), 0i64],
+            crate::args![&f64s(&[3, 4]), -1i64],
+            crate::args![&f32s(&[2, 3, 5]), 1i64],
+            crate::args![&f32s(&[4]), 0i64],
+            crate::args![&f64s(&[]), 0i64],
+            crate::args![&f64s(&[]), -1i64],
+            // Empty dims: an empty result (PyTorch), and a non-empty dim of
+            // an empty tensor.
+            crate::args![&f64s(&[2, 0]), 1i64],
+            crate::args![&f64s(&[0]), 0i64],
+            crate::args![&f64s(&[0, 3]), 1i64],
+            crate::args![&super::infinite_rows(), -1i64],
+            crate::args![&super::infinite_rows(), 0i64],
+        ];
+        // A transposed (not contiguous) input, over either dim.
+        if let Ok(c) = columns {
+            s.push(crate::args![&c, 1i64]);
+            s.push(crate::args![&c, 0i64]);
+        }
+        s
+    }
+
+    fn errors() -> Vec<crate::testing::Sample> {
+        use crate::library::samples::*;
+        vec![
+            crate::args![&f64s(&[3, 4]), 2i64],
+            crate::args![&f64s(&[3, 4]), -3i64],
+            crate::args![&f64s(&[]), 1i64],
+            crate::args![&i64s(&[3], 5), 0i64],
+            crate::args![&bools(&[2, 2]), 1i64],
+        ]
+    }
+
+    crate::op_samples!(op = "log_softmax", samples = samples, errors = errors);
+}

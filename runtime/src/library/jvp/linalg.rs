@@ -16,12 +16,15 @@ bilinear_jvp! {
 }
 
 /// `addmm(bias, a, b) = bias + a @ b`: the bias's tangent plus the product
-/// rule for `a @ b`.
+/// rule for `a @ b`; with the fused `relu`, that tangent passes through the
+/// activation where the result is positive, as `relu`'s own jvp.
 #[jvp(op = "addmm")]
+#[allow(clippy::too_many_arguments)]
 fn addmm_jvp(
     _bias: &Tensor,
     a: &Tensor,
     b: &Tensor,
+    relu: bool,
     y: &Tensor,
     bias_tangent: Option<&Tensor>,
     a_tangent: Option<&Tensor>,
@@ -32,5 +35,9 @@ fn addmm_jvp(
         through(y, b_tangent, |t| ops::matmul(a, t))?,
     )?;
     let sum = add_tangents(through(y, bias_tangent, |t| Ok(t.clone()))?, product)?;
+    let sum = match sum {
+        Some(t) if relu => Some(crate::library::derivative::relu(y, y, &t)?),
+        other => other,
+    };
     output(y, sum)
 }

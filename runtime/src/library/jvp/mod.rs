@@ -446,6 +446,12 @@ mod tests {
             }
         }
 
+        // log_softmax over each dim, of a matrix and of a 0-d tensor.
+        for dim in [0i64, 1, -1] {
+            cases.push(case("log_softmax", args![&m23, dim]));
+        }
+        cases.push(case("log_softmax", args![&r(&[], 18), 0i64]));
+
         // Products, matmul in every operand rank and with broadcast batch dims.
         let (m2, b223, b234) = (r(&[2], 11), r(&[2, 2, 3], 12), r(&[2, 3, 4], 13));
         cases.push(case("matmul", args![&m23, &m34]));
@@ -460,9 +466,11 @@ mod tests {
         cases.push(case("outer", args![&m2, &v3]));
         cases.push(case("bmm", args![&b223, &b234]));
         let (v4, b4) = (r(&[4], 16), r(&[2, 4], 17));
-        cases.push(case("addmm", args![&v4, &m23, &m34]));
-        cases.push(case("addmm", args![&v4, &v3, &m34]));
-        cases.push(case("addmm", args![&b4, &m23, &m34]));
+        for relu in [false, true] {
+            cases.push(case("addmm", args![&v4, &m23, &m34, relu]));
+            cases.push(case("addmm", args![&v4, &v3, &m34, relu]));
+            cases.push(case("addmm", args![&b4, &m23, &m34, relu]));
+        }
         cases
     }
 

@@ -44,3 +44,19 @@ macro_rules! extreme {
 }
 
 extreme!(amax "amax", amin "amin");
+
+/// `y = log_softmax(x)` along `dim`: `t - sum(exp(y) * t, dim)`, the
+/// transpose of its vjp.
+#[jvp(op = "log_softmax")]
+fn log_softmax_jvp(
+    _x: &Tensor,
+    dim: i64,
+    y: &Tensor,
+    x_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    let t = through(y, x_tangent, |t| {
+        let mean = ops::sum(&ops::mul(&ops::exp(y)?, t)?, Some(dim), true)?;
+        ops::sub(t, &mean)
+    })?;
+    output(y, t)
+}

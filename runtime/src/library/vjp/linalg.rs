@@ -5,6 +5,7 @@
 
 use super::grad_for;
 use crate::batching::shape_arg;
+use crate::library::derivative;
 use crate::{ops, vjp, Result, Tensor};
 
 #[vjp(op = "triu")]
@@ -105,15 +106,24 @@ fn matmul_vjp(a: &Tensor, b: &Tensor, _y: &Tensor, g: &Tensor) -> Result<Product
 
 /// `addmm(bias, a, b) = bias + a @ b`: the bias gets the cotangent (summed
 /// back to its shape by [`grad_for`]), the operands a product's gradients
-/// (an outer product for a 1-D row `a`).
+/// (an outer product for a 1-D row `a`). With the fused `relu`, the
+/// cotangent first passes through the activation where the result is
+/// positive, as `relu`'s own vjp.
 #[vjp(op = "addmm")]
 fn addmm_vjp(
     bias: &Tensor,
     a: &Tensor,
     b: &Tensor,
-    _y: &Tensor,
+    relu: bool,
+    y: &Tensor,
     g: &Tensor,
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let g = if relu {
+        derivative::relu(y, y, g)?
+    } else {
+        g.clone()
+    };
+    let g = &g;
     Ok((
         grad_for(bias, || Ok(g.clone()))?,
         grad_for(a, || ops::matmul(g, &t(b)?))?,

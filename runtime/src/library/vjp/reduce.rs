@@ -77,3 +77,13 @@ macro_rules! extreme {
 }
 
 extreme!(amax "amax", amin "amin");
+
+/// `y = log_softmax(x)` along `dim`: `g - exp(y) * sum(g, dim)` (`exp(y)` is
+/// the softmax).
+#[vjp(op = "log_softmax")]
+fn log_softmax_vjp(x: &Tensor, dim: i64, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        let total = ops::sum(g, Some(dim), true)?;
+        ops::sub(g, &ops::mul(&ops::exp(y)?, &total)?)
+    })
+}
