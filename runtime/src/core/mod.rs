@@ -14,6 +14,7 @@ pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod meta_rules;
 pub(crate) mod random;
+pub(crate) mod simd;
 pub(crate) mod tensor;
 pub(crate) mod tree;
 pub(crate) mod value;
