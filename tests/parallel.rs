@@ -28,6 +28,34 @@ fn large_elementwise_kernels() {
     );
 }
 
+/// Products with an inner dim of 1 (per-sample outer products, as in
+/// `vmap(grad)` of a linear layer) large enough for the pool, each operand
+/// per product or shared: every value as `x * y`, exactly (the pool writes
+/// the output without zeroing it first, so a value it missed would show).
+#[test]
+fn large_outer_products_on_the_pool() {
+    let (count, n, m) = (64, 70, 90);
+    let a = big(&[count, n, 1], 0.5);
+    let b = big(&[count, 1, m], 1.5);
+    let shared = big(&[1, 1, m], 2.5);
+    for (right, per_product) in [(&b, true), (&shared, false)] {
+        let got = ops::matmul(&Tensor::from(a.clone()), &Tensor::from(right.clone()))
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap();
+        assert_eq!(got.shape(), &[count, n, m]);
+        for ((t, i, j), &v) in got
+            .view()
+            .into_dimensionality::<ndarray::Ix3>()
+            .unwrap()
+            .indexed_iter()
+        {
+            let y = right[[if per_product { t } else { 0 }, 0, j]];
+            assert_eq!(v, a[[t, i, 0]] * y, "[{t}, {i}, {j}]");
+        }
+    }
+}
+
 #[test]
 fn large_batched_matmul() {
     let (a, b) = (big(&[64, 48, 40], 0.0), big(&[64, 40, 32], 2.0));
