@@ -9,7 +9,7 @@ use crate::core::meta_rules::{broadcast_meta, reduce_meta, require_float};
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
 
 /// Meta of an op that maps a float tensor to one of the same shape along `dim`.
-fn along_dim_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
+pub(super) fn along_dim_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
     require_float(x)?;
     check_dim(dim, x.ndim())?;
     Ok(x.clone())

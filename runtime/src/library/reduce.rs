@@ -535,11 +535,10 @@ mod log_softmax {
     use crate::core::buffers::{take, Cached};
     use crate::{batching_rule, kernel, meta};
 
+    /// The checks of `softmax`: a float tensor and a dim in range.
     #[meta(op = "log_softmax")]
     fn meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
-        require_float(x)?;
-        check_dim(dim, x.ndim())?;
-        Ok(x.clone())
+        crate::library::composites::along_dim_meta(x, dim)
     }
 
     #[kernel(op = "log_softmax")]
