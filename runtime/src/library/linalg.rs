@@ -751,9 +751,8 @@ fn addmm_arrays<T: Gemm + PartialOrd>(
             .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
         T::gemm_accumulate(&a2.slice(ndarray::s![start..end, ..]), &b2, &mut out);
         if relu {
-            // As the `relu` op: 0 times the value, so NaN stays NaN.
             for v in &mut values[start * m..] {
-                *v = if *v > T::zero() { *v } else { T::zero() * *v };
+                *v = super::unary::relu_value(*v);
             }
         }
     }

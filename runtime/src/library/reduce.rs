@@ -570,7 +570,9 @@ mod log_softmax {
     }
 
     /// The float types the kernel is written for.
-    trait Float: Element + PartialOrd + Cached + std::ops::Sub<Output = Self> {
+    trait Float:
+        Element + PartialOrd + Cached + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+    {
         const NEG_INFINITY: Self;
         const NAN: Self;
         /// `e^self`, where only values of about 1e-38 and up matter (the
@@ -578,7 +580,6 @@ mod log_softmax {
         fn exp_term(self) -> Self;
         fn ln(self) -> Self;
         fn is_nan(self) -> bool;
-        fn add(self, other: Self) -> Self;
     }
 
     macro_rules! float {
@@ -597,10 +598,6 @@ mod log_softmax {
                 #[inline(always)]
                 fn is_nan(self) -> bool {
                     <$t>::is_nan(self)
-                }
-                #[inline(always)]
-                fn add(self, other: Self) -> Self {
-                    self + other
                 }
             }
         };
@@ -739,7 +736,7 @@ mod log_softmax {
         for (row, sum) in terms.chunks_exact(len).zip(sums.iter_mut()) {
             let mut total = T::default();
             for &v in row {
-                total = total.add(v);
+                total = total + v;
             }
             *sum = total;
         }

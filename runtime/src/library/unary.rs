@@ -123,12 +123,19 @@ macro_rules! numeric_unary {
 
 numeric_unary!(neg, "neg", int | v | v.wrapping_neg(), float | v | -v);
 numeric_unary!(abs, "abs", int | v | v.wrapping_abs(), float | v | v.abs());
-numeric_unary!(
-    relu,
-    "relu",
-    int | v | v.max(0),
-    float | v | if v > 0.0 { v } else { 0.0 * v }
-);
+numeric_unary!(relu, "relu", int | v | v.max(0), float | v | relu_value(v));
+
+/// `relu` of one float: 0 times the value where it is not positive, so NaN
+/// stays NaN (and -0.0 for negative values). `addmm`'s fused activation
+/// applies the same function.
+#[inline(always)]
+pub(super) fn relu_value<T: ndarray::LinalgScalar + PartialOrd>(v: T) -> T {
+    if v > T::zero() {
+        v
+    } else {
+        T::zero() * v
+    }
+}
 float_unary!(exp, "exp", |v| v.exp());
 float_unary!(log, "log", |v| v.ln());
 float_unary!(sqrt, "sqrt", |v| v.sqrt());
