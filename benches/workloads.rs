@@ -184,28 +184,26 @@ fn w1_mlp(c: &mut Criterion) {
         let p = (tw1.clone(), tb1.clone(), tw2.clone(), tb2.clone());
         bch.iter(|| black_box(mlp_batched(&p, &txs).unwrap()))
     });
-    // The same MLP written with `linear` (weights `[out, in]`), whose bias
-    // add is fused into the product by `addmm`.
-    g.bench_function("batchrules_vmap_linear", |bch| {
-        let t = |w: &ndarray::ArrayD<f32>| Tensor::from(w.t().as_standard_layout().into_owned());
-        let p = (t(&w1), tb1.clone(), t(&w2), tb2.clone());
+    // The same MLP in `linear`'s layout (weights `[out, in]`): with
+    // `linear`, whose bias add is fused into the product by `addmm`, and
+    // with the first layer as `linear_relu` (the bias add and the activation
+    // fused into the product's output, `addmm` with `relu`).
+    let t = |w: &ndarray::ArrayD<f32>| Tensor::from(w.t().as_standard_layout().into_owned());
+    let p = (t(&w1), tb1.clone(), t(&w2), tb2.clone());
+    for (name, fused) in [
+        ("batchrules_vmap_linear", false),
+        ("batchrules_vmap_fused", true),
+    ] {
         let f = vmap(|x: Tensor| {
-            let h = ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?;
+            let h = if fused {
+                ops::linear_relu(&x, &p.0, Some(&p.1))?
+            } else {
+                ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?
+            };
             ops::log_softmax(&ops::linear(&h, &p.2, Some(&p.3))?, -1)
         });
-        bch.iter(|| black_box(f.call(&txs).unwrap()))
-    });
-    // The first layer as `linear_relu`: the bias add and the activation
-    // fused into the product's output (`addmm` with `relu`).
-    g.bench_function("batchrules_vmap_fused", |bch| {
-        let t = |w: &ndarray::ArrayD<f32>| Tensor::from(w.t().as_standard_layout().into_owned());
-        let p = (t(&w1), tb1.clone(), t(&w2), tb2.clone());
-        let f = vmap(|x: Tensor| {
-            let h = ops::linear_relu(&x, &p.0, Some(&p.1))?;
-            ops::log_softmax(&ops::linear(&h, &p.2, Some(&p.3))?, -1)
-        });
-        bch.iter(|| black_box(f.call(&txs).unwrap()))
-    });
+        g.bench_function(name, |bch| bch.iter(|| black_box(f.call(&txs).unwrap())));
+    }
     bench_gemm_limit(&mut g, W1_GEMMS);
     g.finish();
 }
