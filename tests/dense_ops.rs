@@ -181,30 +181,40 @@ fn linear_cross_entropy_layer_norm_values() {
 
 #[test]
 fn triu_and_tril_match_a_naive_mask() {
-    let (rows, cols) = (4usize, 5usize);
-    let x = Tensor::from_shape_vec(&[2, rows, cols], (0..40).map(|v| v as f64 + 1.0).collect())
+    // Small matrices (several in one of the kernel's 16 KiB blocks), and
+    // [70, 50] f64 ones: 28 000 bytes each, so blocks of 40 rows end inside
+    // a matrix and at a different row of each.
+    for (batch, rows, cols, diagonals) in
+        [(2usize, 4usize, 5usize, -5i64..=6), (3, 70, 50, -71..=51)]
+    {
+        let n = batch * rows * cols;
+        let x = Tensor::from_shape_vec(
+            &[batch, rows, cols],
+            (0..n).map(|v| v as f64 + 1.0).collect(),
+        )
         .unwrap();
-    // A permuted (non-standard layout) input too.
-    let xt = ops::transpose(&x, 1, 2).unwrap();
-    for input in [&x, &xt] {
-        let (r, c) = (input.shape()[1], input.shape()[2]);
-        let a = input.to_array::<f64>().unwrap();
-        for diagonal in -5i64..=6 {
-            let up = ops::triu(input, diagonal)
-                .unwrap()
-                .to_array::<f64>()
-                .unwrap();
-            let lo = ops::tril(input, diagonal)
-                .unwrap()
-                .to_array::<f64>()
-                .unwrap();
-            for b in 0..2 {
-                for i in 0..r {
-                    for j in 0..c {
-                        let d = j as i64 - i as i64;
-                        let v = a[[b, i, j]];
-                        assert_eq!(up[[b, i, j]], if d >= diagonal { v } else { 0.0 });
-                        assert_eq!(lo[[b, i, j]], if d <= diagonal { v } else { 0.0 });
+        // A permuted (non-standard layout) input too.
+        let xt = ops::transpose(&x, 1, 2).unwrap();
+        for input in [&x, &xt] {
+            let (r, c) = (input.shape()[1], input.shape()[2]);
+            let a = input.to_array::<f64>().unwrap();
+            for diagonal in diagonals.clone().step_by(if rows > 10 { 7 } else { 1 }) {
+                let up = ops::triu(input, diagonal)
+                    .unwrap()
+                    .to_array::<f64>()
+                    .unwrap();
+                let lo = ops::tril(input, diagonal)
+                    .unwrap()
+                    .to_array::<f64>()
+                    .unwrap();
+                for b in 0..batch {
+                    for i in 0..r {
+                        for j in 0..c {
+                            let d = j as i64 - i as i64;
+                            let v = a[[b, i, j]];
+                            assert_eq!(up[[b, i, j]], if d >= diagonal { v } else { 0.0 });
+                            assert_eq!(lo[[b, i, j]], if d <= diagonal { v } else { 0.0 });
+                        }
                     }
                 }
             }
