@@ -58,8 +58,9 @@ fn mask<T: Element + Cached>(
         .as_slice()
         .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?;
     let mut out = take(src.len());
-    if cols > 0 {
-        let block_rows = (MASK_BLOCK_BYTES / std::mem::size_of::<T>().max(1) / cols).max(1);
+    // No rows to copy when a matrix has no columns (`checked_div` is `None`).
+    if let Some(fit) = (MASK_BLOCK_BYTES / std::mem::size_of::<T>().max(1)).checked_div(cols) {
+        let block_rows = fit.max(1);
         for (b, block) in src.chunks(block_rows * cols).enumerate() {
             let start = out.len();
             out.extend_from_slice(block);
