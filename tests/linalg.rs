@@ -142,6 +142,10 @@ fn large_products_match_the_definition_in_f64_and_f32() {
         // `rayon` feature: per product, and with a shared right operand.
         (&[64, 64, 1], &[64, 1, 70]),
         (&[64, 64, 1], &[1, 70]),
+        // One product of more than 2^21 multiply-adds and 301 rows: split
+        // by rows over the pool (150 and 151) with the `rayon` feature.
+        (&[301, 96], &[96, 80]),
+        (&[2, 301, 96], &[96, 80]),
     ];
     for &(sa, sb) in cases {
         let (a, b) = (t(sa), t(sb));

@@ -336,11 +336,22 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
 /// 108 ns).
 const GEMM_CRATE_MIN: usize = 16 * 16 * 16;
 
+/// With the `rayon` feature, one product of at least this many multiply-adds
+/// (and [`SPLIT_GEMM_ROWS`] rows per half) is split by rows over the pool,
+/// halving until the parts are smaller: W1's first layer at batch 1024
+/// (1024 x 64 x 128, 2^23) splits into eight parts of 128 rows.
+#[cfg(feature = "rayon")]
+const SPLIT_GEMM_MIN: usize = 1 << 21;
+/// The fewest rows of each half of a split product.
+#[cfg(feature = "rayon")]
+const SPLIT_GEMM_ROWS: usize = 64;
+
 /// The element types the matrix products are computed in, with the GEMM for
 /// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`), on
-/// this thread. (Splitting one product over rayon's pool with `gemm`'s own
-/// threading made no measurable difference on W1 at batch 1024, so with the
-/// `rayon` feature only batches of products are spread over the pool.)
+/// this thread, or, with the `rayon` feature, a large one split by rows over
+/// the pool ([`SPLIT_GEMM_MIN`]; `gemm`'s own threading had made no
+/// measurable difference on W1 at batch 1024, splitting the rows took it
+/// from 1.0x to 1.2x the one-thread time).
 trait Gemm: LinalgScalar + Send + Sync + Cached {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
@@ -392,6 +403,23 @@ macro_rules! float_gemm {
                 // (A shape mismatch cannot come here: the kernels check the
                 // shapes first. general_mat_mul would panic on one.)
                 general_mat_mul(1.0, a, b, beta, c);
+                return;
+            }
+            #[cfg(feature = "rayon")]
+            if work >= SPLIT_GEMM_MIN
+                && m >= 2 * SPLIT_GEMM_ROWS
+                && rayon::current_num_threads() > 1
+            {
+                // Two halves of the rows, each a product of its own (`b` is
+                // packed once per half), on the pool: the halves' outputs
+                // are disjoint rows of `c`.
+                let mid = m / 2;
+                let (a_top, a_bottom) = a.view().split_at(Axis(0), mid);
+                let (mut c_top, mut c_bottom) = c.view_mut().split_at(Axis(0), mid);
+                rayon::join(
+                    || $product(&a_top, b, &mut c_top, accumulate),
+                    || $product(&a_bottom, b, &mut c_bottom, accumulate),
+                );
                 return;
             }
             let (a_s, b_s) = (a.strides(), b.strides());
