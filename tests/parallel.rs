@@ -14,18 +14,58 @@ fn big(shape: &[usize], seed: f64) -> ArrayD<f64> {
     .unwrap()
 }
 
+/// Elementwise kernels of at least 2^18 values, which write their output in
+/// pieces on the pool: same shapes, a bias row broadcast over the rows, a
+/// unary map; 601 x 457 values, so the pieces do not divide them evenly (and
+/// a piece the pool left unwritten would show as a wrong value).
 #[test]
 fn large_elementwise_kernels() {
-    let (a, b) = (big(&[300, 400], 0.0), big(&[300, 400], 1.0));
-    let (ta, tb) = (Tensor::from(a.clone()), Tensor::from(b.clone()));
+    let (a, b) = (big(&[601, 457], 0.0), big(&[601, 457], 1.0));
+    let row = big(&[457], 2.0);
+    let (ta, tb, trow) = (
+        Tensor::from(a.clone()),
+        Tensor::from(b.clone()),
+        Tensor::from(row.clone()),
+    );
     assert_eq!(
         ops::add(&ta, &tb).unwrap().to_array::<f64>().unwrap(),
         &a + &b
     );
     assert_eq!(
+        ops::mul(&ta, &trow).unwrap().to_array::<f64>().unwrap(),
+        &a * &row
+    );
+    assert_eq!(
+        ops::sub(&trow, &ta).unwrap().to_array::<f64>().unwrap(),
+        &row - &a
+    );
+    assert_eq!(
         ops::exp(&ta).unwrap().to_array::<f64>().unwrap(),
         a.mapv(f64::exp)
     );
+    let a32 = a.mapv(|v| v as f32);
+    let got = ops::relu(&Tensor::from(a32.clone())).unwrap();
+    assert_eq!(got.to_array::<f32>().unwrap(), a32.mapv(|v| v.max(0.0)));
+}
+
+/// One product large enough to be split by rows over the pool (301 x 96 x
+/// 80, more than 2^21 multiply-adds), alone and with a bias through `addmm`.
+#[test]
+fn a_large_product_split_by_rows() {
+    let (a, b, bias) = (big(&[301, 96], 0.0), big(&[96, 80], 1.0), big(&[80], 3.0));
+    let a2 = a.view().into_dimensionality::<ndarray::Ix2>().unwrap();
+    let b2 = b.view().into_dimensionality::<ndarray::Ix2>().unwrap();
+    let product = a2.dot(&b2).into_dyn();
+    let (ta, tb) = (Tensor::from(a.clone()), Tensor::from(b.clone()));
+    let close = |got: &Tensor, want: &ArrayD<f64>| {
+        let got = got.to_array::<f64>().unwrap();
+        assert_eq!(got.shape(), want.shape());
+        let worst = (&got - want).iter().fold(0.0f64, |m, d| m.max(d.abs()));
+        assert!(worst < 1e-9, "largest difference {worst}");
+    };
+    close(&ops::matmul(&ta, &tb).unwrap(), &product);
+    let with_bias = ops::addmm(&Tensor::from(bias.clone()), &ta, &tb, false).unwrap();
+    close(&with_bias, &(&product + &bias));
 }
 
 /// Products with an inner dim of 1 (per-sample outer products, as in

@@ -52,6 +52,19 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
         let zip = ndarray::Zip::from(a).and(b);
         #[cfg(feature = "rayon")]
         if a.len() >= PARALLEL_ELEMENTS {
+            if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+                let piece = crate::core::buffers::piece_rows(x.len(), 1);
+                let out = crate::core::buffers::par_build(x.len(), piece, |start, out| {
+                    let end = start + out.len();
+                    out.extend(
+                        x[start..end]
+                            .iter()
+                            .zip(&y[start..end])
+                            .map(|(&p, &q)| f(p, q)),
+                    );
+                })?;
+                return Tensor::from_shape_vec(a.shape(), out);
+            }
             return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
         }
         if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
@@ -67,6 +80,17 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
         let suffix = |long: &[usize], short: &[usize]| long.ends_with(short) && !short.is_empty();
         if suffix(a.shape(), b.shape()) && !y.is_empty() {
+            #[cfg(feature = "rayon")]
+            if x.len() >= PARALLEL_ELEMENTS {
+                // Whole rows per piece, on the pool.
+                let piece = crate::core::buffers::piece_rows(x.len(), y.len());
+                let out = crate::core::buffers::par_build(x.len(), piece, |start, out| {
+                    for row in x[start..start + out.len()].chunks_exact(y.len()) {
+                        out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));
+                    }
+                })?;
+                return Tensor::from_shape_vec(a.shape(), out);
+            }
             let mut out = take(x.len());
             for row in x.chunks_exact(y.len()) {
                 out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));

@@ -276,40 +276,16 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
     let shape = (count, n, m);
     #[cfg(feature = "rayon")]
     if count > 1 && count * n * m >= crate::core::broadcast::PARALLEL_ELEMENTS {
-        // On the pool, a product per task, each writing its own block of the
-        // buffer's spare capacity (not zeroed first: a serial fill of the
-        // whole output took 29% of W8's time at batch 1024 on two threads).
-        use rayon::prelude::*;
-        let len = count * n * m;
-        // `take` gives an empty buffer with room for `len` values.
-        let mut values = take(len);
-        values.reserve(len);
-        let written: usize = values.spare_capacity_mut()[..len]
-            .par_chunks_mut(n * m)
-            .enumerate()
-            .map(|(t, block)| {
-                let (column, row) = product(t);
-                let mut written = 0;
-                for (out, &x) in block.chunks_exact_mut(m).zip(column.iter()) {
-                    for (o, &y) in out.iter_mut().zip(row) {
-                        o.write(x * y);
-                    }
-                    written += out.len().min(row.len());
-                }
-                written
-            })
-            .sum();
-        if written != len {
-            // Cannot happen (each block is `n` rows of `m`, and the column
-            // has `n` values and the row `m`); never expose unwritten memory.
-            return Some(Err(Error::invalid(format!(
-                "outer products: wrote {written} of {len} values"
-            ))));
-        }
-        // SAFETY: the first `len` elements of the spare capacity were all
-        // written above (the blocks partition them, and every element of
-        // every block was written once, as the count confirms).
-        unsafe { values.set_len(len) };
+        // On the pool, a product per piece.
+        let values = match crate::core::buffers::par_build(count * n * m, n * m, |start, piece| {
+            let (column, row) = product(start / (n * m).max(1));
+            for &x in column.iter() {
+                piece.extend(row.iter().map(|&y| x * y));
+            }
+        }) {
+            Ok(values) => values,
+            Err(e) => return Some(Err(e)),
+        };
         return Some(
             Array3::from_shape_vec(shape, values)
                 .map_err(|e| Error::invalid(format!("outer products: {e}"))),

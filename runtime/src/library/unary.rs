@@ -27,6 +27,18 @@ fn map_array<T: crate::Element + crate::core::buffers::Cached>(
 ) -> ndarray::ArrayD<T> {
     #[cfg(feature = "rayon")]
     if a.len() >= crate::core::broadcast::PARALLEL_ELEMENTS {
+        if let Some(values) = a.as_slice() {
+            let piece = crate::core::buffers::piece_rows(values.len(), 1);
+            let out = crate::core::buffers::par_build(values.len(), piece, |start, out| {
+                out.extend(values[start..start + out.len()].iter().map(|&v| f(v)));
+            });
+            let array = out
+                .ok()
+                .and_then(|out| ndarray::ArrayD::from_shape_vec(a.raw_dim(), out).ok());
+            if let Some(array) = array {
+                return array;
+            }
+        }
         return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
     }
     if let Some(values) = a.as_slice() {
