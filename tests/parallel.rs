@@ -212,3 +212,38 @@ fn random_fallback_on_the_pool_draws_as_the_rule_does() {
         );
     }
 }
+
+/// `log_softmax` of at least 2^13 values runs in pieces of whole slices on
+/// the pool: along the last dim and along the first (moved last, then back),
+/// against the definition.
+#[test]
+fn large_log_softmax_on_the_pool() {
+    let x = big(&[1001, 10], 0.25).mapv(|v| 4.0 * v);
+    let want_rows = {
+        let mut out = x.clone();
+        for mut row in out.rows_mut() {
+            let m = row.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+            let log_sum = row.iter().map(|&v| (v - m).exp()).sum::<f64>().ln() + m;
+            row.mapv_inplace(|v| v - log_sum);
+        }
+        out
+    };
+    let close = |got: ArrayD<f64>, want: &ArrayD<f64>| {
+        assert_eq!(got.shape(), want.shape());
+        let worst = (&got - want).iter().fold(0.0f64, |m, d| m.max(d.abs()));
+        assert!(worst < 1e-12, "largest difference {worst}");
+    };
+    let tx = Tensor::from(x.clone());
+    close(
+        ops::log_softmax(&tx, -1)
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap(),
+        &want_rows,
+    );
+    let tt = Tensor::from(x.t().to_owned());
+    close(
+        ops::log_softmax(&tt, 0).unwrap().to_array::<f64>().unwrap(),
+        &want_rows.t().to_owned(),
+    );
+}

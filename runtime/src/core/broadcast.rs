@@ -34,7 +34,19 @@ pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Shape> {
 /// Kernels with at least this many elements run on rayon's pool (with the
 /// `rayon` feature).
 #[cfg(feature = "rayon")]
-pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 18;
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 17;
+
+/// Whether an elementwise kernel of `len` values runs on rayon's pool: at
+/// least [`PARALLEL_ELEMENTS`], and a pool of more than one thread (on one,
+/// the serial loop is the same work without the pieces).
+#[cfg(feature = "rayon")]
+pub(crate) fn parallel(len: usize) -> bool {
+    len >= PARALLEL_ELEMENTS && rayon::current_num_threads() > 1
+}
+
+/// The fewest values of a piece of a parallel elementwise kernel.
+#[cfg(feature = "rayon")]
+pub(crate) const PIECE_MIN: usize = 1 << 14;
 
 /// [`broadcast_shapes`], or an error that shows both shapes.
 pub(crate) fn broadcast_or_err(a: &[usize], b: &[usize]) -> Result<Shape> {
@@ -51,16 +63,15 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
     if a.shape() == b.shape() {
         let zip = ndarray::Zip::from(a).and(b);
         #[cfg(feature = "rayon")]
-        if a.len() >= PARALLEL_ELEMENTS {
+        if parallel(a.len()) {
             if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
-                let piece = crate::core::buffers::piece_rows(x.len(), 1);
+                let piece = crate::core::buffers::piece_rows(x.len(), 1, PIECE_MIN);
                 let out = crate::core::buffers::par_build(x.len(), piece, |start, out| {
                     let end = start + out.len();
-                    out.extend(
-                        x[start..end]
-                            .iter()
-                            .zip(&y[start..end])
-                            .map(|(&p, &q)| f(p, q)),
+                    let (x, y) = (&x[start..end], &y[start..end]);
+                    crate::core::simd::vectorized(
+                        #[inline(always)]
+                        || out.extend(x.iter().zip(y).map(|(&p, &q)| f(p, q))),
                     );
                 })?;
                 return Tensor::from_shape_vec(a.shape(), out);
@@ -70,7 +81,10 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
         if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
             // Both standard layout: into a buffer from the cache.
             let mut out = take(x.len());
-            out.extend(x.iter().zip(y).map(|(&p, &q)| f(p, q)));
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || out.extend(x.iter().zip(y).map(|(&p, &q)| f(p, q))),
+            );
             return Tensor::from_shape_vec(a.shape(), out);
         }
         return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
@@ -81,9 +95,9 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
         let suffix = |long: &[usize], short: &[usize]| long.ends_with(short) && !short.is_empty();
         if suffix(a.shape(), b.shape()) && !y.is_empty() {
             #[cfg(feature = "rayon")]
-            if x.len() >= PARALLEL_ELEMENTS {
+            if parallel(x.len()) {
                 // Whole rows per piece, on the pool.
-                let piece = crate::core::buffers::piece_rows(x.len(), y.len());
+                let piece = crate::core::buffers::piece_rows(x.len(), y.len(), PIECE_MIN);
                 let out = crate::core::buffers::par_build(x.len(), piece, |start, out| {
                     for row in x[start..start + out.len()].chunks_exact(y.len()) {
                         out.extend(row.iter().zip(y).map(|(&p, &q)| f(p, q)));

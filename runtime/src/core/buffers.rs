@@ -241,11 +241,11 @@ pub(crate) fn par_build<T: Cached + Send>(
 
 /// The piece size for [`par_build`] of `len` values in whole rows of `row`:
 /// about four pieces per thread of the pool (for balance on a busy machine),
-/// at least 16 Ki values each.
+/// at least `min` values each.
 #[cfg(feature = "rayon")]
-pub(crate) fn piece_rows(len: usize, row: usize) -> usize {
+pub(crate) fn piece_rows(len: usize, row: usize, min: usize) -> usize {
     let row = row.max(1);
-    let target = (len / (4 * rayon::current_num_threads().max(1))).max(1 << 14);
+    let target = (len / (4 * rayon::current_num_threads().max(1))).max(min);
     target.div_ceil(row) * row
 }
 

@@ -312,22 +312,38 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
 /// 108 ns).
 const GEMM_CRATE_MIN: usize = 16 * 16 * 16;
 
-/// With the `rayon` feature, one product of at least this many multiply-adds
-/// (and [`SPLIT_GEMM_ROWS`] rows per half) is split by rows over the pool,
-/// halving until the parts are smaller: W1's first layer at batch 1024
-/// (1024 x 64 x 128, 2^23) splits into eight parts of 128 rows.
+/// With the `rayon` feature, a product is split by rows over the pool into
+/// [`split_parts`] parts, each with at least this many multiply-adds...
 #[cfg(feature = "rayon")]
-const SPLIT_GEMM_MIN: usize = 1 << 21;
-/// The fewest rows of each half of a split product.
+const SPLIT_PART_MIN: usize = 1 << 19;
+/// ... and at least this many rows.
 #[cfg(feature = "rayon")]
-const SPLIT_GEMM_ROWS: usize = 64;
+const SPLIT_PART_ROWS: usize = 64;
+
+/// How many parts of rows a product of `rows` rows and `work` multiply-adds is
+/// split into on the pool: as many as the minimum sizes allow, up to four per
+/// thread (for balance on a busy machine). On two threads W1's layers at
+/// batch 1024 split into 8 (1024 x 64 x 128) and 2 (1024 x 128 x 10); sixteen
+/// parts of the first were slower (96 against 92 us), one part of the
+/// second took 42 us against 23 us in two.
+#[cfg(feature = "rayon")]
+fn split_parts(rows: usize, work: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if threads < 2 {
+        return 1;
+    }
+    (4 * threads)
+        .min(work / SPLIT_PART_MIN)
+        .min(rows / SPLIT_PART_ROWS)
+        .max(1)
+}
 
 /// The element types the matrix products are computed in, with the GEMM for
 /// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`), on
 /// this thread, or, with the `rayon` feature, a large one split by rows over
-/// the pool ([`SPLIT_GEMM_MIN`]; `gemm`'s own threading had made no
-/// measurable difference on W1 at batch 1024, splitting the rows took it
-/// from 1.0x to 1.2x the one-thread time).
+/// the pool ([`split_parts`]; `gemm`'s own threading had made no measurable
+/// difference on W1 at batch 1024, splitting the rows took it from 1.0x to
+/// 1.2x the one-thread time).
 trait Gemm: LinalgScalar + Send + Sync + Cached {
     fn gemm(a: &ArrayView2<'_, Self>, b: &ArrayView2<'_, Self>, c: &mut ArrayViewMut2<'_, Self>) {
         general_mat_mul(Self::one(), a, b, Self::zero(), c);
@@ -351,7 +367,7 @@ macro_rules! float_gemm {
     ($t:ty, $product:ident) => {
         impl Gemm for $t {
             fn gemm(a: &ArrayView2<'_, $t>, b: &ArrayView2<'_, $t>, c: &mut ArrayViewMut2<'_, $t>) {
-                $product(a, b, c, false)
+                $product(a, b, c, false, true)
             }
 
             fn gemm_accumulate(
@@ -359,22 +375,27 @@ macro_rules! float_gemm {
                 b: &ArrayView2<'_, $t>,
                 c: &mut ArrayViewMut2<'_, $t>,
             ) {
-                $product(a, b, c, true)
+                $product(a, b, c, true, true)
             }
         }
 
         /// `c = a @ b`, or `c += a @ b` if `accumulate`: by the `gemm` crate
         /// for products of at least [`GEMM_CRATE_MIN`] multiply-adds, by
-        /// `matrixmultiply` below that.
+        /// `matrixmultiply` below that; split by rows over the pool if
+        /// `split` (with the `rayon` feature; the parts are not split again).
         fn $product(
             a: &ArrayView2<'_, $t>,
             b: &ArrayView2<'_, $t>,
             c: &mut ArrayViewMut2<'_, $t>,
             accumulate: bool,
+            split: bool,
         ) {
             let ((m, k), n) = (a.dim(), b.dim().1);
             let work = m.saturating_mul(k).saturating_mul(n);
             let beta: $t = if accumulate { 1.0 } else { 0.0 };
+            // (Only the `rayon` feature splits.)
+            #[cfg(not(feature = "rayon"))]
+            let _ = split;
             if work < GEMM_CRATE_MIN || k == 0 || b.dim().0 != k || c.dim() != (m, n) {
                 // (A shape mismatch cannot come here: the kernels check the
                 // shapes first. general_mat_mul would panic on one.)
@@ -382,21 +403,19 @@ macro_rules! float_gemm {
                 return;
             }
             #[cfg(feature = "rayon")]
-            if work >= SPLIT_GEMM_MIN
-                && m >= 2 * SPLIT_GEMM_ROWS
-                && rayon::current_num_threads() > 1
             {
-                // Two halves of the rows, each a product of its own (`b` is
-                // packed once per half), on the pool: the halves' outputs
-                // are disjoint rows of `c`.
-                let mid = m / 2;
-                let (a_top, a_bottom) = a.view().split_at(Axis(0), mid);
-                let (mut c_top, mut c_bottom) = c.view_mut().split_at(Axis(0), mid);
-                rayon::join(
-                    || $product(&a_top, b, &mut c_top, accumulate),
-                    || $product(&a_bottom, b, &mut c_bottom, accumulate),
-                );
-                return;
+                let parts = if split { split_parts(m, work) } else { 1 };
+                if parts > 1 {
+                    // Parts of whole rows, each a product of its own (`b` is
+                    // packed once per part) into its own rows of `c`.
+                    use ndarray::parallel::prelude::*;
+                    let rows = m.div_ceil(parts);
+                    a.axis_chunks_iter(Axis(0), rows)
+                        .into_par_iter()
+                        .zip(c.axis_chunks_iter_mut(Axis(0), rows).into_par_iter())
+                        .for_each(|(a, mut c)| $product(&a, b, &mut c, accumulate, false));
+                    return;
+                }
             }
             let (a_s, b_s) = (a.strides(), b.strides());
             let (c_rs, c_cs) = (c.strides()[0], c.strides()[1]);

@@ -26,11 +26,19 @@ fn map_array<T: crate::Element + crate::core::buffers::Cached>(
     f: impl Fn(T) -> T + Sync + Send,
 ) -> ndarray::ArrayD<T> {
     #[cfg(feature = "rayon")]
-    if a.len() >= crate::core::broadcast::PARALLEL_ELEMENTS {
+    if crate::core::broadcast::parallel(a.len()) {
         if let Some(values) = a.as_slice() {
-            let piece = crate::core::buffers::piece_rows(values.len(), 1);
+            let piece = crate::core::buffers::piece_rows(
+                values.len(),
+                1,
+                crate::core::broadcast::PIECE_MIN,
+            );
             let out = crate::core::buffers::par_build(values.len(), piece, |start, out| {
-                out.extend(values[start..start + out.len()].iter().map(|&v| f(v)));
+                let values = &values[start..start + out.len()];
+                crate::core::simd::vectorized(
+                    #[inline(always)]
+                    || out.extend(values.iter().map(|&v| f(v))),
+                );
             });
             let array = out
                 .ok()
@@ -44,7 +52,10 @@ fn map_array<T: crate::Element + crate::core::buffers::Cached>(
     if let Some(values) = a.as_slice() {
         // Standard layout: into a buffer from the cache, in the same layout.
         let mut out = crate::core::buffers::take(values.len());
-        out.extend(values.iter().map(|&v| f(v)));
+        crate::core::simd::vectorized(
+            #[inline(always)]
+            || out.extend(values.iter().map(|&v| f(v))),
+        );
         if let Ok(array) = ndarray::ArrayD::from_shape_vec(a.raw_dim(), out) {
             return array;
         }
