@@ -142,6 +142,11 @@ fn large_products_match_the_definition_in_f64_and_f32() {
         // `rayon` feature: per product, and with a shared right operand.
         (&[64, 64, 1], &[64, 1, 70]),
         (&[64, 64, 1], &[1, 70]),
+        // Outer products with short rows (16 values or fewer: written as
+        // fixed-size arrays), per product and shared.
+        (&[40, 30, 1], &[40, 1, 10]),
+        (&[40, 30, 1], &[1, 16]),
+        (&[40, 30, 1], &[40, 1, 1]),
         // One product of more than 2^21 multiply-adds and 301 rows: split
         // by rows over the pool (150 and 151) with the `rayon` feature.
         (&[301, 96], &[96, 80]),
