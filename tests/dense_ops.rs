@@ -181,12 +181,16 @@ fn linear_cross_entropy_layer_norm_values() {
 
 #[test]
 fn triu_and_tril_match_a_naive_mask() {
-    // Small matrices (several in one of the kernel's 16 KiB blocks), and
-    // [70, 50] f64 ones: 28 000 bytes each, so blocks of 40 rows end inside
-    // a matrix and at a different row of each.
-    for (batch, rows, cols, diagonals) in
-        [(2usize, 4usize, 5usize, -5i64..=6), (3, 70, 50, -71..=51)]
-    {
+    // Batches of small matrices (at most 16 Ki values each: one select
+    // against a table of the values to keep), [150, 120] f64 ones (the
+    // copy in 16 KiB blocks of 17 rows, which end inside a matrix and at a
+    // different row of each), and one matrix alone (blocks too).
+    for (batch, rows, cols, diagonals) in [
+        (2usize, 4usize, 5usize, -5i64..=6),
+        (3, 70, 50, -71..=51),
+        (2, 150, 120, -151..=121),
+        (1, 9, 7, -9..=8),
+    ] {
         let n = batch * rows * cols;
         let x = Tensor::from_shape_vec(
             &[batch, rows, cols],

@@ -41,12 +41,14 @@ fn triangle_meta(x: &TensorMeta) -> Result<TensorMeta> {
 
 /// Zeroes, in every matrix of the last two dims, the columns `zeroed(row)` of
 /// each row, in one pass over contiguous memory (the input as it is laid out,
-/// if it is standard layout): blocks of whole rows of about
-/// [`MASK_BLOCK_BYTES`] are copied (`memcpy`, which on x86-64 writes without
-/// reading the destination first), then their zeroed columns are filled while
-/// the block is still in the L1 cache. A copy of the whole input followed by
-/// the fills wrote the zeroed bytes a second time from L2; a select on every
-/// value, in one loop, read each destination line before writing it.
+/// if it is standard layout). A batch of matrices of at most
+/// [`MASK_TABLE_MAX`] values: a table of the values one matrix keeps is built
+/// once, and every matrix is selected against it in one vectorized loop (W3,
+/// `[64, 64, 64]` f32: 28 against 38 us for the blocks below, 1.3x a copy of
+/// the bytes). Larger matrices, or one alone: blocks of whole rows of about
+/// [`MASK_BLOCK_BYTES`] are copied (`memcpy`), then their zeroed columns are
+/// filled while the block is still in the L1 cache (a copy of the whole input
+/// followed by the fills wrote the zeroed bytes a second time from L2).
 fn mask<T: Element + Cached>(
     a: &ArcArray<T, IxDyn>,
     zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
@@ -58,6 +60,33 @@ fn mask<T: Element + Cached>(
         .as_slice()
         .ok_or_else(|| Error::invalid("internal: a standard-layout array without a slice"))?;
     let mut out = take(src.len());
+    let per_matrix = rows * cols;
+    if per_matrix > 0 && per_matrix <= MASK_TABLE_MAX && src.len() >= 2 * per_matrix {
+        // Many small matrices: which values each matrix keeps, once, then
+        // one vectorized select over the whole input against that table
+        // (kept in L1), with no work per row.
+        let mut keep = vec![true; per_matrix];
+        for (i, row) in keep.chunks_exact_mut(cols).enumerate() {
+            row[zeroed(i, cols)].fill(false);
+        }
+        crate::core::simd::vectorized(
+            #[inline(always)]
+            || {
+                for matrix in src.chunks_exact(per_matrix) {
+                    out.extend(
+                        matrix
+                            .iter()
+                            .zip(&keep)
+                            .map(|(&v, &k)| if k { v } else { T::default() }),
+                    );
+                }
+            },
+        );
+        return Ok(Tensor::from(
+            ArrayD::from_shape_vec(a.raw_dim(), out)
+                .map_err(|e| Error::invalid(format!("cannot rebuild {:?}: {e}", a.shape())))?,
+        ));
+    }
     // No rows to copy when a matrix has no columns (`checked_div` is `None`).
     if let Some(fit) = (MASK_BLOCK_BYTES / std::mem::size_of::<T>().max(1)).checked_div(cols) {
         let block_rows = fit.max(1);
@@ -74,6 +103,10 @@ fn mask<T: Element + Cached>(
             .map_err(|e| Error::invalid(format!("cannot rebuild {:?}: {e}", a.shape())))?,
     ))
 }
+
+/// The most values of a matrix for which [`mask`] builds a table of the
+/// values to keep (16 Ki: 64 x 64 and under).
+const MASK_TABLE_MAX: usize = 16 * 1024;
 
 /// The size of the blocks [`mask`] copies and then fills: well within the L1
 /// data cache of current x86-64 and ARM cores (32-48 KiB).
