@@ -225,3 +225,84 @@ fn triu_and_tril_match_a_naive_mask() {
         }
     }
 }
+
+/// `x` as f64 values at every index of `shape`, broadcast by numpy rules.
+fn at(x: &Tensor, shape: &[usize]) -> ndarray::ArrayD<f64> {
+    let a = ops::to_dtype(x, DType::F64)
+        .unwrap()
+        .to_array::<f64>()
+        .unwrap();
+    a.broadcast(ndarray::IxDyn(shape)).unwrap().to_owned()
+}
+
+#[test]
+fn one_value_operands_and_where_layouts_match_broadcasting() {
+    let x = Tensor::from_shape_vec(&[2, 3], (0..6).map(|v| v as f64 - 2.5).collect()).unwrap();
+    let xt = ops::transpose(
+        &Tensor::from_shape_vec(&[3, 2], (0..6).map(|v| v as f64).collect()).unwrap(),
+        0,
+        1,
+    )
+    .unwrap();
+    let one = Tensor::scalar(1.5f64);
+    let one_11 = Tensor::from_shape_vec(&[1, 1], vec![1.5f64]).unwrap();
+    let one_111 = Tensor::from_shape_vec(&[1, 1, 1], vec![1.5f64]).unwrap();
+    let row = Tensor::from_shape_vec(&[3], vec![10.0f64, 20.0, 30.0]).unwrap();
+    // sub is not symmetric, so an operand swapped by a fast path would show.
+    for (a, b) in [
+        (&x, &one),
+        (&one, &x),
+        (&x, &one_11),
+        (&one_11, &x),
+        (&x, &one_111),
+        (&one_111, &xt),
+        (&xt, &one),
+        (&one, &one_111),
+    ] {
+        let r = ops::sub(a, b).unwrap();
+        let shape = r.shape().to_vec();
+        assert_eq!(
+            r.to_array::<f64>().unwrap(),
+            &at(a, &shape) - &at(b, &shape)
+        );
+        let g = ops::gt(a, b).unwrap().to_array::<bool>().unwrap();
+        let want = ndarray::Zip::from(&at(a, &shape))
+            .and(&at(b, &shape))
+            .map_collect(|p, q| p > q);
+        assert_eq!(g, want);
+    }
+    let c = ops::gt(&x, &Tensor::scalar(0.0f64)).unwrap();
+    let c_row = Tensor::from_shape_vec(&[3], vec![true, false, true]).unwrap();
+    let ct = ops::transpose(
+        &ops::gt(
+            &Tensor::from_shape_vec(&[3, 2], (0..6).map(|v| v as f64 - 2.5).collect()).unwrap(),
+            &Tensor::scalar(0.0f64),
+        )
+        .unwrap(),
+        0,
+        1,
+    )
+    .unwrap();
+    for cond in [&c, &c_row, &ct] {
+        for a in [&x, &xt, &one, &one_11, &row] {
+            for b in [&x, &xt, &one, &one_111, &row, &Tensor::scalar(0i64)] {
+                let r = ops::where_(cond, a, b).unwrap();
+                let shape = r.shape().to_vec();
+                let cb = cond.to_array::<bool>().unwrap();
+                let cb = cb.broadcast(ndarray::IxDyn(&shape)).unwrap();
+                let want = ndarray::Zip::from(&cb)
+                    .and(&at(a, &shape))
+                    .and(&at(b, &shape))
+                    .map_collect(|&k, &p, &q| if k { p } else { q });
+                assert_eq!(
+                    r.to_array::<f64>().unwrap(),
+                    want,
+                    "{:?} {:?} {:?}",
+                    cond.shape(),
+                    a.shape(),
+                    b.shape()
+                );
+            }
+        }
+    }
+}

@@ -119,6 +119,27 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
             return Tensor::from_shape_vec(b.shape(), out);
         }
     }
+    // One operand of a single value (a 0-dim scalar, as the vjps of relu and
+    // friends compare against) over contiguous data of the output's shape.
+    if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
+        let out_shape = broadcast_or_err(a.shape(), b.shape())?;
+        if let ([q], true) = (y, out_shape[..] == *a.shape()) {
+            let mut out = take(x.len());
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || out.extend(x.iter().map(|&p| f(p, *q))),
+            );
+            return Tensor::from_shape_vec(a.shape(), out);
+        }
+        if let ([p], true) = (x, out_shape[..] == *b.shape()) {
+            let mut out = take(y.len());
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || out.extend(y.iter().map(|&q| f(*p, q))),
+            );
+            return Tensor::from_shape_vec(b.shape(), out);
+        }
+    }
     // One operand holding one value per block of trailing dims (the other's
     // shape with its trailing dims set to 1, as a `keepdim` reduction gives):
     // each value meets a contiguous block.

@@ -223,7 +223,7 @@ fn where_meta(c: &TensorMeta, a: &TensorMeta, b: &TensorMeta) -> Result<TensorMe
 
 #[kernel(op = "where")]
 fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    fn select<T: crate::Element>(
+    fn select<T: crate::Element + crate::core::buffers::Cached>(
         c: &ndarray::ArcArray<bool, ndarray::IxDyn>,
         a: &ndarray::ArcArray<T, ndarray::IxDyn>,
         b: &ndarray::ArcArray<T, ndarray::IxDyn>,
@@ -231,6 +231,9 @@ fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let shape = broadcast_shapes(a.shape(), b.shape())
             .and_then(|s| broadcast_shapes(c.shape(), &s))
             .ok_or_else(|| Error::invalid("operands do not broadcast"))?;
+        if let Some(out) = select_contiguous(c, a, b, &shape) {
+            return Tensor::from_shape_vec(&shape, out);
+        }
         let dim = ndarray::IxDyn(&shape);
         let (Some(c), Some(a), Some(b)) = (
             c.broadcast(dim.clone()),
@@ -245,6 +248,45 @@ fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 .and(&b)
                 .map_collect(|&c, &x, &y| if c { x } else { y }),
         ))
+    }
+    /// The common case of the backward passes (`where(x > 0, ct, 0)`), as one
+    /// vectorizable pass into a cached buffer: the condition contiguous and of
+    /// the output's shape, each value operand either that too or one value.
+    /// `None` for any other layout.
+    fn select_contiguous<T: crate::Element + crate::core::buffers::Cached>(
+        c: &ndarray::ArcArray<bool, ndarray::IxDyn>,
+        a: &ndarray::ArcArray<T, ndarray::IxDyn>,
+        b: &ndarray::ArcArray<T, ndarray::IxDyn>,
+        shape: &[usize],
+    ) -> Option<Vec<T>> {
+        fn run<T: crate::Element + crate::core::buffers::Cached>(
+            c: &[bool],
+            a: impl Fn(usize) -> T,
+            b: impl Fn(usize) -> T,
+        ) -> Vec<T> {
+            let mut out = crate::core::buffers::take(c.len());
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || {
+                    out.extend(
+                        c.iter()
+                            .enumerate()
+                            .map(|(i, &c)| if c { a(i) } else { b(i) }),
+                    )
+                },
+            );
+            out
+        }
+        let full = |s: &[usize]| s == shape;
+        let c = c.as_slice().filter(|_| full(c.shape()))?;
+        let (x, y) = (a.as_slice()?, b.as_slice()?);
+        match (full(a.shape()), full(b.shape()), x, y) {
+            (true, true, ..) => Some(run(c, |i| x[i], |i| y[i])),
+            (true, false, _, &[q]) => Some(run(c, |i| x[i], |_| q)),
+            (false, true, &[p], _) => Some(run(c, |_| p, |i| y[i])),
+            (false, false, &[p], &[q]) => Some(run(c, |_| p, |_| q)),
+            _ => None,
+        }
     }
     let Data::Bool(cond) = c.data()? else {
         return Err(Error::invalid("the condition must be a bool tensor"));
