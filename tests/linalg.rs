@@ -147,6 +147,10 @@ fn large_products_match_the_definition_in_f64_and_f32() {
         (&[40, 30, 1], &[40, 1, 10]),
         (&[40, 30, 1], &[1, 16]),
         (&[40, 30, 1], &[40, 1, 1]),
+        // Longer rows: whole blocks of 16 values and the rest.
+        (&[40, 30, 1], &[40, 1, 17]),
+        (&[40, 30, 1], &[40, 1, 32]),
+        (&[3, 5, 1], &[3, 1, 16 * 9 + 7]),
         // One product of more than 2^21 multiply-adds and 301 rows: split
         // by rows over the pool (150 and 151) with the `rayon` feature.
         (&[301, 96], &[96, 80]),
@@ -162,6 +166,18 @@ fn large_products_match_the_definition_in_f64_and_f32() {
         );
         let got = ops::to_dtype(&ops::matmul(&a32, &b32).unwrap(), DType::F64).unwrap();
         assert_eq!(arr(&got), want, "f32 {sa:?} @ {sb:?}");
+    }
+    // Outer products whose left columns are strided (every 40th value) or
+    // reversed.
+    let a = t(&[30, 40, 1]).permuted(&[1, 0, 2]).unwrap(); // [40, 30, 1]
+    for b in [t(&[40, 1, 37]), t(&[40, 1, 12])] {
+        let got = ops::matmul(&a, &b).unwrap();
+        assert_eq!(arr(&got), reference(&arr(&a), &arr(&b)));
+        let mut reversed = arr(&a);
+        reversed.invert_axis(ndarray::Axis(1));
+        let r = Tensor::from(reversed.clone());
+        let got = ops::matmul(&r, &b).unwrap();
+        assert_eq!(arr(&got), reference(&reversed, &arr(&b)));
     }
     // Transposed operands, and a reversed one (negative strides).
     let a = t(&[24, 20]).permuted(&[1, 0]).unwrap(); // [20, 24]
