@@ -327,16 +327,14 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
     let mut values = take(count * n * m);
     for t in 0..count {
         let (column, row) = product(t);
-        if !short_scaled_rows(&column, row, |s| values.extend_from_slice(s)) {
-            let column = column.as_slice().map_or_else(
-                || std::borrow::Cow::Owned(column.to_vec()),
-                std::borrow::Cow::Borrowed,
-            );
-            crate::core::simd::vectorized(
-                #[inline(always)]
-                || long_scaled_rows(&column, row, &mut values),
-            );
-        }
+        let column = column.as_slice().map_or_else(
+            || std::borrow::Cow::Owned(column.to_vec()),
+            std::borrow::Cow::Borrowed,
+        );
+        crate::core::simd::vectorized(
+            #[inline(always)]
+            || scaled_rows(&column, row, &mut values),
+        );
     }
     Some(
         Array3::from_shape_vec(shape, values)
@@ -344,92 +342,84 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
     )
 }
 
-/// For a `row` of at most 16 values, passes `x * row` for each `x` of
-/// `column` to `push`, as a fixed-size array (so each output row is a few
-/// vector multiplies and stores with no loop around them), and returns
-/// `true`; `false` for longer rows, which the callers write with a loop. A
-/// loop over each row of 10 (W8's second layer, 256 x 128 x 10) ran at about
-/// 3.5 ns a row, its remainder unvectorized. (Only the serial path: in the
-/// `rayon` path's pieces the same arrays were slower than the loop.)
+/// Appends `x * row` to `out` for each `x` of `column`, written into the
+/// spare capacity and exposed once at the end (`extend` per row stores the
+/// `Vec`'s length after every row or block). A row of at most 16 values is
+/// one fixed-size array (a few vector multiplies and stores, no loop); a
+/// longer one is blocks of 16 values and a loop for the rest. Measured on
+/// W8's outer products, one core: 256 x 64 x 128 took 197 µs with `extend`
+/// and a loop of unknown length per row and 138 µs this way (a fill of the
+/// same 8 MiB with one value: 142 µs); 256 x 128 x 10 took 93 µs with the
+/// loop, 77 µs with one `extend_from_slice` of an array per row, and
+/// 37 µs this way.
 #[inline(always)]
-fn short_scaled_rows<T: LinalgScalar>(
-    column: &ndarray::ArrayView1<'_, T>,
-    row: &[T],
-    push: impl FnMut(&[T]),
-) -> bool {
-    #[inline(always)]
-    fn rows_of<T: LinalgScalar, const M: usize>(
-        column: &ndarray::ArrayView1<'_, T>,
-        row: &[T; M],
-        mut push: impl FnMut(&[T]),
-    ) {
-        for &x in column.iter() {
-            let scaled: [T; M] = std::array::from_fn(|j| x * row[j]);
-            push(&scaled);
-        }
-    }
-    macro_rules! widths {
-        ($($m:literal)*) => {
-            match row.len() {
-                $($m => match <&[T; $m]>::try_from(row) {
-                    Ok(r) => rows_of::<T, $m>(column, r, push),
-                    Err(_) => return false,
-                },)*
-                _ => return false,
-            }
-        };
-    }
-    widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-    true
-}
-
-/// Appends `x * row` to `out` for each `x` of `column`, for rows longer than
-/// 16 values: each row as blocks of 16 (fixed-size arrays: a few vector
-/// multiplies and stores) and a loop for the rest, all written into the
-/// spare capacity and exposed once at the end. `extend` with a loop over
-/// each row (whose length the compiler does not know) took 197 µs for W8's
-/// 256 x 64 x 128 outer products, storing the `Vec`'s length after every
-/// few values; this takes 138 µs, as fast as filling the same 8 MiB with one
-/// value (142 µs).
-#[inline(always)]
-fn long_scaled_rows<T: LinalgScalar>(column: &[T], row: &[T], out: &mut Vec<T>) {
+fn scaled_rows<T: LinalgScalar>(column: &[T], row: &[T], out: &mut Vec<T>) {
     const BLOCK: usize = 16;
-    if row.is_empty() {
-        return;
-    }
-    let Some(total) = column.len().checked_mul(row.len()) else {
-        return;
-    };
-    let (blocks, rest) = row.split_at(row.len() / BLOCK * BLOCK);
-    out.reserve(total);
-    // Written through the spare capacity (not `extend`, which stores the
-    // length after every block), then exposed at once.
-    let mut written = 0;
-    for (slots, &x) in out.spare_capacity_mut()[..total]
-        .chunks_exact_mut(row.len())
-        .zip(column)
-    {
-        let (head, tail) = slots.split_at_mut(blocks.len());
-        for (slots, block) in head.chunks_exact_mut(BLOCK).zip(blocks.chunks_exact(BLOCK)) {
-            if let (Ok(slots), Ok(block)) = (
-                <&mut [_; BLOCK]>::try_from(slots),
-                <&[T; BLOCK]>::try_from(block),
-            ) {
-                let scaled: [T; BLOCK] = std::array::from_fn(|j| x * block[j]);
+    /// Each row of `slots` (of `M` values) is `x * row` for its `x`.
+    #[inline(always)]
+    fn short<T: LinalgScalar, const M: usize>(
+        slots: &mut [std::mem::MaybeUninit<T>],
+        column: &[T],
+        row: &[T; M],
+    ) {
+        for (slots, &x) in slots.chunks_exact_mut(M).zip(column) {
+            if let Ok(slots) = <&mut [_; M]>::try_from(slots) {
+                let scaled: [T; M] = std::array::from_fn(|j| x * row[j]);
                 for (slot, v) in slots.iter_mut().zip(scaled) {
                     slot.write(v);
                 }
             }
         }
-        for (slot, &y) in tail.iter_mut().zip(rest) {
-            slot.write(x * y);
-        }
-        written += row.len();
     }
-    // SAFETY: the `written` slots after the length are the first `written`
-    // of the spare capacity, each of which the loop above wrote (every slot
-    // of each whole row it visited: the blocks and the tail cover the row).
-    unsafe { out.set_len(out.len() + written) };
+    /// The same for rows longer than [`BLOCK`].
+    #[inline(always)]
+    fn long<T: LinalgScalar>(slots: &mut [std::mem::MaybeUninit<T>], column: &[T], row: &[T]) {
+        let (blocks, rest) = row.split_at(row.len() / BLOCK * BLOCK);
+        for (slots, &x) in slots.chunks_exact_mut(row.len()).zip(column) {
+            let (head, tail) = slots.split_at_mut(blocks.len());
+            for (slots, block) in head.chunks_exact_mut(BLOCK).zip(blocks.chunks_exact(BLOCK)) {
+                if let (Ok(slots), Ok(block)) = (
+                    <&mut [_; BLOCK]>::try_from(slots),
+                    <&[T; BLOCK]>::try_from(block),
+                ) {
+                    let scaled: [T; BLOCK] = std::array::from_fn(|j| x * block[j]);
+                    for (slot, v) in slots.iter_mut().zip(scaled) {
+                        slot.write(v);
+                    }
+                }
+            }
+            for (slot, &y) in tail.iter_mut().zip(rest) {
+                slot.write(x * y);
+            }
+        }
+    }
+    let Some(total) = column.len().checked_mul(row.len()) else {
+        return;
+    };
+    if total == 0 {
+        return;
+    }
+    out.reserve(total);
+    let slots = &mut out.spare_capacity_mut()[..total];
+    macro_rules! widths {
+        ($($m:literal)*) => {
+            match row.len() {
+                $($m => match <&[T; $m]>::try_from(row) {
+                    Ok(r) => short::<T, $m>(slots, column, r),
+                    Err(_) => return,
+                },)*
+                _ => long(slots, column, row),
+            }
+        };
+    }
+    widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    // SAFETY: the first `total` slots of the spare capacity are `column.len()`
+    // rows of `row.len()` slots (`total` is their product and not 0, so each
+    // chunking above is exact and `row.len() > 0`), one per value of
+    // `column`, and every slot of each row was written: by the array of `M`
+    // values (`M == row.len()`), or by the blocks and the loop for the rest,
+    // which together cover the row.
+    unsafe { out.set_len(out.len() + total) };
 }
 
 /// Products below this many multiply-adds go to `matrixmultiply` (through
