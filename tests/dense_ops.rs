@@ -306,3 +306,46 @@ fn one_value_operands_and_where_layouts_match_broadcasting() {
         }
     }
 }
+
+#[test]
+fn broadcast_new_dim_repeats_along_the_new_dim_at_every_position() {
+    let x = Tensor::from_shape_vec(&[2, 3, 4], (0..24).map(|v| v as f64).collect()).unwrap();
+    let inputs = [
+        x.clone(),
+        ops::transpose(&x, 0, 2).unwrap(), // not standard layout
+        ops::to_dtype(&x, DType::I64).unwrap(),
+        ops::gt(&x, &Tensor::scalar(10.0f64)).unwrap(),
+        Tensor::from_shape_vec(&[2, 0, 3], Vec::<f32>::new()).unwrap(),
+        Tensor::scalar(2.5f32),
+    ];
+    for input in &inputs {
+        let a = ops::to_dtype(input, DType::F64)
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap();
+        for dim in 0..=input.ndim() {
+            for size in [0, 1, 3] {
+                let got = input.broadcast_new_dim(dim, size).unwrap();
+                assert_eq!(got.dtype(), input.dtype());
+                let mut shape = input.shape().to_vec();
+                shape.insert(dim, size);
+                assert_eq!(got.shape(), &shape[..]);
+                let got = ops::to_dtype(&got, DType::F64)
+                    .unwrap()
+                    .to_array::<f64>()
+                    .unwrap();
+                for (idx, &v) in got.indexed_iter() {
+                    let mut src = ndarray::Dimension::slice(&idx).to_vec();
+                    src.remove(dim);
+                    assert_eq!(
+                        v,
+                        a[ndarray::IxDyn(&src)],
+                        "{:?} dim {dim} size {size}",
+                        input.shape()
+                    );
+                }
+            }
+        }
+    }
+    assert!(x.broadcast_new_dim(4, 2).is_err());
+}

@@ -135,6 +135,25 @@ pub trait LevelTensor: Any + Send + Sync + fmt::Debug {
     fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor>;
 }
 
+/// `x`'s blocks of `block` values, each repeated `times` times in a row (all
+/// of `x` `times` times for a `block` of `x.len()`; nothing for an empty
+/// block).
+fn repeat_blocks<T: Copy + crate::core::buffers::Cached>(
+    x: &[T],
+    block: usize,
+    times: usize,
+) -> Vec<T> {
+    let mut out = crate::core::buffers::take(x.len().saturating_mul(times));
+    if block > 0 {
+        for chunk in x.chunks_exact(block) {
+            for _ in 0..times {
+                out.extend_from_slice(chunk);
+            }
+        }
+    }
+    out
+}
+
 /// A tensor: dense `ndarray` storage, or (inside a transform such as `vmap`) a
 /// value at that transform's level.
 ///
@@ -446,6 +465,18 @@ impl Tensor {
                 shape.insert(dim, size);
                 check_alloc_in("Tensor::broadcast_new_dim", &shape, d.dtype())?;
                 Ok(Tensor::from_data(each_dtype!(&***d, a => {
+                    if let Some(x) = a.as_slice() {
+                        // Standard layout: each block of the trailing dims
+                        // copied `size` times in a row, into a cached buffer.
+                        let block: usize = a.shape()[dim..].iter().product();
+                        let values = repeat_blocks(x, block, size);
+                        match ndarray::ArcArray::from_shape_vec(IxDyn(&shape), values) {
+                            Ok(v) => return Ok(Tensor::from_data(Element::wrap(v))),
+                            Err(e) => return Err(Error::Tensor(format!(
+                                "Tensor::broadcast_new_dim: {e}"
+                            ))),
+                        }
+                    }
                     let expanded = a.view().insert_axis(ndarray::Axis(dim));
                     match expanded.broadcast(IxDyn(&shape)) {
                         Some(v) => Element::wrap(v.to_owned().into_shared()),
