@@ -259,32 +259,32 @@ fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         b: &ndarray::ArcArray<T, ndarray::IxDyn>,
         shape: &[usize],
     ) -> Option<Vec<T>> {
-        fn run<T: crate::Element + crate::core::buffers::Cached>(
-            c: &[bool],
-            a: impl Fn(usize) -> T,
-            b: impl Fn(usize) -> T,
+        /// For each (condition, candidate, candidate) of `values`, the
+        /// candidate the condition picks. `values` zips slices, so the loop
+        /// has no bounds checks and vectorizes into selects, not branches.
+        fn run<T: crate::core::buffers::Cached>(
+            n: usize,
+            values: impl Iterator<Item = (bool, T, T)>,
         ) -> Vec<T> {
-            let mut out = crate::core::buffers::take(c.len());
+            let mut out = crate::core::buffers::take(n);
             crate::core::simd::vectorized(
                 #[inline(always)]
-                || {
-                    out.extend(
-                        c.iter()
-                            .enumerate()
-                            .map(|(i, &c)| if c { a(i) } else { b(i) }),
-                    )
-                },
+                || out.extend(values.map(|(c, x, y)| if c { x } else { y })),
             );
             out
         }
         let full = |s: &[usize]| s == shape;
         let c = c.as_slice().filter(|_| full(c.shape()))?;
         let (x, y) = (a.as_slice()?, b.as_slice()?);
+        let n = c.len();
         match (full(a.shape()), full(b.shape()), x, y) {
-            (true, true, ..) => Some(run(c, |i| x[i], |i| y[i])),
-            (true, false, _, &[q]) => Some(run(c, |i| x[i], |_| q)),
-            (false, true, &[p], _) => Some(run(c, |_| p, |i| y[i])),
-            (false, false, &[p], &[q]) => Some(run(c, |_| p, |_| q)),
+            (true, true, ..) => Some(run(
+                n,
+                c.iter().zip(x).zip(y).map(|((&c, &x), &y)| (c, x, y)),
+            )),
+            (true, false, _, &[q]) => Some(run(n, c.iter().zip(x).map(|(&c, &x)| (c, x, q)))),
+            (false, true, &[p], _) => Some(run(n, c.iter().zip(y).map(|(&c, &y)| (c, p, y)))),
+            (false, false, &[p], &[q]) => Some(run(n, c.iter().map(|&c| (c, p, q)))),
             _ => None,
         }
     }
