@@ -349,3 +349,71 @@ fn broadcast_new_dim_repeats_along_the_new_dim_at_every_position() {
     }
     assert!(x.broadcast_new_dim(4, 2).is_err());
 }
+
+#[test]
+fn gather_and_scatter_add_match_loops_along_every_dim() {
+    let shape = [3usize, 4, 5];
+    let x =
+        Tensor::from_shape_vec(&shape, (0..60).map(|v| v as f64 * 0.5 - 7.0).collect()).unwrap();
+    let xa = x.to_array::<f64>().unwrap();
+    for d in 0..3 {
+        for n in [1usize, 2, 7] {
+            let mut ishape = shape.to_vec();
+            ishape[d] = n;
+            let count: usize = ishape.iter().product();
+            // Positions that repeat (scatter_add sums them) and cover the dim.
+            let values: Vec<i64> = (0..count)
+                .map(|i| ((i * 7 + 3) % shape[d]) as i64)
+                .collect();
+            let index = Tensor::from_shape_vec(&ishape, values).unwrap();
+            let ia = index.to_array::<i64>().unwrap();
+            let src =
+                Tensor::from_shape_vec(&ishape, (0..count).map(|v| v as f64 + 0.25).collect())
+                    .unwrap();
+            let sa = src.to_array::<f64>().unwrap();
+            let gathered = ops::gather(&x, d as i64, &index)
+                .unwrap()
+                .to_array::<f64>()
+                .unwrap();
+            let mut summed = xa.clone();
+            for (p, &v) in ia.indexed_iter() {
+                let mut at = ndarray::Dimension::slice(&p).to_vec();
+                assert_eq!(gathered[&p], {
+                    at[d] = v as usize;
+                    xa[ndarray::IxDyn(&at)]
+                });
+                summed[ndarray::IxDyn(&at)] += sa[&p];
+            }
+            let scattered = ops::scatter_add(&x, d as i64, &index, &src).unwrap();
+            assert_eq!(scattered.to_array::<f64>().unwrap(), summed, "dim {d}, {n}");
+            // The same through non-standard layouts (the general loop).
+            let strided = |t: &Tensor| {
+                let back = ops::permute(t, &[2, 1, 0]).unwrap();
+                let copy = ops::add(&back, &Tensor::scalar(0i64)).unwrap();
+                copy.permuted(&[2, 1, 0]).unwrap()
+            };
+            let (xs, is, ss) = (strided(&x), strided(&index), strided(&src));
+            assert_eq!(
+                ops::gather(&xs, d as i64, &is)
+                    .unwrap()
+                    .to_array::<f64>()
+                    .unwrap(),
+                gathered
+            );
+            assert_eq!(
+                ops::scatter_add(&xs, d as i64, &is, &ss)
+                    .unwrap()
+                    .to_array::<f64>()
+                    .unwrap(),
+                summed
+            );
+            // An index out of range is an error on both paths.
+            let mut bad: Vec<i64> = ia.iter().copied().collect();
+            bad[count - 1] = shape[d] as i64;
+            let bad = Tensor::from_shape_vec(&ishape, bad).unwrap();
+            assert!(ops::gather(&x, d as i64, &bad).is_err());
+            assert!(ops::scatter_add(&x, d as i64, &bad, &src).is_err());
+            assert!(ops::gather(&xs, d as i64, &strided(&bad)).is_err());
+        }
+    }
+}

@@ -45,6 +45,23 @@ fn positions(index: &Tensor, size: usize) -> Result<Vec<usize>> {
 /// `v` as a position in a dim of `size`. The message names only the value and
 /// the size: under vmap this runs on physical tensors, whose dims and shapes are
 /// not the ones the user wrote.
+/// For the gather and scatter kernels' plain-slice path: if `index` has
+/// `full`'s shape but at dim `d`, the size of `d` in `full` and in `index` and
+/// the number of values after `d`, each non-zero (so both arrays are blocks of
+/// `size * inner` and `n * inner` values, one per position before `d`).
+fn around_dim(full: &[usize], index: &[usize], d: usize) -> Option<(usize, usize, usize)> {
+    let same_outside = full.len() == index.len()
+        && d < full.len()
+        && full
+            .iter()
+            .zip(index)
+            .enumerate()
+            .all(|(k, (a, b))| k == d || a == b);
+    let inner: usize = full.get(d + 1..)?.iter().product();
+    let (size, n) = (*full.get(d)?, *index.get(d)?);
+    (same_outside && size > 0 && n > 0 && inner > 0).then_some((size, n, inner))
+}
+
 fn checked_position(v: i64, size: usize) -> Result<usize> {
     match usize::try_from(v) {
         Ok(p) if p < size => Ok(p),
@@ -276,6 +293,23 @@ fn gather_array<T: Element>(
         )));
     }
     let size = src.shape()[d];
+    if let (Some(x), Some(ix), Some((size, n, inner))) = (
+        src.as_slice(),
+        idx.as_slice(),
+        around_dim(src.shape(), idx.shape(), d),
+    ) {
+        // Both standard layout and of one shape but at `d`: blocks of plain
+        // slices, in the same order as the general loop below.
+        let mut out = Vec::with_capacity(ix.len());
+        for (from, io) in x.chunks_exact(size * inner).zip(ix.chunks_exact(n * inner)) {
+            for row in io.chunks_exact(inner) {
+                for (j, &v) in row.iter().enumerate() {
+                    out.push(from[checked_position(v, size)? * inner + j]);
+                }
+            }
+        }
+        return Tensor::from_shape_vec(index.shape(), out);
+    }
     let mut pos = vec![0usize; src.ndim()];
     let mut out = Vec::with_capacity(idx.len());
     for (p, &v) in idx.indexed_iter() {
@@ -719,6 +753,28 @@ fn scatter_add_array<T: Summand>(
         )));
     }
     let size = dest.shape()[d];
+    let fast = around_dim(dest.shape(), idx.shape(), d).filter(|_| src.shape() == idx.shape());
+    if let (Some(s), Some(ix), Some(to), Some((size, n, inner))) =
+        (src.as_slice(), idx.as_slice(), dest.as_slice_mut(), fast)
+    {
+        // All standard layout, `src` of the index's shape, which is `self`'s
+        // but at `d`: blocks of plain slices, in the same order as the
+        // general loop below.
+        let block = n * inner;
+        for ((to, io), so) in to
+            .chunks_exact_mut(size * inner)
+            .zip(ix.chunks_exact(block))
+            .zip(s.chunks_exact(block))
+        {
+            for (row, values) in io.chunks_exact(inner).zip(so.chunks_exact(inner)) {
+                for (j, (&v, &value)) in row.iter().zip(values).enumerate() {
+                    let o = &mut to[checked_position(v, size)? * inner + j];
+                    *o = o.plus(value);
+                }
+            }
+        }
+        return Ok(Tensor::from(out));
+    }
     let mut pos = vec![0usize; dest.ndim()];
     for (p, &v) in idx.indexed_iter() {
         let from = ndarray::Dimension::slice(&p);
