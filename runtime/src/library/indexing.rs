@@ -42,14 +42,13 @@ fn positions(index: &Tensor, size: usize) -> Result<Vec<usize>> {
     ix.iter().map(|&v| checked_position(v, size)).collect()
 }
 
-/// `v` as a position in a dim of `size`. The message names only the value and
-/// the size: under vmap this runs on physical tensors, whose dims and shapes are
-/// not the ones the user wrote.
 /// For the gather and scatter kernels' plain-slice path: if `index` has
-/// `full`'s shape but at dim `d`, the size of `d` in `full` and in `index` and
-/// the number of values after `d`, each non-zero (so both arrays are blocks of
-/// `size * inner` and `n * inner` values, one per position before `d`).
-fn around_dim(full: &[usize], index: &[usize], d: usize) -> Option<(usize, usize, usize)> {
+/// `full`'s shape but at dim `d`, the size `n` of `d` in `index` and the
+/// number `inner` of values after `d`, both non-zero, with `d` non-empty in
+/// `full` too (so, with `size` the size of `d` in `full`, both arrays are
+/// blocks of `size * inner` and `n * inner` values, one per position before
+/// `d`).
+fn around_dim(full: &[usize], index: &[usize], d: usize) -> Option<(usize, usize)> {
     let same_outside = full.len() == index.len()
         && d < full.len()
         && full
@@ -59,9 +58,12 @@ fn around_dim(full: &[usize], index: &[usize], d: usize) -> Option<(usize, usize
             .all(|(k, (a, b))| k == d || a == b);
     let inner: usize = full.get(d + 1..)?.iter().product();
     let (size, n) = (*full.get(d)?, *index.get(d)?);
-    (same_outside && size > 0 && n > 0 && inner > 0).then_some((size, n, inner))
+    (same_outside && size > 0 && n > 0 && inner > 0).then_some((n, inner))
 }
 
+/// `v` as a position in a dim of `size`. The message names only the value and
+/// the size: under vmap this runs on physical tensors, whose dims and shapes are
+/// not the ones the user wrote.
 fn checked_position(v: i64, size: usize) -> Result<usize> {
     match usize::try_from(v) {
         Ok(p) if p < size => Ok(p),
@@ -293,7 +295,7 @@ fn gather_array<T: Element>(
         )));
     }
     let size = src.shape()[d];
-    if let (Some(x), Some(ix), Some((size, n, inner))) = (
+    if let (Some(x), Some(ix), Some((n, inner))) = (
         src.as_slice(),
         idx.as_slice(),
         around_dim(src.shape(), idx.shape(), d),
@@ -754,7 +756,7 @@ fn scatter_add_array<T: Summand>(
     }
     let size = dest.shape()[d];
     let fast = around_dim(dest.shape(), idx.shape(), d).filter(|_| src.shape() == idx.shape());
-    if let (Some(s), Some(ix), Some(to), Some((size, n, inner))) =
+    if let (Some(s), Some(ix), Some(to), Some((n, inner))) =
         (src.as_slice(), idx.as_slice(), dest.as_slice_mut(), fast)
     {
         // All standard layout, `src` of the index's shape, which is `self`'s
