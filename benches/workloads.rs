@@ -384,7 +384,17 @@ fn r_rayon(c: &mut Criterion) {
     let w1_xs = tensor(&[1024, 64]);
     let (w8_params, w8_xs, w8_ys) = w8_inputs(1024);
     let mut g = c.benchmark_group("R_rayon");
-    for (name, pool) in [("1_thread", &one), ("all_threads", &all)] {
+    // `all_threads_no_spin`: the same pool with `set_spin_window(0)`, so
+    // workers sleep between regions as rayon decides (the same-run baseline
+    // of the spin window).
+    let spin = batchrules::DEFAULT_SPIN_WINDOW;
+    let no_spin = std::time::Duration::ZERO;
+    for (name, pool, window) in [
+        ("1_thread", &one, spin),
+        ("all_threads", &all, spin),
+        ("all_threads_no_spin", &all, no_spin),
+    ] {
+        batchrules::set_spin_window(window);
         g.bench_function(BenchmarkId::new("fallback_cumsum_b1024", name), |bch| {
             pool.install(|| bch.iter(|| black_box(cumsum.call(&rows).unwrap())))
         });
@@ -403,6 +413,7 @@ fn r_rayon(c: &mut Criterion) {
             })
         });
     }
+    batchrules::set_spin_window(spin);
     g.finish();
 }
 
@@ -680,6 +691,26 @@ const ROWS: &[(&str, &str, &str)] = &[
         "R_rayon",
         "W8_per_sample_grads_b1024/all_threads",
         "W8_per_sample_grads_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W1_mlp_b1024/all_threads_no_spin",
+        "W1_mlp_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W8_per_sample_grads_b1024/all_threads_no_spin",
+        "W8_per_sample_grads_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W1_mlp_b1024/all_threads",
+        "W1_mlp_b1024/all_threads_no_spin",
+    ),
+    (
+        "R_rayon",
+        "W8_per_sample_grads_b1024/all_threads",
+        "W8_per_sample_grads_b1024/all_threads_no_spin",
     ),
 ];
 

@@ -64,6 +64,8 @@ pub use crate::core::buffers::{
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::random::derive_seed;
+#[cfg(feature = "rayon")]
+pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};

@@ -214,6 +214,7 @@ pub(crate) fn par_build<T: Cached + Send>(
     fill: impl Fn(usize, &mut Piece<'_, T>) + Sync + Send,
 ) -> crate::Result<Vec<T>> {
     use rayon::prelude::*;
+    crate::core::spin::region();
     let piece = piece.max(1);
     let mut values = take(len);
     values.reserve(len);

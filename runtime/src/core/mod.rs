@@ -15,6 +15,8 @@ pub(crate) mod error;
 pub(crate) mod meta_rules;
 pub(crate) mod random;
 pub(crate) mod simd;
+#[cfg(feature = "rayon")]
+pub(crate) mod spin;
 pub(crate) mod tensor;
 pub(crate) mod tree;
 pub(crate) mod value;

@@ -524,6 +524,7 @@ macro_rules! float_gemm {
             {
                 let parts = if split { split_parts(m, work) } else { 1 };
                 if parts > 1 {
+                    crate::core::spin::region();
                     // Parts of whole rows, each a product of its own (`b` is
                     // packed once per part) into its own rows of `c`.
                     use ndarray::parallel::prelude::*;
@@ -705,6 +706,7 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
             >= crate::core::broadcast::PARALLEL_ELEMENTS * 4
     {
         use rayon::prelude::*;
+        crate::core::spin::region();
         out.axis_iter_mut(Axis(0))
             .into_par_iter()
             .enumerate()

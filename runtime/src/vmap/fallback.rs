@@ -136,6 +136,7 @@ pub(crate) fn run(
         #[cfg(feature = "rayon")]
         {
             use rayon::prelude::*;
+            crate::core::spin::region();
             (0..size)
                 .into_par_iter()
                 .map(example)
