@@ -382,6 +382,19 @@ fn r_rayon(c: &mut Criterion) {
         tensor(&[10]),
     );
     let w1_xs = tensor(&[1024, 64]);
+    // W1 in `linear`'s layout (the bias add fused into `addmm`), as W1's
+    // `batchrules_vmap_linear`.
+    let w1_linear_params = (
+        tensor(&[128, 64]),
+        tensor(&[128]),
+        tensor(&[10, 128]),
+        tensor(&[10]),
+    );
+    let w1_linear = vmap(|x: Tensor| {
+        let p = &w1_linear_params;
+        let h = ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?;
+        ops::log_softmax(&ops::linear(&h, &p.2, Some(&p.3))?, -1)
+    });
     let (w8_params, w8_xs, w8_ys) = w8_inputs(1024);
     let mut g = c.benchmark_group("R_rayon");
     // `all_threads_no_spin`: the same pool with `set_spin_window(0)`, so
@@ -406,6 +419,9 @@ fn r_rayon(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("W1_mlp_b1024", name), |bch| {
             pool.install(|| bch.iter(|| black_box(mlp_batched(&w1_params, &w1_xs).unwrap())))
+        });
+        g.bench_function(BenchmarkId::new("W1_mlp_linear_b1024", name), |bch| {
+            pool.install(|| bch.iter(|| black_box(w1_linear.call(&w1_xs).unwrap())))
         });
         g.bench_function(BenchmarkId::new("W8_per_sample_grads_b1024", name), |bch| {
             pool.install(|| {
@@ -691,6 +707,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "R_rayon",
         "W8_per_sample_grads_b1024/all_threads",
         "W8_per_sample_grads_b1024/1_thread",
+    ),
+    (
+        "R_rayon",
+        "W1_mlp_linear_b1024/all_threads",
+        "W1_mlp_linear_b1024/1_thread",
     ),
     (
         "R_rayon",

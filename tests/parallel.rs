@@ -66,6 +66,16 @@ fn a_large_product_split_by_rows() {
     close(&ops::matmul(&ta, &tb).unwrap(), &product);
     let with_bias = ops::addmm(&Tensor::from(bias.clone()), &ta, &tb, false).unwrap();
     close(&with_bias, &(&product + &bias));
+    // `addmm` fills, accumulates into and activates each block of rows on
+    // the pool (301 rows: blocks that do not divide them evenly): with the
+    // fused relu, and with biases whose rows are not a contiguous vector (a
+    // whole matrix, a column broadcast along the rows).
+    let relu = ops::addmm(&Tensor::from(bias.clone()), &ta, &tb, true).unwrap();
+    close(&relu, &(&product + &bias).mapv(|v| v.max(0.0)));
+    for bias in [big(&[301, 80], 4.0), big(&[301, 1], 5.0)] {
+        let got = ops::addmm(&Tensor::from(bias.clone()), &ta, &tb, true).unwrap();
+        close(&got, &(&product + &bias).mapv(|v| v.max(0.0)));
+    }
 }
 
 /// Products with an inner dim of 1 (per-sample outer products, as in

@@ -198,6 +198,20 @@ impl<T> Piece<'_, T> {
             })
             .count();
     }
+
+    /// Takes back every value written so far: [`par_build`] then reports the
+    /// piece as unwritten (an error) instead of returning its values.
+    pub(crate) fn unwrite(&mut self) {
+        self.written = 0;
+    }
+
+    /// The values written so far, to be changed in place.
+    pub(crate) fn written_mut(&mut self) -> &mut [T] {
+        let written = &mut self.slots[..self.written];
+        // SAFETY: `extend` initialized the first `written` slots, and
+        // `MaybeUninit<T>` has the layout of `T`.
+        unsafe { std::slice::from_raw_parts_mut(written.as_mut_ptr().cast::<T>(), written.len()) }
+    }
 }
 
 /// `len` values in a buffer from this thread's cache, written on rayon's

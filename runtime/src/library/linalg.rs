@@ -475,6 +475,17 @@ trait Gemm: LinalgScalar + Send + Sync + Cached {
     ) {
         general_mat_mul(Self::one(), a, b, Self::one(), c);
     }
+
+    /// [`Gemm::gemm_accumulate`] on the calling thread only (a part of a
+    /// product the caller already split over the pool).
+    #[cfg(feature = "rayon")]
+    fn gemm_accumulate_here(
+        a: &ArrayView2<'_, Self>,
+        b: &ArrayView2<'_, Self>,
+        c: &mut ArrayViewMut2<'_, Self>,
+    ) {
+        general_mat_mul(Self::one(), a, b, Self::one(), c);
+    }
 }
 
 /// i64 products wrap (see [`matmul_dense`]); `matrixmultiply` has no integer
@@ -494,6 +505,15 @@ macro_rules! float_gemm {
                 c: &mut ArrayViewMut2<'_, $t>,
             ) {
                 $product(a, b, c, true, true)
+            }
+
+            #[cfg(feature = "rayon")]
+            fn gemm_accumulate_here(
+                a: &ArrayView2<'_, $t>,
+                b: &ArrayView2<'_, $t>,
+                c: &mut ArrayViewMut2<'_, $t>,
+            ) {
+                $product(a, b, c, true, false)
             }
         }
 
@@ -851,7 +871,10 @@ const MIN_BLOCK_ROWS: usize = 128;
 /// `bias + a @ b` (then `relu` if asked) in one pass over the output: each
 /// block of output rows is filled with the rows of `bias` (broadcast), the
 /// product is accumulated into it, and the activation applied to it in place.
-/// Without the activation the whole output is one block.
+/// Without the activation the whole output is one block; with the `rayon`
+/// feature, a product large enough to be split is cut into blocks of rows
+/// that the pool computes each on one thread, fill and activation included
+/// (the fill had been a serial pass before the split product).
 fn addmm_arrays<T: Gemm + PartialOrd>(
     bias: ArrayViewD<'_, T>,
     a: ArrayViewD<'_, T>,
@@ -893,7 +916,43 @@ fn addmm_arrays<T: Gemm + PartialOrd>(
         n
     }
     .max(1);
-    let mut values = take(checked_numel(&[n, m])?);
+    let len = checked_numel(&[n, m])?;
+    #[cfg(feature = "rayon")]
+    {
+        let parts = split_parts(n, n.saturating_mul(k).saturating_mul(m));
+        if parts > 1 {
+            // Blocks of rows on the pool, each filled with its bias rows,
+            // accumulated into and activated while in its core's cache.
+            let block_rows = block_rows.min(n.div_ceil(parts)).max(1);
+            let values = crate::core::buffers::par_build(len, block_rows * m, |start, piece| {
+                let (first, count) = (start / m.max(1), piece.len() / m.max(1));
+                for r in rows.slice(ndarray::s![first..first + count, ..]).rows() {
+                    match r.as_slice() {
+                        Some(s) => piece.extend(s.iter().copied()),
+                        None => piece.extend(r.iter().copied()),
+                    }
+                }
+                let values = piece.written_mut();
+                let Ok(mut out) = ArrayViewMut2::from_shape((count, m), &mut *values) else {
+                    // (Cannot happen: the piece holds `count` whole rows.)
+                    // Without the product the values would be wrong: the
+                    // piece is reported unwritten, and the call errs.
+                    piece.unwrite();
+                    return;
+                };
+                let a = a2.slice(ndarray::s![first..first + count, ..]);
+                T::gemm_accumulate_here(&a, &b2, &mut out);
+                if relu {
+                    for v in values.iter_mut() {
+                        *v = super::unary::relu_value(*v);
+                    }
+                }
+            })?;
+            return ArrayD::from_shape_vec(IxDyn(&shape), values)
+                .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")));
+        }
+    }
+    let mut values = take(len);
     for start in (0..n).step_by(block_rows) {
         let end = (start + block_rows).min(n);
         for r in rows.slice(ndarray::s![start..end, ..]).rows() {
