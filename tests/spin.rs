@@ -34,12 +34,25 @@ fn spinners_start_with_a_region_and_end_after_the_window() {
         // right after it, one per other thread of the pool.
         set_spin_window(Duration::from_millis(300));
         assert!(spinners_end_within(Duration::from_secs(5)));
+        // The region runs on a pool thread (`install`), which spawns one
+        // spinner per other thread, and while none has looked for work yet
+        // one more, which ends at once if it lands on the spawning thread.
         let y = pool.install(|| ops::add(&x, &x)).unwrap();
         assert_eq!(y.to_array::<f32>().unwrap(), expected);
-        assert_eq!(live_spinners(), threads - 1, "{threads} threads");
-        // More regions within the window spawn no more spinners.
-        pool.install(|| ops::add(&x, &x)).unwrap();
-        assert_eq!(live_spinners(), threads - 1, "{threads} threads");
+        let live = live_spinners();
+        assert!(
+            (threads - 1..=threads).contains(&live),
+            "{threads} threads: {live} spinners"
+        );
+        // More regions within the window never make more than one per thread.
+        for _ in 0..20 {
+            pool.install(|| ops::add(&x, &x)).unwrap();
+            let live = live_spinners();
+            assert!(
+                (1..=threads).contains(&live),
+                "{threads} threads: {live} spinners"
+            );
+        }
         // And they end after it (with ample slack for a loaded machine).
         assert!(spinners_end_within(Duration::from_secs(10)));
     }

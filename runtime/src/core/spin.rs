@@ -11,10 +11,15 @@
 //! pool is live, spawns one: a pool job that keeps looking for work (and runs
 //! any it finds) until no region has started for [`spin_window`]. The first
 //! region of a burst still waits for a worker to wake; the next ones find it
-//! awake.
+//! awake. A spinner that runs a job it found is not looking for work while
+//! the job lasts (the job may be the caller's whole computation, sent to the
+//! pool by `install`): when no spinner has found the pool idle for 50 µs,
+//! a region spawns one more, up to one per thread of the pool.
 //!
 //! The cost is CPU time: a spinner keeps its core busy for up to the window
-//! after the last region. One known hazard is bounded by the window: a
+//! after the last region (it yields the core to the OS between its looks, so
+//! a caller outside the pool can still run there). One known hazard is
+//! bounded by the window: a
 //! worker that picks a spinner up while it waits for a job of its own
 //! resumes that job's caller only when the spinner ends. A spinner never runs
 //! on the thread that spawned it (it ends at once there), so a caller that
@@ -33,6 +38,13 @@ static WINDOW_NS: AtomicU64 = AtomicU64::new(DEFAULT_SPIN_WINDOW.as_nanos() as u
 static LAST_REGION_NS: AtomicU64 = AtomicU64::new(0);
 /// Spinners spawned and not yet ended.
 static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+/// When a spinner last found no work, in nanoseconds since [`epoch`]: a
+/// spinner that runs a job it found (the rest of a caller's work, say) is
+/// not looking for more until the job ends, and then another may be needed.
+static LAST_IDLE_NS: AtomicU64 = AtomicU64::new(0);
+/// A spinner that has not found the pool idle for this long is taken to be
+/// busy with a job.
+const BUSY_AFTER_NS: u64 = 50_000;
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -85,8 +97,17 @@ pub(crate) fn region() {
     if window == 0 {
         return;
     }
-    LAST_REGION_NS.store(now_ns(), Ordering::Relaxed);
-    let want = rayon::current_num_threads().saturating_sub(1);
+    let now = now_ns();
+    LAST_REGION_NS.store(now, Ordering::Relaxed);
+    let threads = rayon::current_num_threads();
+    // One spinner per other thread; one more, up to one per thread, while
+    // none of them is looking for work (each is running a job).
+    let busy = now.saturating_sub(LAST_IDLE_NS.load(Ordering::Relaxed)) > BUSY_AFTER_NS;
+    let want = if busy && threads > 1 {
+        threads
+    } else {
+        threads.saturating_sub(1)
+    };
     let mut live = SPINNERS.load(Ordering::Relaxed);
     while live < want {
         match SPINNERS.compare_exchange_weak(live, live + 1, Ordering::AcqRel, Ordering::Relaxed) {
@@ -107,7 +128,7 @@ fn spin(spawner: Option<usize>) {
         loop {
             match rayon::yield_now() {
                 Some(rayon::Yield::Executed) => continue,
-                Some(rayon::Yield::Idle) => {}
+                Some(rayon::Yield::Idle) => LAST_IDLE_NS.store(now_ns(), Ordering::Relaxed),
                 // Not on a pool thread (cannot happen for a spawned job).
                 None => break,
             }
@@ -116,7 +137,9 @@ fn spin(spawner: Option<usize>) {
             if now_ns().saturating_sub(last) > window {
                 break;
             }
-            std::hint::spin_loop();
+            // Lets a thread outside the pool (the caller, between regions)
+            // run on this core if the OS has one waiting.
+            std::thread::yield_now();
         }
     }
     SPINNERS.fetch_sub(1, Ordering::AcqRel);
