@@ -34,9 +34,9 @@ fn spinners_start_with_a_region_and_end_after_the_window() {
         // right after it, one per other thread of the pool.
         set_spin_window(Duration::from_millis(300));
         assert!(spinners_end_within(Duration::from_secs(5)));
-        // The region runs on a pool thread (`install`), which spawns one
-        // spinner per other thread, and while none has looked for work yet
-        // one more, which ends at once if it lands on the spawning thread.
+        // The region runs on a pool thread (`install`), which sends a
+        // spinner to every thread of the pool; the one on its own thread
+        // ends at once.
         let y = pool.install(|| ops::add(&x, &x)).unwrap();
         assert_eq!(y.to_array::<f32>().unwrap(), expected);
         let live = live_spinners();

@@ -7,23 +7,23 @@
 //! kernel: on the virtual machines the benchmarks run on, that took about
 //! 100 µs, as long as the region itself, so two threads were hardly faster
 //! than one. Here, every parallel region first calls [`region`], which
-//! records the time and, if fewer than one spinner per other thread of the
-//! pool is live, spawns one: a pool job that keeps looking for work (and runs
+//! records the time and, if no spinner is live, sends one to every thread of
+//! the pool (`spawn_broadcast`): a job that keeps looking for work (and runs
 //! any it finds) until no region has started for [`spin_window`]. The first
-//! region of a burst still waits for a worker to wake; the next ones find it
-//! awake. A spinner that runs a job it found is not looking for work while
-//! the job lasts (the job may be the caller's whole computation, sent to the
-//! pool by `install`): when no spinner has found the pool idle for 50 µs,
-//! a region spawns one more, up to one per thread of the pool.
+//! region of a burst still waits for the workers to wake; the next ones find
+//! them awake. A spinner that runs a job it found is not looking for work
+//! while the job lasts (the job may be the caller's whole computation, sent
+//! to the pool by `install`): when no spinner has found the pool idle for
+//! 50 µs, a region spawns one more, up to one per thread of the pool.
 //!
 //! The cost is CPU time: a spinner keeps its core busy for up to the window
 //! after the last region (it yields the core to the OS between its looks, so
 //! a caller outside the pool can still run there). One known hazard is
-//! bounded by the window: a
-//! worker that picks a spinner up while it waits for a job of its own
-//! resumes that job's caller only when the spinner ends. A spinner never runs
-//! on the thread that spawned it (it ends at once there), so a caller that
-//! waits in a `join` does not end up spinning itself.
+//! bounded by the window: a worker that picks a spinner up while it waits
+//! for a job of its own resumes that job's caller only when the spinner
+//! ends. A spinner never runs on the thread whose region spawned it (it ends
+//! at once there), so a caller that waits in a `join` does not end up
+//! spinning itself.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -100,24 +100,35 @@ pub(crate) fn region() {
     let now = now_ns();
     LAST_REGION_NS.store(now, Ordering::Relaxed);
     let threads = rayon::current_num_threads();
-    // One spinner per other thread; one more, up to one per thread, while
-    // none of them is looking for work (each is running a job).
-    let busy = now.saturating_sub(LAST_IDLE_NS.load(Ordering::Relaxed)) > BUSY_AFTER_NS;
-    let want = if busy && threads > 1 {
-        threads
-    } else {
-        threads.saturating_sub(1)
-    };
-    let mut live = SPINNERS.load(Ordering::Relaxed);
-    while live < want {
-        match SPINNERS.compare_exchange_weak(live, live + 1, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => {
-                let spawner = rayon::current_thread_index();
-                rayon::spawn(move || spin(spawner));
-                live += 1;
-            }
-            Err(now) => live = now,
+    if threads < 2 {
+        return;
+    }
+    let spawner = rayon::current_thread_index();
+    let live = SPINNERS.load(Ordering::Relaxed);
+    if live == 0 {
+        // None live: a spinner for every thread of the pool, delivered to
+        // each (a spawned job could be taken back by the spawning thread,
+        // where it ends at once, before a sleeping one wakes to steal it).
+        if SPINNERS
+            .compare_exchange(0, threads, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            LAST_IDLE_NS.store(now, Ordering::Relaxed);
+            rayon::spawn_broadcast(move |_| spin(spawner));
         }
+        return;
+    }
+    // Every spinner runs a job it found (none has found the pool idle for a
+    // while): one more, up to one per thread of the pool.
+    let busy = now.saturating_sub(LAST_IDLE_NS.load(Ordering::Relaxed)) > BUSY_AFTER_NS;
+    if busy
+        && live < threads
+        && SPINNERS
+            .compare_exchange(live, live + 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        LAST_IDLE_NS.store(now, Ordering::Relaxed);
+        rayon::spawn(move || spin(spawner));
     }
 }
 
