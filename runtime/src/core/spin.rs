@@ -23,7 +23,9 @@
 //! for a job of its own resumes that job's caller only when the spinner
 //! ends. A spinner never runs on the thread whose region spawned it (it ends
 //! at once there), so a caller that waits in a `join` does not end up
-//! spinning itself.
+//! spinning itself. The count of live spinners is one for all pools: while
+//! one pool's spinners are live, a region on another pool spawns at most the
+//! one extra spinner of the rule above.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -132,8 +134,8 @@ pub(crate) fn region() {
     }
 }
 
-/// A spinner's loop: runs pending pool work, or waits in a spin loop, until
-/// no region has started for the window.
+/// A spinner's loop: runs pending pool work, or yields the core and looks
+/// again, until no region has started for the window.
 fn spin(spawner: Option<usize>) {
     if spawner.is_none() || rayon::current_thread_index() != spawner {
         loop {
