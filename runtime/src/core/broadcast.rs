@@ -41,11 +41,7 @@ pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 17;
 /// the serial loop is the same work without the pieces).
 #[cfg(feature = "rayon")]
 pub(crate) fn parallel(len: usize) -> bool {
-    let yes = len >= PARALLEL_ELEMENTS && rayon::current_num_threads() > 1;
-    if yes {
-        crate::core::spin::region();
-    }
-    yes
+    len >= PARALLEL_ELEMENTS && rayon::current_num_threads() > 1
 }
 
 /// The fewest values of a piece of a parallel elementwise kernel.
@@ -80,6 +76,7 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
                 })?;
                 return Tensor::from_shape_vec(a.shape(), out);
             }
+            crate::core::spin::region();
             return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
         }
         if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {

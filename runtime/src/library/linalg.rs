@@ -932,20 +932,14 @@ fn addmm_arrays<T: Gemm + PartialOrd>(
                         None => piece.extend(r.iter().copied()),
                     }
                 }
-                let values = piece.written_mut();
-                let Ok(mut out) = ArrayViewMut2::from_shape((count, m), &mut *values) else {
+                let block = piece.written_mut();
+                if finish_addmm_block(block, &a2, &b2, first, relu, T::gemm_accumulate_here)
+                    .is_err()
+                {
                     // (Cannot happen: the piece holds `count` whole rows.)
                     // Without the product the values would be wrong: the
                     // piece is reported unwritten, and the call errs.
                     piece.unwrite();
-                    return;
-                };
-                let a = a2.slice(ndarray::s![first..first + count, ..]);
-                T::gemm_accumulate_here(&a, &b2, &mut out);
-                if relu {
-                    for v in values.iter_mut() {
-                        *v = super::unary::relu_value(*v);
-                    }
                 }
             })?;
             return ArrayD::from_shape_vec(IxDyn(&shape), values)
@@ -961,17 +955,35 @@ fn addmm_arrays<T: Gemm + PartialOrd>(
                 None => values.extend(r.iter().copied()),
             }
         }
-        let mut out = ArrayViewMut2::from_shape((end - start, m), &mut values[start * m..])
-            .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
-        T::gemm_accumulate(&a2.slice(ndarray::s![start..end, ..]), &b2, &mut out);
-        if relu {
-            for v in &mut values[start * m..] {
-                *v = super::unary::relu_value(*v);
-            }
-        }
+        let block = &mut values[start * m..];
+        finish_addmm_block(block, &a2, &b2, start, relu, T::gemm_accumulate)?;
     }
     ArrayD::from_shape_vec(IxDyn(&shape), values)
         .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")))
+}
+
+/// The rest of one block of [`addmm_arrays`] once `block` holds its bias
+/// rows (the output's rows from `first` on, as many as it holds): those rows
+/// of `a` times `b` accumulated into it by `product`, then relu if asked.
+fn finish_addmm_block<T: Gemm + PartialOrd>(
+    block: &mut [T],
+    a: &ArrayView2<'_, T>,
+    b: &ArrayView2<'_, T>,
+    first: usize,
+    relu: bool,
+    product: fn(&ArrayView2<'_, T>, &ArrayView2<'_, T>, &mut ArrayViewMut2<'_, T>),
+) -> Result<()> {
+    let m = b.dim().1;
+    let count = block.len().checked_div(m).unwrap_or(0);
+    let mut out = ArrayViewMut2::from_shape((count, m), &mut *block)
+        .map_err(|e| Error::invalid(format!("addmm output: {e}")))?;
+    product(&a.slice(ndarray::s![first..first + count, ..]), b, &mut out);
+    if relu {
+        for v in block.iter_mut() {
+            *v = super::unary::relu_value(*v);
+        }
+    }
+    Ok(())
 }
 
 /// `addmm`'s batching rule. With only `mat1` batched and a bias of at most

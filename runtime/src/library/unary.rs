@@ -47,6 +47,7 @@ fn map_array<T: crate::Element + crate::core::buffers::Cached>(
                 return array;
             }
         }
+        crate::core::spin::region();
         return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
     }
     if let Some(values) = a.as_slice() {
