@@ -1,4 +1,4 @@
-//! The batchrules workloads W1-W10 (see README "Benchmarks"). Each workload
+//! The batchrules workloads W1-W11 (see README "Benchmarks"). Each workload
 //! measures batchrules and its baseline in the same run; after criterion has
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
@@ -8,7 +8,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use batchrules::{grad, jacfwd, jacrev, jvp, ops, vjp, vmap, FallbackPolicy, Result, Tensor};
+use batchrules::{
+    grad, jacfwd, jacrev, jvp, ops, owned, vjp, vmap, FallbackPolicy, Result, Tensor,
+};
 use criterion::{BenchmarkId, Criterion};
 use ndarray::{Array, Array2, ArrayD, Axis, IxDyn, Zip};
 
@@ -359,6 +361,58 @@ fn w7_dense(c: &mut Criterion) {
     g.finish();
 }
 
+/// W11: chains of pointwise ops with borrowed operands (`ops`) against
+/// operands given by value (`owned`, which writes into a buffer nobody else
+/// holds): `relu(x * s + b)` with a bias row on dense tensors, and
+/// `relu(abs(neg(x)))` under vmap (cheap ops, so the passes over memory
+/// dominate; vmap's binary ops do not reuse). At W1's hidden layer
+/// `[256, 128]` (128 KiB) and at 8 MiB, with a copy of the bytes one fused
+/// pass would move as the limit.
+fn w11_pointwise_chain(c: &mut Criterion) {
+    let mut g = c.benchmark_group("W11_pointwise_chain");
+    for (rows, cols) in [(256usize, 128usize), (2048, 1024)] {
+        let id = format!("{rows}x{cols}");
+        let x = tensor(&[rows, cols]);
+        let (scale, bias) = (Tensor::scalar(0.5f32), tensor(&[cols]));
+        g.bench_function(BenchmarkId::new("ops", &id), |bch| {
+            bch.iter(|| {
+                let y = ops::relu(&ops::add(&ops::mul(&x, &scale).unwrap(), &bias).unwrap());
+                black_box(y.unwrap())
+            })
+        });
+        // `x` is held here, so `mul` writes a new buffer; `add` and `relu`
+        // write into it.
+        g.bench_function(BenchmarkId::new("owned", &id), |bch| {
+            bch.iter(|| {
+                let y = owned::mul(x.clone(), &scale)
+                    .and_then(|y| owned::add(y, &bias))
+                    .and_then(owned::relu);
+                black_box(y.unwrap())
+            })
+        });
+        let xs = tensor(&[rows, cols]);
+        let by_ref = vmap(|x: Tensor| ops::relu(&ops::abs(&ops::neg(&x)?)?));
+        let by_value = vmap(|x: Tensor| owned::relu(owned::abs(owned::neg(x)?)?));
+        g.bench_function(BenchmarkId::new("vmap_ops", &id), |bch| {
+            bch.iter(|| black_box(by_ref.call(&xs).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("vmap_owned", &id), |bch| {
+            bch.iter(|| black_box(by_value.call(&xs).unwrap()))
+        });
+        // One fused pass reads the input and writes the output.
+        let bytes = rows * cols * 4;
+        let src: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+        let mut dst = vec![0u8; bytes];
+        g.bench_function(BenchmarkId::new("limit_copy", &id), |bch| {
+            bch.iter(|| {
+                dst.copy_from_slice(black_box(&src));
+                black_box(&mut dst);
+            })
+        });
+    }
+    g.finish();
+}
+
 /// R: the `rayon` feature, each case on a one-thread pool against the default
 /// pool (all cores). Built only with `--features rayon`.
 #[cfg(feature = "rayon")]
@@ -683,6 +737,18 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("W10_jacobians", "jacfwd/2048to32", "jvp_loop/2048to32"),
     ("W10_jacobians", "jacfwd/32to2048", "jacrev/32to2048"),
     ("W10_jacobians", "jacfwd/2048to32", "jacrev/2048to32"),
+    ("W11_pointwise_chain", "owned/256x128", "ops/256x128"),
+    ("W11_pointwise_chain", "owned/2048x1024", "ops/2048x1024"),
+    (
+        "W11_pointwise_chain",
+        "vmap_owned/256x128",
+        "vmap_ops/256x128",
+    ),
+    (
+        "W11_pointwise_chain",
+        "vmap_owned/2048x1024",
+        "vmap_ops/2048x1024",
+    ),
     (
         "R_rayon",
         "fallback_cumsum_b1024/all_threads",
@@ -802,6 +868,18 @@ fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
             "limit_gemm",
             gemm_flops(W10_GEMMS),
         ),
+        (
+            "W11_pointwise_chain",
+            "ops/2048x1024",
+            "limit_copy/2048x1024",
+            0.0,
+        ),
+        (
+            "W11_pointwise_chain",
+            "owned/2048x1024",
+            "limit_copy/2048x1024",
+            0.0,
+        ),
     ]
 }
 
@@ -883,6 +961,7 @@ fn main() {
     w8_per_sample_grads(&mut c);
     w9_grad_overhead(&mut c);
     w10_jacobians(&mut c);
+    w11_pointwise_chain(&mut c);
     #[cfg(feature = "rayon")]
     r_rayon(&mut c);
     c.final_summary();

@@ -3,7 +3,7 @@
 //! ```text
 //! core → schema → checks → registry → dispatch → private (glue of the
 //! generated code) → vmap | batching → grad → forward → testing → library
-//! → coverage
+//! → coverage | owned
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -30,6 +30,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("testing", 9),
     ("library", 10),
     ("coverage", 11),
+    ("owned", 11),
 ];
 
 /// Items the crate root re-exports, and the module each comes from.

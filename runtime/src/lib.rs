@@ -42,6 +42,7 @@ pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpret
 mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
 mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
 mod library; // the built-in op library
+pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
 #[doc(hidden)]
 pub mod private;
 pub mod registry; // the registrations of every op, audited

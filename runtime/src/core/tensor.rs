@@ -336,6 +336,42 @@ impl Tensor {
         }
     }
 
+    /// The dense data of a tensor whose buffer nobody else holds, to write a
+    /// result into: `None` when another handle of the tensor, another array
+    /// sharing its buffer (a view made from it, a clone of its [`Data`]) or a
+    /// transform level holds it. Through the returned `Data` the array's
+    /// buffer is reached without a copy (`as_slice_mut` and the like find it
+    /// unique).
+    pub(crate) fn unique_data_mut(&mut self) -> Option<&mut Data> {
+        let Repr::Dense(dense) = &mut self.repr else {
+            return None;
+        };
+        let data: &mut Data = &mut Arc::get_mut(dense)?.0;
+        let unique = each_dtype!(&*data, a => a.is_unique());
+        unique.then_some(data)
+    }
+
+    /// The value of type `L` at the tensor's outermost transform level, taken
+    /// out when this handle is the only one: `Err(self)` when the tensor is
+    /// dense, another handle holds its value, or the value is not an `L`.
+    pub(crate) fn into_unique_level<L: LevelTensor>(self) -> std::result::Result<L, Tensor> {
+        let Repr::Level(value) = self.repr else {
+            return Err(self);
+        };
+        if Arc::strong_count(&value) != 1
+            || Arc::weak_count(&value) != 0
+            || !value.as_any().is::<L>()
+        {
+            return Err(Tensor::from_level(value));
+        }
+        let any: Arc<dyn Any + Send + Sync> = value;
+        let Ok(value) = any.downcast::<L>() else {
+            unreachable!("the value was checked to be an `L` above");
+        };
+        // The only handle (checked above): the unwrap takes the value out.
+        Arc::try_unwrap(value).map_err(|v| Tensor::from_level(v))
+    }
+
     /// An identity of the value this handle points to: equal for clones of
     /// one tensor, different for tensors alive at the same time that were
     /// made separately.

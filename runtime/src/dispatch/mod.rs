@@ -23,6 +23,7 @@
 
 mod levels;
 mod meta_cache;
+mod owned;
 pub(crate) mod views;
 
 use std::any::Any;
@@ -34,6 +35,7 @@ pub use levels::{
     below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,
 };
 pub(crate) use meta_cache::run_meta;
+pub use owned::{call_owned, InPlace};
 
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::registry::{self, OpEntry};
@@ -80,6 +82,24 @@ pub trait Interpreter: Any {
     /// with [`below_level`].
     fn claims_random(&self) -> bool {
         false
+    }
+
+    /// Runs op `entry` with its first argument given by value
+    /// ([`call_owned`]): `in_place` says how the op can write its result into
+    /// that argument's buffer. The default runs [`Interpreter::process`] on
+    /// the arguments; a transform whose level can hand the unwrapped value on
+    /// by value (vmap, for a [pointwise unary](InPlace::pointwise_unary) op)
+    /// overrides it.
+    fn process_owned(
+        &self,
+        entry: &'static OpEntry,
+        args: Vec<Arg<Tensor>>,
+        level: LevelId,
+        out_metas: Option<&[TensorMeta]>,
+        in_place: &InPlace,
+    ) -> Result<Outs<Tensor>> {
+        let _ = in_place;
+        self.process(entry, &args, level, out_metas)
     }
 
     /// `self` as [`Any`], so a transform can reach its own interpreter's state.
@@ -162,11 +182,26 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     let Some(top) = top else {
         return call_dense(entry, args);
     };
+    let (live, interp) = live_level(entry, args, top)?;
+    let at = Some((top.depth(), interp.name()));
+    let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
+    interp
+        .process(entry, args, live, metas.as_deref())
+        .map_err(|e| attribute(e, entry.name()))
+}
+
+/// The live level `top` of a call and its interpreter. Errors if `top` is
+/// not live, or a tensor of the call is at a dead level of the same depth
+/// (escaped from an earlier transform call), which must not be taken for one
+/// of the live level.
+fn live_level(
+    entry: &OpEntry,
+    args: &[Arg<Tensor>],
+    top: LevelId,
+) -> Result<(LevelId, std::rc::Rc<dyn Interpreter>)> {
     let (live, interp) = level_at(top.depth())
         .filter(|(id, _)| *id == top)
         .ok_or_else(|| attribute(escaped_in(args, top), entry.name()))?;
-    // A tensor at a dead level of the same depth (escaped from an earlier
-    // transform call) must not be taken for one of this level.
     if args
         .iter()
         .flat_map(Arg::tensors)
@@ -175,11 +210,7 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     {
         return Err(attribute(escaped_in(args, top), entry.name()));
     }
-    let at = Some((top.depth(), interp.name()));
-    let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
-    interp
-        .process(entry, args, live, metas.as_deref())
-        .map_err(|e| attribute(e, entry.name()))
+    Ok((live, interp))
 }
 
 /// Runs composite op `entry` through its decomposition, at the current level:
@@ -202,6 +233,21 @@ const BUILTIN_TABLE: &str = "batchrules::ops";
 /// themselves (grad accumulating gradients, vmap joining chunks): the op
 /// library sits above them, so they reach its ops by name.
 pub(crate) fn call_builtin(name: &str, args: &[Arg<Tensor>]) -> Result<Tensor> {
+    one_output(name, call_entry(builtin_entry(name)?, args)?)
+}
+
+/// The one output of a call to op `name`.
+pub(crate) fn one_output(name: &str, mut outs: Outs<Tensor>) -> Result<Tensor> {
+    match (outs.pop(), outs.is_empty()) {
+        (Some(t), true) => Ok(t),
+        _ => Err(Error::Tensor(format!(
+            "op `{name}` did not return one tensor"
+        ))),
+    }
+}
+
+/// The entry of the built-in op `name`.
+pub(crate) fn builtin_entry(name: &str) -> Result<&'static OpEntry> {
     static BY_NAME: OnceLock<HashMap<&'static str, &'static OpEntry>> = OnceLock::new();
     let reg = registry::registry()?;
     let by_name = BY_NAME.get_or_init(|| {
@@ -211,17 +257,13 @@ pub(crate) fn call_builtin(name: &str, args: &[Arg<Tensor>]) -> Result<Tensor> {
             .map(|e| (e.name(), e))
             .collect()
     });
-    let entry = by_name.get(name).ok_or_else(|| Error::NotImplemented {
-        op: name.to_string(),
-        message: "a transform needs this built-in op, which is not registered".to_string(),
-    })?;
-    let mut outs = call_entry(entry, args)?;
-    match (outs.pop(), outs.is_empty()) {
-        (Some(t), true) => Ok(t),
-        _ => Err(Error::Tensor(format!(
-            "op `{name}` did not return one tensor"
-        ))),
-    }
+    by_name
+        .get(name)
+        .copied()
+        .ok_or_else(|| Error::NotImplemented {
+            op: name.to_string(),
+            message: "this built-in op is needed but not registered".to_string(),
+        })
 }
 
 /// The highest transform level among the tensors of `args`.
@@ -289,6 +331,11 @@ pub(crate) fn name_error(e: Error, op: &str, at: Option<(usize, &'static str)>) 
 /// The dense path: meta once, then the kernel (or the composite's decomposition).
 fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     run_meta(entry, args, None, false)?;
+    run_dense_kernel(entry, args)
+}
+
+/// The kernel (or the composite's decomposition), after the meta.
+fn run_dense_kernel(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     let f = match entry.schema.kind {
         OpKind::Primitive => entry.kernel,
         OpKind::Composite => entry.decomposition.map(|(f, _)| f),

@@ -25,6 +25,58 @@ macro_rules! zip_numeric {
     };
 }
 
+/// Writes `f(a, b)` over `a`, whose buffer nobody else holds and whose shape
+/// is the broadcast shape (the meta checked it): `b` is broadcast to it.
+fn zip_in_place<T: crate::Element>(
+    a: &mut ndarray::ArcArray<T, ndarray::IxDyn>,
+    b: &ndarray::ArcArray<T, ndarray::IxDyn>,
+    f: impl Fn(T, T) -> T + Sync + Send,
+) -> Result<()> {
+    let shape = a.shape().to_vec();
+    if let Some(y) = b.as_slice() {
+        let row = !y.is_empty() && shape.ends_with(b.shape());
+        if let (true, Some(x)) = (row, a.as_slice_mut()) {
+            // The same shape, or a row operand (a bias) over contiguous data.
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || {
+                    for x in x.chunks_exact_mut(y.len()) {
+                        x.iter_mut().zip(y).for_each(|(p, &q)| *p = f(*p, q));
+                    }
+                },
+            );
+            return Ok(());
+        }
+    }
+    match b.broadcast(shape.as_slice()) {
+        Some(b) => {
+            a.zip_mut_with(&b, |p, &q| *p = f(*p, q));
+            Ok(())
+        }
+        None => Err(Error::invalid(format!(
+            "shape {:?} does not broadcast to {shape:?}",
+            b.shape()
+        ))),
+    }
+}
+
+/// Casts `b` to `a`'s dtype (i64, f32 or f64) and writes the operator over
+/// `a`, instantiated once for integers and once per float type.
+macro_rules! zip_numeric_in_place {
+    ($a:expr, $rest:expr, int |$i:ident, $j:ident| $int:expr, float |$x:ident, $y:ident| $float:expr) => {{
+        let [crate::Arg::Tensor(b)] = $rest else {
+            return Err(Error::invalid("takes two tensors"));
+        };
+        let dtype = $a.dtype();
+        match ($a, &*cast(b, dtype)?) {
+            (Data::I64(p), Data::I64(q)) => zip_in_place(p, q, |$i: i64, $j: i64| $int),
+            (Data::F32(p), Data::F32(q)) => zip_in_place(p, q, |$x: f32, $y: f32| $float),
+            (Data::F64(p), Data::F64(q)) => zip_in_place(p, q, |$x: f64, $y: f64| $float),
+            _ => Err(Error::invalid(format!("is not defined for {dtype}"))),
+        }
+    }};
+}
+
 /// The dtype an arithmetic op computes in: the promoted dtype, at least `floor`.
 fn result_dtype(a: DType, b: DType, floor: DType) -> DType {
     a.promote(b).promote(floor)
@@ -40,7 +92,7 @@ fn arith_meta(a: &TensorMeta, b: &TensorMeta, floor: DType) -> Result<TensorMeta
 /// `$floor`), with one expression for i64 and one for floats.
 macro_rules! arith {
     ($name:ident, $op:tt, $floor:expr, int |$i:ident, $j:ident| $int:expr, float |$x:ident, $y:ident| $float:expr) => {
-        mod $name {
+        pub(crate) mod $name {
             use super::*;
 
             #[meta(op = $op)]
@@ -53,6 +105,16 @@ macro_rules! arith {
                 let dtype = result_dtype(a.dtype(), b.dtype(), $floor);
                 zip_numeric!(a, b, dtype, int |$i, $j| $int, float |$x, $y| $float)
             }
+
+            fn in_place(a: &mut Data, rest: &[crate::Arg<Tensor>]) -> Result<()> {
+                zip_numeric_in_place!(a, rest, int |$i, $j| $int, float |$x, $y| $float)
+            }
+
+            /// How the op writes its result over its first operand ([`crate::owned`]).
+            pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
+                write: in_place,
+                pointwise_unary: false,
+            };
 
             #[batching_rule(op = $op)]
             fn rule(

@@ -2,7 +2,7 @@
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
 //! a downstream crate uses.
 
-mod binary;
+pub(crate) mod binary;
 mod composites;
 mod derivative;
 mod dims;
@@ -15,5 +15,5 @@ mod random;
 mod reduce;
 pub(crate) mod samples;
 mod shape;
-mod unary;
+pub(crate) mod unary;
 mod vjp;

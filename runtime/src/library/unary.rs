@@ -64,6 +64,69 @@ fn map_array<T: crate::Element + crate::core::buffers::Cached>(
     a.mapv(f)
 }
 
+/// `f` applied to every element of `a`, in place: `a`'s buffer is held by
+/// nobody else (see [`crate::owned`]), so no copy is made.
+fn map_in_place<T: crate::Element>(
+    a: &mut ndarray::ArcArray<T, ndarray::IxDyn>,
+    f: impl Fn(T) -> T + Sync + Send,
+) {
+    #[cfg(feature = "rayon")]
+    if crate::core::broadcast::parallel(a.len()) {
+        use rayon::prelude::*;
+        crate::core::spin::region();
+        if let Some(values) = a.as_slice_mut() {
+            let piece = crate::core::buffers::piece_rows(
+                values.len(),
+                1,
+                crate::core::broadcast::PIECE_MIN,
+            );
+            values.par_chunks_mut(piece).for_each(|values| {
+                crate::core::simd::vectorized(
+                    #[inline(always)]
+                    || values.iter_mut().for_each(|v| *v = f(*v)),
+                )
+            });
+            return;
+        }
+        ndarray::Zip::from(a).par_for_each(|v| *v = f(*v));
+        return;
+    }
+    if let Some(values) = a.as_slice_mut() {
+        crate::core::simd::vectorized(
+            #[inline(always)]
+            || values.iter_mut().for_each(|v| *v = f(*v)),
+        );
+        return;
+    }
+    a.mapv_inplace(f);
+}
+
+/// Applies `$f` in place to the data of an f32 or f64 tensor.
+macro_rules! map_float_in_place {
+    ($data:expr, |$v:ident| $body:expr) => {
+        match $data {
+            Data::F32(a) => Ok(map_in_place(a, |$v: f32| $body)),
+            Data::F64(a) => Ok(map_in_place(a, |$v: f64| $body)),
+            other => Err(Error::invalid(format!(
+                "needs a floating-point tensor, got {}",
+                other.dtype()
+            ))),
+        }
+    };
+}
+
+/// The [`InPlace`](crate::dispatch::InPlace) of a pointwise unary op whose
+/// module has an `in_place` function.
+macro_rules! pointwise_in_place {
+    ($name:ident) => {
+        /// How the op writes its result over its operand ([`crate::owned`]).
+        pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
+            write: in_place,
+            pointwise_unary: true,
+        };
+    };
+}
+
 /// Meta of an op defined on numbers (i64 and floats), not on bool.
 fn numeric_meta(x: &TensorMeta) -> Result<TensorMeta> {
     if x.dtype() == crate::DType::Bool {
@@ -83,7 +146,7 @@ fn float_meta(x: &TensorMeta) -> Result<TensorMeta> {
 /// A float-only pointwise op: meta, kernel and batching rule.
 macro_rules! float_unary {
     ($name:ident, $op:tt, |$v:ident| $body:expr) => {
-        mod $name {
+        pub(crate) mod $name {
             use super::*;
             use crate::{batching_rule, kernel, meta};
 
@@ -96,6 +159,11 @@ macro_rules! float_unary {
             fn kernel(x: &Tensor) -> Result<Tensor> {
                 map_float!(x, |$v| $body)
             }
+
+            fn in_place(x: &mut Data, _: &[crate::Arg<Tensor>]) -> Result<()> {
+                map_float_in_place!(x, |$v| $body)
+            }
+            pointwise_in_place!($name);
 
             #[batching_rule(op = $op)]
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
@@ -114,7 +182,7 @@ macro_rules! float_unary {
 /// A pointwise op on i64 and floats: `$int` for i64, `$float` for floats.
 macro_rules! numeric_unary {
     ($name:ident, $op:tt, int |$i:ident| $int:expr, float |$v:ident| $float:expr) => {
-        mod $name {
+        pub(crate) mod $name {
             use super::*;
             use crate::{batching_rule, kernel, meta};
 
@@ -130,6 +198,14 @@ macro_rules! numeric_unary {
                     _ => map_float!(x, |$v| $float),
                 }
             }
+
+            fn in_place(x: &mut Data, _: &[crate::Arg<Tensor>]) -> Result<()> {
+                match x {
+                    Data::I64(a) => Ok(map_in_place(a, |$i: i64| $int)),
+                    _ => map_float_in_place!(x, |$v| $float),
+                }
+            }
+            pointwise_in_place!($name);
 
             #[batching_rule(op = $op)]
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
@@ -149,16 +225,19 @@ numeric_unary!(neg, "neg", int | v | v.wrapping_neg(), float | v | -v);
 numeric_unary!(abs, "abs", int | v | v.wrapping_abs(), float | v | v.abs());
 numeric_unary!(relu, "relu", int | v | v.max(0), float | v | relu_value(v));
 
-/// `relu` of one float: 0 times the value where it is not positive, so NaN
-/// stays NaN (and -0.0 for negative values). `addmm`'s fused activation
-/// applies the same function.
+/// `relu` of one float: the value times 1 where it is positive, else times 0,
+/// so NaN stays NaN (and -0.0 for negative values). `addmm`'s fused
+/// activation applies the same function.
+///
+/// A multiply, not `if v > 0 { v } else { 0 * v }`: written in place over
+/// `v`'s own memory ([`crate::owned`]), the select's first arm stores the
+/// value just loaded, so the compiler keeps only the other arm's store, a
+/// conditional one, and the loop no longer vectorizes (measured: 1.9x the
+/// time). The product is the same value in every case, NaN and infinities
+/// included.
 #[inline(always)]
 pub(super) fn relu_value<T: ndarray::LinalgScalar + PartialOrd>(v: T) -> T {
-    if v > T::zero() {
-        v
-    } else {
-        T::zero() * v
-    }
+    v * if v > T::zero() { T::one() } else { T::zero() }
 }
 float_unary!(exp, "exp", |v| v.exp());
 float_unary!(log, "log", |v| v.ln());

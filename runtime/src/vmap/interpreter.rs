@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
-use crate::dispatch::Interpreter;
+use crate::dispatch::{InPlace, Interpreter};
 use crate::registry::{OpEntry, VmapStrategy};
 use crate::{Error, LevelId, Result, Tensor};
 
@@ -147,6 +147,43 @@ impl Interpreter for VmapInterpreter {
                 Seeds::AsGiven,
             ),
         }
+    }
+
+    /// A pointwise unary op on a batched tensor nobody else holds: the
+    /// physical tensor is taken out of it and the op called on it by value
+    /// (what its batching rule does, by reference), so the buffer can be
+    /// written in place at the level below; the result keeps the batch dim.
+    fn process_owned(
+        &self,
+        entry: &'static OpEntry,
+        mut args: Vec<Arg<Tensor>>,
+        level: LevelId,
+        out_metas: Option<&[TensorMeta]>,
+        in_place: &InPlace,
+    ) -> Result<Outs<Tensor>> {
+        let by_rule = matches!(entry.vmap_strategy(), VmapStrategy::BatchingRule);
+        #[cfg(feature = "bench-internals")]
+        let by_rule = by_rule
+            && !crate::dispatch::bench::FORCE_FALLBACK.load(std::sync::atomic::Ordering::Relaxed);
+        if in_place.pointwise_unary() && by_rule && !entry.schema.random && args.len() == 1 {
+            if let [Arg::Tensor(_)] = args.as_slice() {
+                let Some(Arg::Tensor(t)) = args.pop() else {
+                    unreachable!("the one argument is a tensor (checked above)");
+                };
+                match t.into_unique_level::<Batched>() {
+                    Ok(b) if b.level == level => {
+                        let bdim = b.bdim;
+                        let physical = vec![Arg::Tensor(b.inner)];
+                        let outs = crate::dispatch::call_owned(entry, physical, in_place)?;
+                        let out = crate::dispatch::one_output(entry.name(), outs)?;
+                        return Ok(smallvec::smallvec![Batched::wrap(out, bdim, level)?]);
+                    }
+                    Ok(b) => args.push(Arg::Tensor(Tensor::from_level(std::sync::Arc::new(b)))),
+                    Err(t) => args.push(Arg::Tensor(t)),
+                }
+            }
+        }
+        self.process(entry, &args, level, out_metas)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -293,5 +330,62 @@ impl VmapInterpreter {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Batched;
+    use crate::{ops, owned, vmap, Data, Result, Tensor};
+    use std::cell::RefCell;
+
+    /// The address of the first element of a batched tensor's physical buffer.
+    fn physical_ptr(t: &Tensor) -> usize {
+        let b = t.downcast_level::<Batched>().expect("batched");
+        match b.inner.data().expect("dense") {
+            Data::F32(a) => a.as_ptr() as usize,
+            other => panic!("expected f32, got {}", other.dtype()),
+        }
+    }
+
+    #[test]
+    fn owned_unary_ops_write_into_the_physical_buffer_of_a_batched_temporary() {
+        let x = Tensor::from_shape_vec(
+            &[4, 300],
+            (0..1200).map(|i| i as f32 * 0.01 - 6.0).collect(),
+        )
+        .unwrap();
+        let ptrs = RefCell::new(Vec::new());
+        let y = vmap(|x: Tensor| -> Result<Tensor> {
+            // `x` wraps the caller's tensor, which the caller still holds.
+            let before = physical_ptr(&x);
+            let e = owned::exp(x)?;
+            let r = owned::tanh(e.clone())?; // `e` is still held: a new buffer
+            let e_at = physical_ptr(&e);
+            drop(e);
+            let s = owned::relu(r.clone())?; // held again
+            let r_at = physical_ptr(&r);
+            drop(r);
+            let s_at = physical_ptr(&s);
+            // Nobody else holds `s`. (One op: a new buffer would be taken
+            // while `s` is alive, so it could not have `s`'s address.)
+            let t = owned::neg(s)?;
+            ptrs.borrow_mut()
+                .extend([before, e_at, r_at, s_at, physical_ptr(&t)]);
+            Ok(t)
+        })
+        .call(&x)
+        .unwrap();
+        let p = ptrs.into_inner();
+        assert_ne!(p[0], p[1], "the caller's buffer is not written");
+        assert_ne!(p[1], p[2], "a held temporary is not written");
+        assert_ne!(p[2], p[3], "a held temporary is not written");
+        assert_eq!(p[3], p[4], "a temporary nobody holds is written in place");
+        let want =
+            ops::neg(&ops::relu(&ops::tanh(&ops::exp(&x).unwrap()).unwrap()).unwrap()).unwrap();
+        assert_eq!(
+            y.to_array::<f32>().unwrap(),
+            want.to_array::<f32>().unwrap()
+        );
     }
 }
