@@ -363,9 +363,9 @@ fn w7_dense(c: &mut Criterion) {
 
 /// W11: chains of pointwise ops with borrowed operands (`ops`) against
 /// operands given by value (`owned`, which writes into a buffer nobody else
-/// holds): `relu(x * s + b)` with a bias row on dense tensors, and
-/// `relu(abs(neg(x)))` under vmap (cheap ops, so the passes over memory
-/// dominate; vmap's binary ops do not reuse). At W1's hidden layer
+/// holds): `relu(x * s + b)` with a bias row on dense tensors and under
+/// vmap (`vmap_affine_*`), and `relu(abs(neg(x)))` under vmap (cheap ops, so
+/// the passes over memory dominate). At W1's hidden layer
 /// `[256, 128]` (128 KiB) and at 8 MiB, with a copy of the bytes one fused
 /// pass would move as the limit.
 fn w11_pointwise_chain(c: &mut Criterion) {
@@ -398,6 +398,17 @@ fn w11_pointwise_chain(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("vmap_owned", &id), |bch| {
             bch.iter(|| black_box(by_value.call(&xs).unwrap()))
+        });
+        // Binary ops under vmap: `mul` writes a new buffer (the caller holds
+        // `xs`); `add` of the unbatched bias row and `relu` write into it.
+        let affine_ref = vmap(|x: Tensor| ops::relu(&ops::add(&ops::mul(&x, &scale)?, &bias)?));
+        let affine_value =
+            vmap(|x: Tensor| owned::relu(owned::add(owned::mul(x, &scale)?, &bias)?));
+        g.bench_function(BenchmarkId::new("vmap_affine_ops", &id), |bch| {
+            bch.iter(|| black_box(affine_ref.call(&xs).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("vmap_affine_owned", &id), |bch| {
+            bch.iter(|| black_box(affine_value.call(&xs).unwrap()))
         });
         // One fused pass reads the input and writes the output.
         let bytes = rows * cols * 4;
@@ -748,6 +759,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "W11_pointwise_chain",
         "vmap_owned/2048x1024",
         "vmap_ops/2048x1024",
+    ),
+    (
+        "W11_pointwise_chain",
+        "vmap_affine_owned/256x128",
+        "vmap_affine_ops/256x128",
+    ),
+    (
+        "W11_pointwise_chain",
+        "vmap_affine_owned/2048x1024",
+        "vmap_affine_ops/2048x1024",
     ),
     (
         "R_rayon",

@@ -27,11 +27,14 @@
 //! the op runs as its [`ops`](crate::ops) function does. The same checks
 //! run, and the errors are the same.
 //!
-//! Under [`vmap`](crate::vmap) the unary ops reuse the physical buffer of a
-//! batched operand nobody else holds (the function's own temporaries); the
-//! binary ops run as their `ops` functions do. Under `grad`, `vjp` and `jvp`
-//! every op runs as its `ops` function does (they keep operands for the
-//! derivative).
+//! Under [`vmap`](crate::vmap) the ops reuse the physical buffer of a
+//! batched operand nobody else holds (the function's own temporaries): the
+//! unary ops always, the binary ones when the operand is batched on dim 0 and
+//! the other operand is batched on dim 0 with the same physical rank or is
+//! not batched and has at most an example's rank (the physical tensors then
+//! broadcast as the examples do); otherwise they run as their `ops`
+//! functions do. Under `grad`, `vjp` and `jvp` every op runs as its `ops`
+//! function does (they keep operands for the derivative).
 
 use std::sync::OnceLock;
 

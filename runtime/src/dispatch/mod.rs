@@ -35,6 +35,7 @@ pub use levels::{
     below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,
 };
 pub(crate) use meta_cache::run_meta;
+pub(crate) use owned::Form;
 pub use owned::{call_owned, InPlace};
 
 use crate::core::value::{Arg, Outs, TensorMeta};
@@ -88,8 +89,9 @@ pub trait Interpreter: Any {
     /// ([`call_owned`]): `in_place` says how the op can write its result into
     /// that argument's buffer. The default runs [`Interpreter::process`] on
     /// the arguments; a transform whose level can hand the unwrapped value on
-    /// by value (vmap, for a [pointwise unary](InPlace::pointwise_unary) op)
-    /// overrides it.
+    /// by value (vmap, for a [pointwise unary](InPlace::pointwise_unary) op
+    /// and a [broadcasting binary](InPlace::broadcasting_binary) one whose
+    /// batch dims line up) overrides it.
     fn process_owned(
         &self,
         entry: &'static OpEntry,

@@ -18,10 +18,21 @@ pub struct InPlace {
     /// whose shape and dtype are the output's (the meta said so); `rest` are
     /// the op's other arguments.
     pub(crate) write: fn(first: &mut Data, rest: &[Arg<Tensor>]) -> Result<()>,
-    /// The op is pointwise with one tensor argument and its batching rule
-    /// applies it to the physical tensor as it is, so a transform may pass
-    /// the physical tensor on by value.
-    pub(crate) pointwise_unary: bool,
+    /// What a transform may assume of the op's batching rule when it passes
+    /// its unwrapped tensors on by value.
+    pub(crate) form: Form,
+}
+
+/// The shape of a built-in op that takes an owned call, as a transform sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Pointwise with one tensor argument; the batching rule applies the op
+    /// to the physical tensor as it is.
+    Unary,
+    /// Pointwise with two tensor arguments that broadcast (NumPy rules); the
+    /// batching rule applies the op to the physical tensors once their batch
+    /// dims are aligned.
+    Broadcasting,
 }
 
 impl InPlace {
@@ -30,14 +41,24 @@ impl InPlace {
     /// call it on its unwrapped tensor with [`call_owned`] and wrap the result
     /// as it was wrapped.
     pub fn pointwise_unary(&self) -> bool {
-        self.pointwise_unary
+        self.form == Form::Unary
+    }
+
+    /// Whether the op is pointwise with two tensor arguments that broadcast
+    /// against each other (NumPy rules): a transform may call it with
+    /// [`call_owned`] on unwrapped tensors whose broadcast, dim by dim from
+    /// the right, is the one of the values they stand for (for vmap: the
+    /// batch dims of both at the front, in physical tensors of one rank, or
+    /// the second not batched and of at most the first's logical rank).
+    pub fn broadcasting_binary(&self) -> bool {
+        self.form == Form::Broadcasting
     }
 }
 
 impl std::fmt::Debug for InPlace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InPlace")
-            .field("pointwise_unary", &self.pointwise_unary)
+            .field("form", &self.form)
             .finish_non_exhaustive()
     }
 }

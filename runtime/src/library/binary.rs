@@ -113,7 +113,7 @@ macro_rules! arith {
             /// How the op writes its result over its first operand ([`crate::owned`]).
             pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
                 write: in_place,
-                pointwise_unary: false,
+                form: crate::dispatch::Form::Broadcasting,
             };
 
             #[batching_rule(op = $op)]

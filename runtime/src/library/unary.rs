@@ -122,7 +122,7 @@ macro_rules! pointwise_in_place {
         /// How the op writes its result over its operand ([`crate::owned`]).
         pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
             write: in_place,
-            pointwise_unary: true,
+            form: crate::dispatch::Form::Unary,
         };
     };
 }

@@ -4,6 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::dispatch::{InPlace, Interpreter};
@@ -165,22 +166,30 @@ impl Interpreter for VmapInterpreter {
         #[cfg(feature = "bench-internals")]
         let by_rule = by_rule
             && !crate::dispatch::bench::FORCE_FALLBACK.load(std::sync::atomic::Ordering::Relaxed);
-        if in_place.pointwise_unary() && by_rule && !entry.schema.random && args.len() == 1 {
-            if let [Arg::Tensor(_)] = args.as_slice() {
-                let Some(Arg::Tensor(t)) = args.pop() else {
-                    unreachable!("the one argument is a tensor (checked above)");
-                };
-                match t.into_unique_level::<Batched>() {
-                    Ok(b) if b.level == level => {
+        let fits = match args.as_slice() {
+            [Arg::Tensor(_)] => in_place.pointwise_unary(),
+            [Arg::Tensor(_), Arg::Tensor(_)] => in_place.broadcasting_binary(),
+            _ => false,
+        };
+        if fits && by_rule && !entry.schema.random {
+            let Arg::Tensor(first) = args.remove(0) else {
+                unreachable!("the first argument is a tensor (matched above)");
+            };
+            match first.into_unique_level::<Batched>() {
+                Ok(b) if b.level == level => match physical_rest(&b, &args, level) {
+                    Some(rest) => {
                         let bdim = b.bdim;
-                        let physical = vec![Arg::Tensor(b.inner)];
+                        let mut physical = Vec::with_capacity(1 + rest.len());
+                        physical.push(Arg::Tensor(b.inner));
+                        physical.extend(rest);
                         let outs = crate::dispatch::call_owned(entry, physical, in_place)?;
                         let out = crate::dispatch::one_output(entry.name(), outs)?;
                         return Ok(smallvec::smallvec![Batched::wrap(out, bdim, level)?]);
                     }
-                    Ok(b) => args.push(Arg::Tensor(Tensor::from_level(std::sync::Arc::new(b)))),
-                    Err(t) => args.push(Arg::Tensor(t)),
-                }
+                    None => args.insert(0, Arg::Tensor(Tensor::from_level(Arc::new(b)))),
+                },
+                Ok(b) => args.insert(0, Arg::Tensor(Tensor::from_level(Arc::new(b)))),
+                Err(t) => args.insert(0, Arg::Tensor(t)),
             }
         }
         self.process(entry, &args, level, out_metas)
@@ -188,6 +197,35 @@ impl Interpreter for VmapInterpreter {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// The arguments after the first, unwrapped at `level`, when the op can run
+/// on the physical tensors as they are: for a unary op, none; for a
+/// broadcasting binary op, the second operand's physical tensor when its
+/// broadcast against `first`'s physical tensor, dim by dim from the right, is
+/// the logical one with the batch dim in front: `first` batched on dim 0 and
+/// the second either batched on dim 0 with the same physical rank, or not
+/// batched at this level and of at most `first`'s logical rank. `None`
+/// otherwise (the call then goes through the batching rule).
+fn physical_rest(
+    first: &Batched,
+    rest: &[Arg<Tensor>],
+    level: LevelId,
+) -> Option<Vec<Arg<Tensor>>> {
+    match rest {
+        [] => Some(Vec::new()),
+        [Arg::Tensor(second)] if first.bdim == 0 => {
+            let rank = first.inner.ndim();
+            let (p, bdim) = Batched::unwrap(second, level);
+            let lines_up = match bdim {
+                Some(0) => p.ndim() == rank,
+                Some(_) => false,
+                None => p.ndim() < rank,
+            };
+            lines_up.then(|| vec![Arg::Tensor(p)])
+        }
+        _ => None,
     }
 }
 
@@ -383,6 +421,50 @@ mod tests {
         assert_eq!(p[3], p[4], "a temporary nobody holds is written in place");
         let want =
             ops::neg(&ops::relu(&ops::tanh(&ops::exp(&x).unwrap()).unwrap()).unwrap()).unwrap();
+        assert_eq!(
+            y.to_array::<f32>().unwrap(),
+            want.to_array::<f32>().unwrap()
+        );
+    }
+
+    #[test]
+    fn owned_binary_ops_write_into_the_physical_buffer_when_the_batch_dims_line_up() {
+        let x =
+            Tensor::from_shape_vec(&[4, 3, 5], (0..60).map(|i| i as f32 * 0.1).collect()).unwrap();
+        let bias = Tensor::from_shape_vec(&[5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        let scale =
+            Tensor::from_shape_vec(&[4, 3, 5], (0..60).map(|i| i as f32).collect()).unwrap();
+        let ptrs = RefCell::new(Vec::new());
+        let y = vmap(|(x, s): (Tensor, Tensor)| -> Result<Tensor> {
+            let h = owned::exp(x)?; // a temporary nobody else holds
+            let h_at = physical_ptr(&h);
+            let h = owned::add(h, &bias)?; // not batched, lower rank
+            let after_bias = physical_ptr(&h);
+            let h = owned::mul(h, &s)?; // batched on dim 0, same rank
+            let after_scale = physical_ptr(&h);
+            // The result would be [3, 3, 5] per example: a new buffer.
+            let wide = Tensor::from_shape_vec(&[3, 1, 1], vec![1.0f32, 2.0, 3.0])?;
+            let w = owned::sub(h.clone(), &wide)?;
+            let w_at = physical_ptr(&w);
+            let h_still = physical_ptr(&h);
+            ptrs.borrow_mut()
+                .extend([h_at, after_bias, after_scale, w_at, h_still]);
+            ops::sum(&w, Some(0), false)
+        })
+        .call((&x, &scale))
+        .unwrap();
+        let p = ptrs.into_inner();
+        assert_eq!(p[0], p[1], "an unbatched operand of lower rank: in place");
+        assert_eq!(p[1], p[2], "a batched operand on dim 0: in place");
+        assert_ne!(p[3], p[4], "a result of another shape: a new buffer");
+        let h = ops::mul(&ops::add(&ops::exp(&x).unwrap(), &bias).unwrap(), &scale).unwrap();
+        let wide = Tensor::from_shape_vec(&[3, 1, 1, 1], vec![1.0f32, 2.0, 3.0]).unwrap();
+        let want = ops::sum(
+            &ops::sub(&ops::unsqueeze(&h, 0).unwrap(), &wide).unwrap(),
+            Some(0),
+            false,
+        )
+        .unwrap();
         assert_eq!(
             y.to_array::<f32>().unwrap(),
             want.to_array::<f32>().unwrap()
