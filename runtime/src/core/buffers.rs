@@ -127,8 +127,8 @@ fn bytes_of<T>(elements: usize) -> usize {
 }
 
 /// An empty `Vec` with room for `n` elements: a cached buffer of `n..=2n`
-/// elements' capacity if this thread has one (the smallest such), else a new
-/// one.
+/// elements' capacity if this thread has one (the smallest such, and of
+/// equal ones the one kept last), else a new one.
 pub(crate) fn take<T: Cached>(n: usize) -> Vec<T> {
     cached(n).unwrap_or_else(|| Vec::with_capacity(n))
 }
@@ -146,7 +146,9 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
                 .iter()
                 .enumerate()
                 .filter(|(_, (_, v))| v.capacity() >= n && v.capacity() / 2 <= n)
-                .min_by_key(|(_, (_, v))| v.capacity())
+                // Of equal sizes, the one kept last: its lines are the most
+                // likely to be still in the caches.
+                .min_by_key(|(_, (stamp, v))| (v.capacity(), std::cmp::Reverse(*stamp)))
                 .map(|(i, _)| i)?;
             let (_, v) = list.remove(best);
             c.bytes -= bytes_of::<T>(v.capacity());
@@ -307,6 +309,23 @@ mod tests {
         assert_eq!(again.as_ptr(), ptr);
         assert!(again.is_empty() && again.capacity() >= n);
         assert_eq!(cached_bytes(), 0);
+    }
+
+    #[test]
+    fn of_equal_buffers_the_one_kept_last_is_taken_first() {
+        clear_buffer_cache();
+        // Two buffers of MIN_BYTES: within the smallest limit another test
+        // sets meanwhile (the limit is global; the cache is per thread).
+        let n = MIN_BYTES / 4;
+        let (a, b) = (vec![0.0f32; n], vec![0.0f32; n]);
+        let (a_ptr, b_ptr) = (a.as_ptr(), b.as_ptr());
+        give(a);
+        give(b);
+        let first = take::<f32>(n);
+        let second = take::<f32>(n);
+        assert_eq!(first.as_ptr(), b_ptr);
+        assert_eq!(second.as_ptr(), a_ptr);
+        clear_buffer_cache();
     }
 
     #[test]
