@@ -314,103 +314,88 @@ struct VmapCase {
     b_dim: Option<usize>,
 }
 
+/// What a case shows, x's shape and in_dim, b's shape and in_dim (`None`:
+/// not batched).
+type ShapeCase = (
+    &'static str,
+    &'static [usize],
+    usize,
+    &'static [usize],
+    Option<usize>,
+);
+
+/// The f64 cases of [`vmap_cases`].
+const VMAP_SHAPES: &[ShapeCase] = &[
+    ("b not batched, a row", &[2, 3, 4], 0, &[4], None),
+    ("b not batched, same rank", &[2, 3, 4], 0, &[3, 4], None),
+    ("b not batched, a scalar", &[2, 3, 4], 0, &[], None),
+    // b has a higher rank than an example of x, and the batch size is b's
+    // first dim: broadcasting the physical tensors would be wrong.
+    ("b not batched, higher rank", &[2, 4], 0, &[2, 4], None),
+    (
+        "b batched on 0, same rank",
+        &[2, 3, 4],
+        0,
+        &[2, 3, 4],
+        Some(0),
+    ),
+    (
+        "b batched on 0, lower rank",
+        &[2, 3, 4],
+        0,
+        &[2, 4],
+        Some(0),
+    ),
+    ("b batched on 1", &[2, 3, 4], 0, &[3, 2, 4], Some(1)),
+    ("x batched on 1", &[3, 2, 4], 1, &[4], None),
+    (
+        "x batched on 1, b of its rank",
+        &[3, 2, 4],
+        1,
+        &[3, 4],
+        None,
+    ),
+    ("b batched, x broadcast", &[2, 1, 4], 0, &[2, 3, 4], Some(0)),
+];
+
 fn vmap_cases() -> Vec<VmapCase> {
-    let case = |what, x, x_dim, b, b_dim| VmapCase {
-        what,
-        x,
-        x_dim,
-        b,
-        b_dim,
-    };
-    vec![
-        case(
-            "b not batched, a row",
-            positive(&[2, 3, 4], 60),
-            0,
-            positive(&[4], 61),
-            None,
-        ),
-        case(
-            "b not batched, same rank",
-            positive(&[2, 3, 4], 62),
-            0,
-            positive(&[3, 4], 63),
-            None,
-        ),
-        case(
-            "b not batched, a scalar",
-            positive(&[2, 3, 4], 64),
-            0,
-            Tensor::scalar(1.5f64),
-            None,
-        ),
-        // b has a higher rank than an example of x, and the batch size is
-        // b's first dim: broadcasting the physical tensors would be wrong.
-        case(
-            "b not batched, higher rank",
-            positive(&[2, 4], 65),
-            0,
-            positive(&[2, 4], 66),
-            None,
-        ),
-        case(
-            "b batched on 0, same rank",
-            positive(&[2, 3, 4], 67),
-            0,
-            positive(&[2, 3, 4], 68),
-            Some(0),
-        ),
-        case(
-            "b batched on 0, lower rank",
-            positive(&[2, 3, 4], 69),
-            0,
-            positive(&[2, 4], 70),
-            Some(0),
-        ),
-        case(
-            "b batched on 1",
-            positive(&[2, 3, 4], 71),
-            0,
-            positive(&[3, 2, 4], 72),
-            Some(1),
-        ),
-        case(
-            "x batched on 1",
-            positive(&[3, 2, 4], 73),
-            1,
-            positive(&[4], 74),
-            None,
-        ),
-        case(
-            "x batched on 1, b of its rank",
-            positive(&[3, 2, 4], 81),
-            1,
-            positive(&[3, 4], 82),
-            None,
-        ),
-        case(
-            "b batched, x broadcast",
-            positive(&[2, 1, 4], 75),
-            0,
-            positive(&[2, 3, 4], 76),
-            Some(0),
-        ),
-        case(
-            "f32 x, f64 b",
-            f32s(&positive(&[2, 3, 4], 77)),
-            0,
-            positive(&[4], 78),
-            None,
-        ),
-        case(
-            "f32 x, f32 b",
-            f32s(&positive(&[2, 3, 4], 79)),
-            0,
-            f32s(&positive(&[2, 3, 4], 80)),
-            Some(0),
-        ),
-        case("i64 x, i64 b", i64s(&[2, 3, 4]), 0, i64s(&[3, 4]), None),
-    ]
+    let mut cases: Vec<VmapCase> = VMAP_SHAPES
+        .iter()
+        .zip(30u64..)
+        .map(|(&(what, x, x_dim, b, b_dim), seed)| VmapCase {
+            what,
+            x: positive(x, 2 * seed),
+            x_dim,
+            b: positive(b, 2 * seed + 1),
+            b_dim,
+        })
+        .collect();
+    // Other dtypes: promoted (a new buffer) and not.
+    let f32_x = f32s(&positive(&[2, 3, 4], 77));
+    cases.extend([
+        VmapCase {
+            what: "f32 x, f64 b",
+            x: f32_x.clone(),
+            x_dim: 0,
+            b: positive(&[4], 78),
+            b_dim: None,
+        },
+        VmapCase {
+            what: "f32 x, f32 b",
+            x: f32_x,
+            x_dim: 0,
+            b: f32s(&positive(&[2, 3, 4], 79)),
+            b_dim: Some(0),
+        },
+        VmapCase {
+            what: "i64 x, i64 b",
+            x: i64s(&[2, 3, 4]),
+            x_dim: 0,
+            b: i64s(&[3, 4]),
+            b_dim: None,
+        },
+    ]);
+    cases
 }
 
 #[test]
