@@ -443,6 +443,18 @@ fn binary_ops_under_nested_vmap_match_the_borrowed_ones() {
             .call(&xs)
             .unwrap();
         assert_same(&got, &want, name);
+        // The same with b's examples of x's rank and both batches of 3: the
+        // physical tensors of the two levels have one shape, so a call that
+        // took the outer level's physical tensor for the inner level's would
+        // run and give wrong values.
+        let bs3 = positive(&[3, 5, 4], 92);
+        let got = vmap(|x: Tensor| vmap(|b: Tensor| f_owned(ops::exp(&x)?, &b)).call(&bs3))
+            .call(&xs)
+            .unwrap();
+        let want = vmap(|x: Tensor| vmap(|b: Tensor| f_ops(&ops::exp(&x)?, &b)).call(&bs3))
+            .call(&xs)
+            .unwrap();
+        assert_same(&got, &want, name);
     }
 }
 

@@ -175,9 +175,9 @@ impl Interpreter for VmapInterpreter {
             let Arg::Tensor(first) = args.remove(0) else {
                 unreachable!("the first argument is a tensor (matched above)");
             };
-            match first.into_unique_level::<Batched>() {
-                Ok(b) if b.level == level => match physical_rest(&b, &args, level) {
-                    Some(rest) => {
+            let first = match first.into_unique_level::<Batched>() {
+                Ok(b) => {
+                    if let Some(rest) = physical_rest(&b, &args, level) {
                         let bdim = b.bdim;
                         let mut physical = Vec::with_capacity(1 + rest.len());
                         physical.push(Arg::Tensor(b.inner));
@@ -186,11 +186,12 @@ impl Interpreter for VmapInterpreter {
                         let out = crate::dispatch::one_output(entry.name(), outs)?;
                         return Ok(smallvec::smallvec![Batched::wrap(out, bdim, level)?]);
                     }
-                    None => args.insert(0, Arg::Tensor(Tensor::from_level(Arc::new(b)))),
-                },
-                Ok(b) => args.insert(0, Arg::Tensor(Tensor::from_level(Arc::new(b)))),
-                Err(t) => args.insert(0, Arg::Tensor(t)),
-            }
+                    Tensor::from_level(Arc::new(b))
+                }
+                Err(t) => t,
+            };
+            // Not taken by value: the first argument goes back as it came.
+            args.insert(0, Arg::Tensor(first));
         }
         self.process(entry, &args, level, out_metas)
     }
@@ -200,19 +201,23 @@ impl Interpreter for VmapInterpreter {
     }
 }
 
-/// The arguments after the first, unwrapped at `level`, when the op can run
-/// on the physical tensors as they are: for a unary op, none; for a
-/// broadcasting binary op, the second operand's physical tensor when its
-/// broadcast against `first`'s physical tensor, dim by dim from the right, is
-/// the logical one with the batch dim in front: `first` batched on dim 0 and
-/// the second either batched on dim 0 with the same physical rank, or not
-/// batched at this level and of at most `first`'s logical rank. `None`
-/// otherwise (the call then goes through the batching rule).
+/// The arguments after the first, unwrapped at `level`, when `first` is
+/// batched at `level` and the op can run on the physical tensors as they
+/// are: for a unary op, none; for a broadcasting binary op, the second
+/// operand's physical tensor when its broadcast against `first`'s physical
+/// tensor, dim by dim from the right, is the logical one with the batch dim
+/// in front: `first` batched on dim 0 and the second either batched on dim 0
+/// with the same physical rank, or not batched at this level and of at most
+/// `first`'s logical rank. `None` otherwise (the call then goes through the
+/// batching rule).
 fn physical_rest(
     first: &Batched,
     rest: &[Arg<Tensor>],
     level: LevelId,
 ) -> Option<Vec<Arg<Tensor>>> {
+    if first.level != level {
+        return None;
+    }
     match rest {
         [] => Some(Vec::new()),
         [Arg::Tensor(second)] if first.bdim == 0 => {
