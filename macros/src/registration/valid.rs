@@ -35,7 +35,7 @@ pub fn function(cx: &Ctxt, role: Role, op: Option<&LitStr>, item: &Item) -> Opti
             ),
         );
     }
-    if let Some(u) = &sig.unsafety {
+    if let syn::Safety::Unsafe(u) = &sig.safety {
         cx.error_spanned_by(
             u,
             format!("{what} cannot be `unsafe`: the dispatcher calls it as a safe fn; remove `unsafe` and wrap the unsafe code in a block"),

@@ -493,7 +493,7 @@ trait Gemm: LinalgScalar + Send + Sync + Cached {
 impl Gemm for Wrapping<i64> {}
 
 macro_rules! float_gemm {
-    ($t:ty, $product:ident) => {
+    ($t:ty, $product:ident, $kernel:path) => {
         impl Gemm for $t {
             fn gemm(a: &ArrayView2<'_, $t>, b: &ArrayView2<'_, $t>, c: &mut ArrayViewMut2<'_, $t>) {
                 $product(a, b, c, false, true)
@@ -565,33 +565,171 @@ macro_rules! float_gemm {
             // (not accumulating) `c` is only written; with `read_dst = true`
             // its (initialized) values are read and added to.
             unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    c.as_mut_ptr(),
-                    c_cs,
-                    c_rs,
+                gemm_kernel_call(
+                    $kernel(),
+                    GemmOperands {
+                        m,
+                        n,
+                        k,
+                        dst: c.as_mut_ptr(),
+                        dst_cs: c_cs,
+                        dst_rs: c_rs,
+                        lhs: a.as_ptr(),
+                        lhs_cs: a_s[1],
+                        lhs_rs: a_s[0],
+                        rhs: b.as_ptr(),
+                        rhs_cs: b_s[1],
+                        rhs_rs: b_s[0],
+                    },
                     accumulate,
-                    a.as_ptr(),
-                    a_s[1],
-                    a_s[0],
-                    b.as_ptr(),
-                    b_s[1],
-                    b_s[0],
                     beta,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
                 );
             }
         }
     };
 }
-float_gemm!(f32, product_f32);
-float_gemm!(f64, product_f64);
+float_gemm!(f32, product_f32, gemm_f32::gemm::f32::get_gemm_fn);
+float_gemm!(f64, product_f64, gemm_f64::gemm::f64::get_gemm_fn);
+
+/// A real GEMM kernel of the `gemm` family (`gemm_f32`, `gemm_f64`), as their
+/// `get_gemm_fn` returns it for this CPU: `dst = alpha * dst + beta * lhs @
+/// rhs` (`dst` read only if the `bool` after its strides is set), then the
+/// conjugation flags (ignored for real types) and the threading.
+type GemmKernel<T> = unsafe fn(
+    usize,
+    usize,
+    usize,
+    *mut T,
+    isize,
+    isize,
+    bool,
+    *const T,
+    isize,
+    isize,
+    *const T,
+    isize,
+    isize,
+    T,
+    T,
+    bool,
+    bool,
+    bool,
+    gemm_common::Parallelism,
+);
+
+/// The operands of one product `dst (m x n) = lhs (m x k) @ rhs (k x n)`:
+/// pointers to their first elements and their column and row strides in
+/// elements.
+struct GemmOperands<T> {
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_cs: isize,
+    dst_rs: isize,
+    lhs: *const T,
+    lhs_cs: isize,
+    lhs_rs: isize,
+    rhs: *const T,
+    rhs_cs: isize,
+    rhs_rs: isize,
+}
+
+impl<T> GemmOperands<T> {
+    /// The same product in the layout the kernels take best: `dst` walked
+    /// along its contiguous direction as columns (if `dst`'s columns are
+    /// closer together than its rows, the transposed product `dst^T = rhs^T @
+    /// lhs^T` is computed instead), and no negative stride on `dst` or on the
+    /// shared `k` dimension (a negative one starts from the other end). This
+    /// is what the `gemm` crate's `gemm` does before it calls the same
+    /// kernels; batchrules calls the f32 and f64 kernels directly, so that
+    /// the complex ones `gemm` also builds are not compiled.
+    fn normalized(self) -> Self {
+        let mut o = if self.dst_cs.abs() < self.dst_rs.abs() {
+            GemmOperands {
+                m: self.n,
+                n: self.m,
+                k: self.k,
+                dst: self.dst,
+                dst_cs: self.dst_rs,
+                dst_rs: self.dst_cs,
+                lhs: self.rhs,
+                lhs_cs: self.rhs_rs,
+                lhs_rs: self.rhs_cs,
+                rhs: self.lhs,
+                rhs_cs: self.lhs_rs,
+                rhs_rs: self.lhs_cs,
+            }
+        } else {
+            self
+        };
+        // The last row (column, index of k) becomes the first; the pointers
+        // stay inside the operands, and wrapping_offset never dereferences.
+        if o.dst_rs < 0 && o.m > 0 {
+            let last = (o.m - 1) as isize;
+            o.dst = o.dst.wrapping_offset(last * o.dst_rs);
+            o.lhs = o.lhs.wrapping_offset(last * o.lhs_rs);
+            o.dst_rs = -o.dst_rs;
+            o.lhs_rs = -o.lhs_rs;
+        }
+        if o.dst_cs < 0 && o.n > 0 {
+            let last = (o.n - 1) as isize;
+            o.dst = o.dst.wrapping_offset(last * o.dst_cs);
+            o.rhs = o.rhs.wrapping_offset(last * o.rhs_cs);
+            o.dst_cs = -o.dst_cs;
+            o.rhs_cs = -o.rhs_cs;
+        }
+        if o.lhs_cs < 0 && o.k > 0 {
+            let last = (o.k - 1) as isize;
+            o.lhs = o.lhs.wrapping_offset(last * o.lhs_cs);
+            o.rhs = o.rhs.wrapping_offset(last * o.rhs_rs);
+            o.lhs_cs = -o.lhs_cs;
+            o.rhs_rs = -o.rhs_rs;
+        }
+        o
+    }
+}
+
+/// `dst = dst_scale * dst + lhs @ rhs` on this thread by `kernel`; `dst` is
+/// read only if `read_dst`.
+///
+/// # Safety
+/// The pointers and strides of `ops` must describe valid `m x n`, `m x k` and
+/// `k x n` matrices for the call, `dst` writable and aliasing neither operand.
+unsafe fn gemm_kernel_call<T: LinalgScalar>(
+    kernel: GemmKernel<T>,
+    ops: GemmOperands<T>,
+    read_dst: bool,
+    dst_scale: T,
+) {
+    let o = ops.normalized();
+    // SAFETY: `normalized` describes the same matrices (a transposed view of
+    // the same product, or the same elements walked from the other end), so
+    // the caller's guarantees carry over.
+    unsafe {
+        kernel(
+            o.m,
+            o.n,
+            o.k,
+            o.dst,
+            o.dst_cs,
+            o.dst_rs,
+            read_dst,
+            o.lhs,
+            o.lhs_cs,
+            o.lhs_rs,
+            o.rhs,
+            o.rhs_cs,
+            o.rhs_rs,
+            dst_scale,
+            T::one(),
+            false,
+            false,
+            false,
+            gemm_common::Parallelism::None,
+        )
+    }
+}
 
 /// The matrix product of `a` and `b` with NumPy `matmul` semantics.
 ///

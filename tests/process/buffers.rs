@@ -13,6 +13,7 @@ fn ptr(t: &Tensor) -> usize {
 
 #[test]
 fn dropped_buffers_are_reused_by_later_outputs_and_held_ones_are_not() {
+    let _exclusive = super::exclusive();
     let n = 1 << 15; // 128 KiB of f32: above the cache's minimum
     let values: Vec<f32> = (0..n).map(|i| (i as f32 * 0.01).sin()).collect();
     let x = Tensor::from_shape_vec(&[n], values.clone()).unwrap();

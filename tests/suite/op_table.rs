@@ -360,7 +360,7 @@ fn schema_constants_describe_the_table() {
     assert_eq!(ops[2].returns, &[ArgType::Tensor, ArgType::Tensor]);
     assert_eq!(ops[3].returns, &[ArgType::TensorList]);
     assert_eq!(ops[5].kind, OpKind::Composite);
-    assert_eq!(typed::__PATH, "op_table::typed");
+    assert_eq!(typed::__PATH, "suite::op_table::typed");
     // `differentiable` defaults to true; `split_all` says `differentiable = false`.
     assert!(pick.differentiable && ops[2].differentiable && ops[5].differentiable);
     assert!(!ops[3].differentiable);
@@ -392,7 +392,7 @@ fn schema_constants_describe_the_table() {
 
 fn typed_vjp(op: &str) -> batchrules::registry::VjpRuleFn {
     let registry = batchrules::registry::registry().unwrap();
-    let entry = registry.find("op_table::typed", op).unwrap();
+    let entry = registry.find("suite::op_table::typed", op).unwrap();
     assert!(entry.vjp_location.is_some());
     entry.vjp.expect("the #[vjp] is registered")
 }
@@ -432,7 +432,7 @@ fn vjp_of_a_tensor_list_gives_one_gradient_per_element() {
     assert!(matches!(err, Error::RuleBug { .. }), "{msg}");
     assert!(
         msg.contains("concat_first")
-            && msg.contains("`concat_vjp` at tests/op_table.rs:")
+            && msg.contains("`concat_vjp` at tests/suite/op_table.rs:")
             && msg.contains("1 gradients for the tensor list `tensors`, which has 2"),
         "{msg}"
     );
@@ -475,7 +475,7 @@ fn vjp_slots_follow_the_tensor_arguments_optional_ones_included() {
 
 fn typed_jvp(op: &str) -> batchrules::registry::JvpRuleFn {
     let registry = batchrules::registry::registry().unwrap();
-    let entry = registry.find("op_table::typed", op).unwrap();
+    let entry = registry.find("suite::op_table::typed", op).unwrap();
     assert!(entry.jvp_location.is_some());
     assert_eq!(entry.jvp_status(), batchrules::registry::JvpStatus::Jvp);
     entry.jvp.expect("the #[jvp] is registered")
@@ -571,7 +571,7 @@ fn jvp_of_a_tensor_list_output_gives_one_tangent_per_element() {
     assert!(matches!(err, Error::RuleBug { .. }), "{msg}");
     assert!(
         msg.contains("unstack")
-            && msg.contains("`unstack_jvp` at tests/op_table.rs:")
+            && msg.contains("`unstack_jvp` at tests/suite/op_table.rs:")
             && msg.contains("2 tangents for the output list, which has 3"),
         "{msg}"
     );

@@ -1,5 +1,5 @@
 //! The fallback policy set globally, and the once-per-op warning through `log`.
-//! Kept in its own test binary because it changes process-wide state.
+//! In the `process` binary because it changes process-wide state.
 
 use std::sync::Mutex;
 
@@ -28,6 +28,7 @@ fn warnings() -> Vec<String> {
 
 #[test]
 fn global_policy_and_warn_once() {
+    let _exclusive = super::exclusive();
     log::set_logger(&LOGGER).unwrap();
     log::set_max_level(log::LevelFilter::Warn);
     let x = Tensor::from_shape_vec(&[4, 3], (0..12).map(f64::from).collect()).unwrap();

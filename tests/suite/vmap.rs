@@ -369,7 +369,7 @@ fn rule_self_check_reports_a_wrong_rule() {
     );
     assert!(
         err.to_string()
-            .starts_with("bug in batching rule `bad_rule_rule` at tests/vmap.rs:"),
+            .starts_with("bug in batching rule `bad_rule_rule` at tests/suite/vmap.rs:"),
         "{err}"
     );
 }

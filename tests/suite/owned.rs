@@ -3,7 +3,7 @@
 //! `ops` functions in every case (layouts, dtypes, broadcasting, under vmap
 //! and grad), and fail as those do.
 
-mod common;
+use crate::common;
 
 use batchrules::{grad, ops, owned, vmap, Data, Result, Tensor};
 use common::{assert_close, t64};

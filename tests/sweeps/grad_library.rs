@@ -6,7 +6,7 @@
 
 use batchrules::testing::{check_grad, check_op_grad};
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_differentiable_op_passes_check_grad_and_the_composition_matrix() {

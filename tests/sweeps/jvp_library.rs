@@ -6,7 +6,7 @@
 
 use batchrules::testing::{check_jvp, check_op_jvp};
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_differentiable_op_passes_check_jvp_the_composition_matrix_and_jacfwd_against_jacrev() {

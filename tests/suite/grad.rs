@@ -7,7 +7,7 @@ use batchrules::{
 };
 use ndarray::{Array, ArrayD};
 
-mod common;
+use crate::common;
 use common::{arr, assert_close, sum, t64};
 
 /// Central finite differences of a scalar function at `x`.

@@ -1,7 +1,7 @@
 //! The `rayon` feature's spin window: a parallel region keeps one spinner per
 //! other thread of the pool live, and the spinners end once no region has
-//! started for the window (run with `cargo test --features rayon --test spin`).
-//! In a file of its own, so that no other test's regions keep spinners alive.
+//! started for the window (run with `cargo test --features rayon --test process`).
+//! In the `process` binary, so that no other test's regions keep spinners alive.
 #![cfg(feature = "rayon")]
 
 use std::time::{Duration, Instant};
@@ -22,6 +22,7 @@ fn spinners_end_within(limit: Duration) -> bool {
 
 #[test]
 fn spinners_start_with_a_region_and_end_after_the_window() {
+    let _exclusive = super::exclusive();
     // 2^18 values: the add runs as a parallel region.
     let x = Tensor::from(ndarray::ArrayD::<f32>::ones(ndarray::IxDyn(&[512, 512])));
     let expected = ndarray::ArrayD::<f32>::from_elem(ndarray::IxDyn(&[512, 512]), 2.0);

@@ -7,7 +7,7 @@ use batchrules::{
     grad, hessian, hvp, jacfwd, jacrev, jvp, ops, vjp, vmap, Error, FallbackPolicy, Result, Tensor,
 };
 
-mod common;
+use crate::common;
 use common::{arr, assert_close, sum, t64};
 
 #[test]

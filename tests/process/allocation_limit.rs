@@ -1,10 +1,11 @@
-//! The allocation limit is a process-wide setting, so this test has a binary
-//! of its own (tests in one binary run concurrently).
+//! The allocation limit is a process-wide setting: this test runs with no
+//! other test of any suite beside it (see `main.rs`).
 
 use batchrules::{ops, Tensor};
 
 #[test]
 fn the_allocation_limit_is_a_setting() {
+    let _exclusive = super::exclusive();
     let x = Tensor::from_shape_vec(&[4], vec![1.0f32; 4]).unwrap();
     assert!(ops::expand(&x, &[1000, 4]).is_ok());
     batchrules::set_allocation_limit(1000);

@@ -1,0 +1,29 @@
+//! The integration suite: one test binary (linked once) holding the suites
+//! that share the process's default settings. The fallback policy may be left
+//! at `Warn` or set to `Silent` here, never to `Error`: the suites that need
+//! `Error` globally are in `tests/sweeps`, and those that change other
+//! process-wide settings (allocation limit, buffer cache limit, logger, spin
+//! window) are in `tests/process`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod chunking;
+mod dense_ops;
+mod edge_cases;
+mod grad;
+mod grad_macro_hygiene;
+mod hostile;
+mod hostile_sweep;
+mod layers;
+mod linalg;
+mod op_table;
+mod owned;
+mod parallel;
+mod properties;
+mod randomness;
+mod registry;
+mod testing_helpers;
+mod transform_stack;
+mod trees;
+mod vmap;
