@@ -47,6 +47,7 @@ fn softmax_meta(x: &TensorMeta, _dim: i64) -> Result<TensorMeta> {
 }
 
 #[kernel(op = "sum", table = ::batchrules::ops)]
+#[allow(clippy::needless_lifetimes)] // an explicit lifetime is part of what this case checks
 fn sum_kernel<'a>(
     x: &'a batchrules::Tensor,
     dim: Option<i64>,

@@ -24,7 +24,13 @@ fn main() {
         width: 3,
     };
     assert_eq!(layer.leaf_count(), 1);
-    let pair = Pair(layer, Layer { w: Tensor::scalar(2.0f64), width: 4 });
+    let pair = Pair(
+        layer,
+        Layer {
+            w: Tensor::scalar(2.0f64),
+            width: 4,
+        },
+    );
     let doubled = pair.map_leaves(&mut |t| br::ops::add(t, t)).unwrap();
     assert_eq!(doubled.1.w.to_array::<f64>().unwrap()[[]], 4.0);
     assert_eq!(doubled.1.width, 4);

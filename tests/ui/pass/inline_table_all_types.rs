@@ -1,5 +1,7 @@
 // A table declared inline, using every schema type, optional forms, defaults
 // and every return form, with a correct registration for each role.
+// The signatures are spelled out as the schema maps them, nested tuples included.
+#![allow(clippy::type_complexity)]
 use batchrules::{batching_rule, decompose, kernel, meta, DType, Result, Tensor, TensorMeta};
 
 mod ops {

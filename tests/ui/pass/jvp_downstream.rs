@@ -33,12 +33,17 @@ fn affine_meta(
 }
 
 #[kernel(op = "affine", table = ops)]
-fn affine_kernel(x: &Tensor, _terms: &[Tensor], _bias: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+fn affine_kernel(
+    x: &Tensor,
+    _terms: &[Tensor],
+    _bias: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
     Ok((x.clone(), x.clone()))
 }
 
 /// First output: the tangent of `self`; second: the number of nonzero tangents.
 #[jvp(op = "affine", table = ops)]
+#[allow(clippy::too_many_arguments)] // the schema's slots, one parameter each
 fn affine_jvp(
     _x: &Tensor,
     _terms: &[Tensor],
@@ -49,8 +54,8 @@ fn affine_jvp(
     terms_tangent: &[Option<Tensor>],
     bias_tangent: Option<&Tensor>,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let nonzero = terms_tangent.iter().filter(|t| t.is_some()).count()
-        + usize::from(bias_tangent.is_some());
+    let nonzero =
+        terms_tangent.iter().filter(|t| t.is_some()).count() + usize::from(bias_tangent.is_some());
     Ok((self_tangent.cloned(), Some(Tensor::scalar(nonzero as f64))))
 }
 

@@ -27,7 +27,11 @@ fn affine_meta(
 }
 
 #[kernel(op = "affine", table = ops)]
-fn affine_kernel(x: &Tensor, _terms: &[Tensor], _bias: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
+fn affine_kernel(
+    x: &Tensor,
+    _terms: &[Tensor],
+    _bias: Option<&Tensor>,
+) -> Result<(Tensor, Tensor)> {
     Ok((x.clone(), x.clone()))
 }
 
