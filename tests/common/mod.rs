@@ -53,7 +53,7 @@ pub fn sum(x: &Tensor) -> Result<Tensor> {
 /// Random ops (`dropout`, `bernoulli`) get `checks_itself` only: the
 /// composition matrices run vmap at its default randomness policy, which
 /// refuses a random op by design; their compositions with vmap and grad are
-/// checked under each policy in `tests/randomness.rs`.
+/// checked under each policy in `tests/suite/randomness.rs`.
 pub fn sweep_differentiable_ops(
     check_op: impl Fn(&'static OpEntry, &[Arg<Tensor>]) -> std::result::Result<usize, Mismatch>,
     checks_itself: impl Fn(

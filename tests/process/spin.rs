@@ -1,6 +1,6 @@
 //! The `rayon` feature's spin window: a parallel region keeps one spinner per
 //! other thread of the pool live, and the spinners end once no region has
-//! started for the window (run with `cargo test --features rayon --test process`).
+//! started for the window (run with `cargo test --features rayon --test process spin::`).
 //! In the `process` binary, so that no other test's regions keep spinners alive.
 #![cfg(feature = "rayon")]
 

@@ -1,5 +1,5 @@
 //! The `rayon` feature's parallel paths give the same results as the serial ones
-//! (run with `cargo test --features rayon --test parallel`).
+//! (run with `cargo test --features rayon --test suite parallel::`).
 #![cfg(feature = "rayon")]
 
 use batchrules::{ops, vmap, FallbackPolicy, Tensor};

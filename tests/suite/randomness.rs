@@ -588,6 +588,9 @@ fn the_table_marks_exactly_the_random_ops() {
     let mut random: Vec<&str> = reg
         .ops()
         .iter()
+        // The built-in table and the downstream crate's; the other suites of
+        // this test binary declare random test ops of their own.
+        .filter(|e| matches!(e.table.path, "batchrules::ops" | "downstream_ops::ops"))
         .filter(|e| e.schema.random)
         .map(|e| e.name())
         .collect();
