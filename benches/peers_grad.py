@@ -6,7 +6,7 @@ of repeats), like peers.py.
 
 Usage: taskset -c 0 python3 benches/peers_grad.py [torch] [jax]
 (needs `pip install torch jax`). Run it in the same sitting as
-`cargo bench --bench workloads -- 'W9|W10'` when comparing figures."""
+`cargo bench --features bench --bench workloads -- 'W9|W10'` when comparing figures."""
 import os
 import statistics
 import sys

@@ -1,5 +1,5 @@
 """Plots W4 (batching rule vs the fallback loop, time vs batch size) from the
-medians criterion saved under target/criterion. Usage, after `cargo bench`:
+medians criterion saved under target/criterion. Usage, after `cargo bench --features bench`:
 
     python3 benches/plot_w4.py [target/criterion] [docs/bench_w4.png]
 """

@@ -3,7 +3,8 @@
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
 //!
-//! Run with `cargo bench --bench workloads`; filter with e.g. `-- W2`.
+//! Run with `cargo bench --features bench --bench workloads`; filter with e.g.
+//! `-- W2`.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1514,3 +1514,61 @@ crate::op_samples!(op = "mm", samples = mm_samples, errors = mm_errors);
 crate::op_samples!(op = "mv", samples = mv_samples, errors = mv_errors);
 crate::op_samples!(op = "outer", samples = outer_samples, errors = outer_errors);
 crate::op_samples!(op = "bmm", samples = bmm_samples, errors = bmm_errors);
+
+#[cfg(test)]
+mod tests {
+    use super::Gemm;
+    use ndarray::linalg::general_mat_mul;
+    use ndarray::{s, Array2, ShapeBuilder};
+
+    fn filled(rows: usize, cols: usize, seed: f64) -> Array2<f64> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| {
+            ((i * cols + j) as f64 * 0.37 + seed).sin()
+        })
+    }
+
+    /// The gemm kernels, called directly, against ndarray's product on the
+    /// layouts the operand normalization rewrites: a column-major output (the
+    /// transposed product), negative strides on the output's rows and
+    /// columns and on the shared dimension, and accumulation.
+    #[test]
+    fn direct_gemm_kernels_match_ndarray_on_every_layout() {
+        let (m, k, n) = (19, 23, 17); // above GEMM_CRATE_MIN: the gemm path
+        let a = filled(m, k, 0.1);
+        let b = filled(k, n, 0.7);
+        let flipped_k = (a.slice(s![.., ..;-1]), b.slice(s![..;-1, ..]));
+        for (case, (a, b)) in [("plain", (a.view(), b.view())), ("k reversed", flipped_k)] {
+            for column_major in [false, true] {
+                for (flip_rows, flip_cols) in [(false, false), (true, false), (false, true)] {
+                    for accumulate in [false, true] {
+                        let shape = (m, n).set_f(column_major);
+                        let mut want = Array2::from_shape_fn(shape, |(i, j)| (i + 2 * j) as f64);
+                        let mut got = want.clone();
+                        let (mut w, mut g) = (want.view_mut(), got.view_mut());
+                        if flip_rows {
+                            w.invert_axis(ndarray::Axis(0));
+                            g.invert_axis(ndarray::Axis(0));
+                        }
+                        if flip_cols {
+                            w.invert_axis(ndarray::Axis(1));
+                            g.invert_axis(ndarray::Axis(1));
+                        }
+                        let beta = if accumulate { 1.0 } else { 0.0 };
+                        general_mat_mul(1.0, &a, &b, beta, &mut w);
+                        if accumulate {
+                            f64::gemm_accumulate(&a, &b, &mut g);
+                        } else {
+                            f64::gemm(&a, &b, &mut g);
+                        }
+                        let err = (&want - &got).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                        assert!(
+                            err < 1e-12,
+                            "{case}, column-major {column_major}, rows flipped {flip_rows}, \
+                             columns flipped {flip_cols}, accumulate {accumulate}: error {err}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
