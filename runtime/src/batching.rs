@@ -69,20 +69,34 @@ pub type RuleOutput = Result<(Tensor, Option<usize>)>;
 
 /// The rank of `x` without its batch dim.
 ///
-/// A 0-d `x` has no dim to be a batch dim; given one anyway, its logical rank
-/// is 0 (the helpers that return a `Result` reject such a batch dim instead).
+/// Errors if `bdim` is not one of `x`'s dims: a 0-d `x` has no dim to be a
+/// batch dim, and a batch dim past the last dim is a bug in the caller.
 ///
 /// ```
 /// use batchrules::batching::logical_rank;
 /// use batchrules::Tensor;
 ///
 /// let x = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[4, 2, 3])));
-/// assert_eq!(logical_rank(&x, Some(0)), 2);
-/// assert_eq!(logical_rank(&x, None), 3);
-/// assert_eq!(logical_rank(&Tensor::scalar(1.0f32), Some(0)), 0);
+/// assert_eq!(logical_rank(&x, Some(0))?, 2);
+/// assert_eq!(logical_rank(&x, None)?, 3);
+/// assert!(logical_rank(&Tensor::scalar(1.0f32), Some(0)).is_err());
+/// assert!(logical_rank(&x, Some(3)).is_err());
+/// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn logical_rank(x: &Tensor, bdim: Option<usize>) -> usize {
-    x.ndim().saturating_sub(usize::from(bdim.is_some()))
+pub fn logical_rank(x: &Tensor, bdim: Option<usize>) -> Result<usize> {
+    match bdim {
+        None => Ok(x.ndim()),
+        Some(b) if b < x.ndim() => Ok(x.ndim() - 1),
+        Some(b) => Err(Error::Tensor(format!(
+            "batch dim {b} of a tensor of shape {:?}: it has no such dim{}",
+            x.shape(),
+            if x.ndim() == 0 {
+                " (a 0-d tensor has no dim to be a batch dim)"
+            } else {
+                ""
+            }
+        ))),
+    }
 }
 
 /// The logical rank of `x` when its batch dim, if it has one (`has_bdim`), is
@@ -193,7 +207,7 @@ pub fn align_to_front(x: &Tensor, bdim: Option<usize>, rank: usize) -> Result<Te
         return Ok(x.clone());
     };
     let mut t = x.moved_dim(b, 0)?;
-    for _ in logical_rank(x, bdim)..rank {
+    for _ in logical_rank(x, bdim)?..rank {
         t = t.unsqueezed(1)?;
     }
     Ok(t)
@@ -241,6 +255,8 @@ pub fn broadcast_operands(
     let rank = operands
         .iter()
         .map(|(t, b)| logical_rank(t, *b))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
         .max()
         .unwrap_or(0);
     let aligned = operands
@@ -299,7 +315,7 @@ pub fn reduce_dim(
     dim: Option<i64>,
     keepdim: bool,
 ) -> RuleOutput {
-    let rank = logical_rank(x, bdim);
+    let rank = logical_rank(x, bdim)?;
     let front = usize::from(bdim.is_some());
     let mut t = bdim_to_front(x, bdim)?;
     match dim {

@@ -333,11 +333,13 @@ fn cat_of_huge_empty_tensors_is_an_error_not_an_overflow() {
 #[test]
 fn batching_helpers_never_underflow_or_wrap() {
     let scalar = Tensor::scalar(1.0f64);
-    // A 0-d tensor has no dim to be a batch dim: no underflow, logical rank 0.
-    assert_eq!(
-        no_panic("logical_rank", || logical_rank(&scalar, Some(0))),
-        0
+    // A 0-d tensor has no dim to be a batch dim: an error, not a rank of 0.
+    let err = no_panic("logical_rank", || logical_rank(&scalar, Some(0))).unwrap_err();
+    assert!(
+        err.to_string().contains("has no dim to be a batch dim"),
+        "{err}"
     );
+    assert_eq!(logical_rank(&scalar, None).unwrap(), 0);
     assert!(no_panic("physical_dim", || physical_dim(&scalar, true, 0)).is_err());
     assert!(no_panic("physical_new_dim", || physical_new_dim(&scalar, true, 0)).is_err());
     assert!(no_panic("align_to_front", || align_to_front(&scalar, Some(0), 2)).is_err());
@@ -738,4 +740,45 @@ fn errors_raised_inside_library_ops_name_the_op_called() {
     // Once per message: the dispatcher adds the op name, the kernel does not.
     let err = ops::gather(&ramp(&[3]), 0, &i64t(&[1], &[5])).unwrap_err();
     assert!(!err.to_string().starts_with("gather: gather:"), "{err}");
+}
+
+#[test]
+fn bernoulli_of_p_outside_zero_one_or_nan_draws_as_documented() {
+    // PyTorch raises an error for these; the op table's doc says what
+    // batchrules draws instead: below 0 and NaN draw 0, above 1 draws 1.
+    let p = Tensor::from(ndarray::array![f64::NAN, -0.5, 1.5, f64::NAN, 2.0].into_dyn());
+    for seed in 0..20 {
+        let got = ops::bernoulli(&p, seed).unwrap().to_array::<f64>().unwrap();
+        assert_eq!(
+            got.into_raw_vec_and_offset().0,
+            [0.0, 0.0, 1.0, 0.0, 1.0],
+            "seed {seed}"
+        );
+    }
+    // Under vmap, each example's NaN draws 0 as well.
+    let rows = Tensor::from(ndarray::array![[f64::NAN, 1.0], [0.0, f64::NAN]].into_dyn());
+    let got = vmap(|p: Tensor| ops::bernoulli(&p, 5))
+        .randomness(batchrules::Randomness::Different)
+        .call(&rows)
+        .unwrap();
+    let got = got.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
+    assert_eq!(got, [0.0, 1.0, 0.0, 0.0]);
+}
+
+#[test]
+fn clamp_passes_the_gradient_at_exactly_a_bound() {
+    // PyTorch's derivative of clamp with scalar bounds (derivatives.yaml:
+    // "we return the subgradient 1 for these cases") passes the gradient
+    // where min <= x <= max, the bounds included; the op table's doc says so.
+    let x = Tensor::from(ndarray::array![-1.0f64, 0.0, 0.5, 1.0, 2.0].into_dyn());
+    let g =
+        batchrules::grad(|x: Tensor| ops::sum(&ops::clamp(&x, Some(0.0), Some(1.0))?, None, false))
+            .call(&x)
+            .unwrap();
+    let g = g.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
+    assert_eq!(g, [0.0, 1.0, 1.0, 1.0, 0.0]);
+    let v = Tensor::from(ndarray::array![1.0f64, 1.0, 1.0, 1.0, 1.0].into_dyn());
+    let (_, t) = batchrules::jvp(|x: Tensor| ops::clamp(&x, Some(0.0), Some(1.0)), &x, &v).unwrap();
+    let t = t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
+    assert_eq!(t, [0.0, 1.0, 1.0, 1.0, 0.0]);
 }

@@ -15,6 +15,7 @@ mod grad;
 mod grad_macro_hygiene;
 mod hostile;
 mod hostile_sweep;
+mod hostile_transforms;
 mod layers;
 mod linalg;
 mod op_table;

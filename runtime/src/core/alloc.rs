@@ -83,10 +83,26 @@ pub(crate) fn check_alloc_in(what: &str, shape: &[usize], dtype: DType) -> Resul
     })
 }
 
-/// [`check_alloc`] for an element type given as 8 bytes (the largest): the
-/// number of elements of `shape`.
+/// The number of elements of `shape`, or an error if it cannot be a tensor's
+/// shape at all: the product of its non-zero dims overflows what ndarray can
+/// index (`isize::MAX` elements of one byte). This is a count, not an
+/// allocation: it does not apply the allocation limit, which depends on the
+/// dtype; [`check_alloc`] applies both (the dispatcher calls it on every op's
+/// output, with the dtype the meta gives).
 pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    check_alloc(shape, DType::F64)
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| {
+            acc.checked_mul(d).filter(|&n| n <= isize::MAX as usize)
+        });
+    match nonzero {
+        _ if shape.contains(&0) => Ok(0),
+        Some(n) => Ok(n),
+        None => Err(Error::invalid(format!(
+            "a tensor of shape {shape:?} is too large to allocate: its element count overflows"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -104,5 +120,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("over the allocation limit"), "{err}");
+    }
+
+    #[test]
+    fn counting_elements_applies_no_dtype_and_no_limit() {
+        assert_eq!(checked_numel(&[2, 3]).unwrap(), 6);
+        assert_eq!(checked_numel(&[0, usize::MAX, 2]).unwrap(), 0);
+        // 2^40 elements: over the default limit in any dtype, but a count.
+        assert_eq!(checked_numel(&[1 << 20, 1 << 20]).unwrap(), 1 << 40);
+        assert!(checked_numel(&[usize::MAX, 2]).is_err());
+        assert!(checked_numel(&[1 << 32, 1 << 32]).is_err());
     }
 }

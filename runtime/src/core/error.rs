@@ -55,12 +55,18 @@ pub enum Error {
     },
     /// A random op (`rand`, `dropout`, ...) was called under a vmap level whose
     /// randomness policy is `Error` (the default): vmap cannot guess whether
-    /// the examples should draw alike or differently.
-    #[error("{op}: a random op under vmap (level {level}), whose randomness policy is Error (the default); say how the examples draw: `.randomness(Randomness::Different)` for an independent draw per example, or `.randomness(Randomness::Same)` for one draw shared by every example")]
+    /// the examples should draw alike or differently. `transform` is the
+    /// transform the user called: `vmap`, or `jacfwd` or `hessian`, which run
+    /// the function under a vmap of their own (over the Jacobian's columns)
+    /// and have the same `.randomness` setting.
+    #[error("{op}: a random op under {}, whose randomness policy is Error (the default); say how the {unit}s draw: `.randomness(Randomness::Different)` on the {transform} for an independent draw per {unit}, or `.randomness(Randomness::Same)` for one draw shared by every {unit}", randomness_under(.transform, *.level), unit = randomness_unit(.transform))]
     Randomness {
         /// The random op.
         op: String,
-        /// The vmap level whose policy refused it.
+        /// The transform whose policy refused it (`vmap`, `jacfwd`, `hessian`).
+        transform: &'static str,
+        /// The level (of the vmap, or of the transform's own vmap) whose
+        /// policy refused it.
         level: usize,
     },
     /// A registered batching rule or vjp returned something that disagrees
@@ -94,6 +100,22 @@ pub enum Error {
     },
 }
 
+fn randomness_under(transform: &str, level: usize) -> String {
+    if transform == "vmap" {
+        format!("vmap (level {level})")
+    } else {
+        format!("{transform}, which runs the function on all the Jacobian's columns as one batch")
+    }
+}
+
+fn randomness_unit(transform: &str) -> &'static str {
+    if transform == "vmap" {
+        "example"
+    } else {
+        "column"
+    }
+}
+
 fn level_suffix(level: Option<usize>, transform: &str) -> String {
     match level {
         Some(l) => format!(" (checked on logical shapes at {transform} level {l})"),
@@ -124,6 +146,40 @@ impl Error {
             | Error::Inside { op, .. } => Some(op),
             Error::InVmap { source, .. } => source.op(),
             _ => None,
+        }
+    }
+
+    /// An error that left the vmap a transform runs inside itself (jacfwd's
+    /// and hessian's over the Jacobian's columns, jacrev's over its rows), at
+    /// `level`, as the user who called `transform` should see it: without
+    /// that vmap's level, which the user never wrote, and with a refused
+    /// random op named as `transform`'s.
+    pub(crate) fn reported_by(self, transform: &'static str, level: usize) -> Error {
+        match self {
+            Error::InVmap { level: l, source } if l == level => {
+                source.reported_by(transform, level)
+            }
+            Error::Inside { op, source } => Error::Inside {
+                op,
+                source: Box::new(source.reported_by(transform, level)),
+            },
+            Error::Randomness { op, level: l, .. } if l == level => Error::Randomness {
+                op,
+                transform,
+                level: l,
+            },
+            Error::InvalidArgument {
+                op,
+                message,
+                level: Some(l),
+                transform: "vmap",
+            } if l == level => Error::InvalidArgument {
+                op,
+                message,
+                level: Some(l),
+                transform,
+            },
+            other => other,
         }
     }
 

@@ -91,14 +91,66 @@ pub trait TensorTree: Sized {
         let mut taken = 0usize;
         let rebuilt = self.map_leaves(&mut |_| {
             taken += 1;
+            if taken > want {
+                return Err(inconsistent_tree::<Self>(
+                    None,
+                    format!("`leaf_count` says {want} but `map_leaves` visits more"),
+                ));
+            }
             it.next()
                 .ok_or_else(|| leaf_count_error(want, taken - 1, false))
         })?;
+        if taken != want {
+            // `map_leaves` skipped leaves that `leaf_count` counts: the
+            // rebuilt value would keep those leaves' old tensors.
+            return Err(inconsistent_tree::<Self>(
+                None,
+                format!("`leaf_count` says {want} but `map_leaves` visits {taken}"),
+            ));
+        }
         if it.next().is_some() {
             return Err(leaf_count_error(want, want + 1, true));
         }
         Ok(rebuilt)
     }
+}
+
+/// A copy of `tree` (new handles of the same tensors), after checking that
+/// its three views of its leaves agree: the tensors `leaves` gives, the
+/// number `leaf_count` says and the tensors `map_leaves` visits. A
+/// hand-written impl where they differ would make a transform read some
+/// leaves and put back others, so every transform takes its arguments
+/// through this check; its error names `what`, the transform.
+pub(crate) fn checked_copy<T: TensorTree>(tree: &T, what: &str) -> Result<T> {
+    let mut visited = 0usize;
+    let copy = tree.map_leaves(&mut |t| {
+        visited += 1;
+        Ok(t.clone())
+    })?;
+    let mut leaves = Vec::new();
+    tree.leaves(&mut leaves);
+    let counted = tree.leaf_count();
+    if leaves.len() != counted || visited != counted {
+        return Err(inconsistent_tree::<T>(
+            Some(what),
+            format!(
+                "`leaves` gives {} tensors, `leaf_count` says {counted} and `map_leaves` visits \
+                 {visited}",
+                leaves.len()
+            ),
+        ));
+    }
+    Ok(copy)
+}
+
+fn inconsistent_tree<T>(what: Option<&str>, detail: String) -> Error {
+    let prefix = what.map(|w| format!("{w}: ")).unwrap_or_default();
+    Error::Tensor(format!(
+        "{prefix}the structure of tensors `{}` is inconsistent: {detail}; a hand-written \
+         TensorTree impl must make `leaves`, `leaf_count` and `map_leaves` agree (or derive it \
+         with #[derive(TensorTree)])",
+        std::any::type_name::<T>()
+    ))
 }
 
 /// A [`TensorTree`] that is a struct: passed on its own to [`vmap`](crate::vmap)

@@ -93,8 +93,8 @@ where
     O: TensorTree,
     F: FnOnce(I::Inner) -> Result<O>,
 {
-    let inner = primals.inner()?;
-    let tangents = tangents.inner()?;
+    let inner = primals.inner("jvp")?;
+    let tangents = tangents.inner("jvp")?;
     let mut given = Vec::new();
     tangents.leaves(&mut given);
     if given.len() != inner.leaf_count() {
@@ -154,6 +154,9 @@ where
     I: GradArgs,
     F: Fn(I::Inner) -> Result<Tensor>,
 {
+    // Checked here too, so that an inconsistent tree is reported as hvp's.
+    primals.inner("hvp")?;
+    tangents.inner("hvp")?;
     let g = grad(|a: I::Inner| f(a));
     let (_, hv) = jvp(|a: I::Inner| g.call(&a), primals, tangents)?;
     Ok(hv)

@@ -8,7 +8,7 @@ use crate::core::alloc::{check_alloc_in, checked_numel};
 use crate::grad::jacobian::chunks;
 use crate::grad::{grad, ops, ArgAt};
 use crate::vmap::join::Joiner;
-use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
+use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::push_forward;
 
@@ -16,6 +16,7 @@ use super::api::push_forward;
 pub struct Jacfwd<F, A, const N: usize = 0> {
     f: F,
     chunk_size: Option<usize>,
+    randomness: Randomness,
     args: PhantomData<fn(A)>,
 }
 
@@ -24,6 +25,7 @@ impl<F: Clone, A, const N: usize> Clone for Jacfwd<F, A, N> {
         Jacfwd {
             f: self.f.clone(),
             chunk_size: self.chunk_size,
+            randomness: self.randomness,
             args: PhantomData,
         }
     }
@@ -34,6 +36,7 @@ impl<F, A, const N: usize> std::fmt::Debug for Jacfwd<F, A, N> {
         f.debug_struct("Jacfwd")
             .field("argnum", &N)
             .field("chunk_size", &self.chunk_size)
+            .field("randomness", &self.randomness)
             .finish_non_exhaustive()
     }
 }
@@ -73,6 +76,7 @@ where
     Jacfwd {
         f,
         chunk_size: None,
+        randomness: Randomness::Error,
         args: PhantomData,
     }
 }
@@ -83,6 +87,7 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
         Jacfwd {
             f: self.f,
             chunk_size: self.chunk_size,
+            randomness: self.randomness,
             args: PhantomData,
         }
     }
@@ -92,6 +97,17 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
     /// the batched jvp by the chunk; the Jacobian is the same.
     pub fn chunk_size(mut self, size: usize) -> Self {
         self.chunk_size = Some(size);
+        self
+    }
+
+    /// How a random op in `f` draws across the Jacobian's columns, which
+    /// jacfwd pushes through `f` as one batch (torch.func's `randomness=`):
+    /// [`Randomness::Error`] (the default) refuses a random op,
+    /// [`Randomness::Same`] gives every column the same draw (the Jacobian of
+    /// `f` with its noise held fixed), [`Randomness::Different`] an
+    /// independent draw per column.
+    pub fn randomness(mut self, randomness: Randomness) -> Self {
+        self.randomness = randomness;
         self
     }
 
@@ -106,9 +122,16 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
         A: TensorTree,
         F: Fn(A) -> Result<Tensor>,
     {
-        let inner = args.inner()?;
+        let inner = args.inner("jacfwd")?;
         let range = I::leaf_range(&inner);
-        let leaves = forward_jacobian("jacfwd", &self.f, &inner, range, self.chunk_size)?;
+        let leaves = forward_jacobian(
+            "jacfwd",
+            &self.f,
+            &inner,
+            range,
+            self.chunk_size,
+            self.randomness,
+        )?;
         I::arg(&inner).with_leaves(leaves)
     }
 }
@@ -116,11 +139,12 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range` by
 /// forward mode: one tensor of shape `out ++ leaf` per leaf.
 fn forward_jacobian<A: TensorTree>(
-    what: &str,
+    what: &'static str,
     f: &impl Fn(A) -> Result<Tensor>,
     inner: &A,
     range: std::ops::Range<usize>,
     chunk_size: Option<usize>,
+    randomness: Randomness,
 ) -> Result<Vec<Tensor>> {
     let mut all = Vec::new();
     inner.leaves(&mut all);
@@ -173,7 +197,14 @@ fn forward_jacobian<A: TensorTree>(
                 None => ops::zeros(out.shape(), out.dtype()),
             }
         };
-        join.push(vmap(push).call(basis)?, len)?;
+        // The vmap over the columns is this transform's, not the user's:
+        // its errors are reported as `what`'s.
+        let level = crate::dispatch::depth() + 1;
+        let part = vmap(push)
+            .randomness(randomness)
+            .call(basis)
+            .map_err(|e| e.reported_by(what, level))?;
+        join.push(part, len)?;
     }
     let jac = join.finish()?;
     // jac is [columns, out..]: each leaf's columns, reshaped to the leaf's
@@ -244,12 +275,14 @@ fn unit_rows<T: Copy + Default>(
 pub struct Hessian<F> {
     f: F,
     chunk_size: Option<usize>,
+    randomness: Randomness,
 }
 
 impl<F> std::fmt::Debug for Hessian<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hessian")
             .field("chunk_size", &self.chunk_size)
+            .field("randomness", &self.randomness)
             .finish_non_exhaustive()
     }
 }
@@ -277,6 +310,7 @@ where
     Hessian {
         f,
         chunk_size: None,
+        randomness: Randomness::Error,
     }
 }
 
@@ -291,12 +325,26 @@ where
         self
     }
 
+    /// How a random op in `f` draws across the Hessian's columns (see
+    /// [`Jacfwd::randomness`]): refused by default.
+    pub fn randomness(mut self, randomness: Randomness) -> Self {
+        self.randomness = randomness;
+        self
+    }
+
     /// The Hessian at `x`.
     ///
     /// Errors if `f` errs or does not return a 0-d float tensor.
     pub fn call(&self, x: &Tensor) -> Result<Tensor> {
         let g = grad(|x: Tensor| self.check_scalar(x));
-        let mut h = forward_jacobian("hessian", &|x: Tensor| g.call(&x), x, 0..1, self.chunk_size)?;
+        let mut h = forward_jacobian(
+            "hessian",
+            &|x: Tensor| g.call(&x),
+            x,
+            0..1,
+            self.chunk_size,
+            self.randomness,
+        )?;
         h.pop()
             .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
     }

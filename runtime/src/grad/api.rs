@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::core::tree::checked_copy;
 use crate::dispatch::{escaped, push_level, Interpreter};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
@@ -21,24 +22,22 @@ use super::tracked::Tracked;
 pub trait GradArgs {
     /// What the function receives: `Tensor`, a struct, a tuple of them.
     type Inner: TensorTree;
-    /// The function's argument: the same tensors (cheap handles).
-    fn inner(&self) -> Result<Self::Inner>;
-}
-
-fn copy<T: TensorTree>(t: &T) -> Result<T> {
-    t.map_leaves(&mut |x| Ok(x.clone()))
+    /// The function's argument: the same tensors (cheap handles). Errors,
+    /// naming `what` (the transform called), if a hand-written
+    /// [`TensorTree`] impl among the arguments is inconsistent.
+    fn inner(&self, what: &str) -> Result<Self::Inner>;
 }
 
 impl<T: TensorTree> GradArgs for &T {
     type Inner = T;
-    fn inner(&self) -> Result<T> {
-        copy(*self)
+    fn inner(&self, what: &str) -> Result<T> {
+        checked_copy(*self, what)
     }
 }
 
 impl GradArgs for Tensor {
     type Inner = Tensor;
-    fn inner(&self) -> Result<Tensor> {
+    fn inner(&self, _what: &str) -> Result<Tensor> {
         Ok(self.clone())
     }
 }
@@ -80,8 +79,8 @@ macro_rules! tuple_args {
     ($($t:ident $i:tt),+) => {
         impl<$($t: TensorTree),+> GradArgs for ($(&$t,)+) {
             type Inner = ($($t,)+);
-            fn inner(&self) -> Result<Self::Inner> {
-                Ok(($(copy(self.$i)?,)+))
+            fn inner(&self, what: &str) -> Result<Self::Inner> {
+                Ok(($(checked_copy(self.$i, what)?,)+))
             }
         }
         tuple_args!(@at [$($t $i),+] $($t $i),+);
@@ -372,7 +371,7 @@ where
     O: TensorTree,
     F: FnOnce(I::Inner) -> Result<O>,
 {
-    let inner = args.inner()?;
+    let inner = args.inner("vjp")?;
     let all = 0..inner.leaf_count();
     let (out, pullback) = trace("vjp", f, &inner, all, false, outputs_of)?;
     Ok((
@@ -551,7 +550,7 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         } else {
             "grad"
         };
-        let inner = args.inner()?;
+        let inner = args.inner(what)?;
         let range = I::leaf_range(&inner);
         let ((value, aux), pullback) = trace(
             what,

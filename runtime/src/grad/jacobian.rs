@@ -92,7 +92,7 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
         A: TensorTree,
         F: Fn(A) -> Result<Tensor>,
     {
-        let inner = args.inner()?;
+        let inner = args.inner("jacrev")?;
         let range = I::leaf_range(&inner);
         let leaves = jacobian("jacrev", |a| (self.f)(a), &inner, range, self.chunk_size)?;
         I::arg(&inner).with_leaves(leaves)
@@ -102,7 +102,7 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range`, one
 /// tensor of shape `out ++ leaf` per leaf.
 fn jacobian<A: TensorTree>(
-    what: &str,
+    what: &'static str,
     f: impl FnOnce(A) -> Result<Tensor>,
     inner: &A,
     range: std::ops::Range<usize>,
@@ -121,7 +121,12 @@ fn jacobian<A: TensorTree>(
     let mut joins: Vec<Joiner> = Vec::new();
     for (start, len) in chunks(what, rows, chunk_size, "row")? {
         let basis = identity_rows(what, start, len, rows, &out_shape, dtype)?;
-        let part = vmap(|ct: Tensor| pullback.call(what, &[ct])).call(&basis)?;
+        // The vmap over the rows is this transform's, not the user's: its
+        // errors are reported as `what`'s.
+        let level = crate::dispatch::depth() + 1;
+        let part = vmap(|ct: Tensor| pullback.call(what, &[ct]))
+            .call(&basis)
+            .map_err(|e| e.reported_by(what, level))?;
         if joins.is_empty() {
             joins = part.iter().map(|_| Joiner::new(what, 0, rows)).collect();
         }

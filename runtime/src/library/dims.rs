@@ -158,7 +158,7 @@ fn transpose_rule(
     dim0: i64,
     dim1: i64,
 ) -> Result<(Tensor, Option<usize>)> {
-    if logical_rank(x, bdim) == 0 {
+    if logical_rank(x, bdim)? == 0 {
         // Transposing a 0-d tensor leaves it as it is.
         return Ok((x.clone(), bdim));
     }

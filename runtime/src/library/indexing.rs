@@ -130,7 +130,7 @@ fn index_select_rule(
     index: &Tensor,
     index_bdim: Option<usize>,
 ) -> Result<(Tensor, Option<usize>)> {
-    let rank = logical_rank(x, x_bdim);
+    let rank = logical_rank(x, x_bdim)?;
     match (x_bdim, index_bdim) {
         (_, None) => {
             // One index for every example: select along the physical dim.
@@ -351,7 +351,7 @@ fn gather_rule(
     index: &Tensor,
     index_bdim: Option<usize>,
 ) -> Result<(Tensor, Option<usize>)> {
-    let (x_rank, index_rank) = (logical_rank(x, x_bdim), logical_rank(index, index_bdim));
+    let (x_rank, index_rank) = (logical_rank(x, x_bdim)?, logical_rank(index, index_bdim)?);
     match (x_bdim, index_bdim) {
         (None, Some(ib)) => {
             // Only the index is batched: fold its batch dim into the gathered dim
@@ -606,7 +606,7 @@ fn index_add_rule(
     // front (repeated over the batch if unbatched), with the index if it is
     // batched (an unbatched one serves every example as it is); 0-d examples
     // as [1].
-    let rank = logical_rank(x, x_bdim);
+    let rank = logical_rank(x, x_bdim)?;
     let mut tensors = vec![x.clone(), source.clone()];
     let mut bdims = vec![x_bdim, source_bdim];
     if index_bdim.is_some() {
@@ -820,9 +820,9 @@ fn scatter_add_rule(
     // Every operand at the front (repeated over the batch if unbatched), 0-d
     // examples as [1]; then scatter along the physical dim.
     let ranks = [
-        logical_rank(x, x_bdim),
-        logical_rank(index, index_bdim),
-        logical_rank(src, src_bdim),
+        logical_rank(x, x_bdim)?,
+        logical_rank(index, index_bdim)?,
+        logical_rank(src, src_bdim)?,
     ];
     let mut ts = materialize_at_front(
         &[x.clone(), index.clone(), src.clone()],

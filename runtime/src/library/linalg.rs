@@ -1139,7 +1139,7 @@ fn addmm_rule(
     relu: bool,
 ) -> Result<(Tensor, Option<usize>)> {
     if let (Some(bd), None, None, true) = (a_bdim, b_bdim, bias_bdim, bias.ndim() <= 1) {
-        let a = align_to_front(a, Some(bd), logical_rank(a, a_bdim))?;
+        let a = align_to_front(a, Some(bd), logical_rank(a, a_bdim)?)?;
         if a.ndim() == 2 {
             return Ok((ops::addmm(bias, &a, b, relu)?, Some(0)));
         }
@@ -1172,7 +1172,7 @@ fn matmul_batched(
     b: &Tensor,
     b_bdim: Option<usize>,
 ) -> RuleOutput {
-    let (ra, rb) = (logical_rank(a, a_bdim), logical_rank(b, b_bdim));
+    let (ra, rb) = (logical_rank(a, a_bdim)?, logical_rank(b, b_bdim)?);
     let a_row = ra == 1 && a_bdim.is_some();
     let b_col = rb == 1 && b_bdim.is_some();
     let (a, a_bdim) = if a_row {

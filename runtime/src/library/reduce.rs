@@ -262,7 +262,7 @@ fn flat_index_rule(
     if dim.is_some() {
         return reduce_dim(op, x, bdim, dim, keepdim);
     }
-    let rank = logical_rank(x, bdim);
+    let rank = logical_rank(x, bdim)?;
     let x = bdim_to_front(x, bdim)?;
     let (batch, example) = x.shape().split_at(usize::from(bdim.is_some()));
     let batch = batch.first().copied();
@@ -468,7 +468,7 @@ fn sum_to_size_kernel(x: &Tensor, size: &[i64]) -> Result<Tensor> {
 fn sum_to_size_rule(x: &Tensor, bdim: Option<usize>, size: &[i64]) -> RuleOutput {
     // The batch dim stays (its size is repeated in the target); the logical
     // dims `size` lacks are summed keeping a 1, then dropped by a reshape.
-    let lead = logical_rank(x, bdim).saturating_sub(size.len());
+    let lead = logical_rank(x, bdim)?.saturating_sub(size.len());
     let x = bdim_to_front(x, bdim)?;
     let batch = bdim.map(|_| x.shape()[0]);
     let target: Vec<i64> = shape_arg(batch, &vec![1; lead])
@@ -560,7 +560,7 @@ mod log_softmax {
     fn rule(x: &Tensor, bdim: Option<usize>, dim: i64) -> RuleOutput {
         let x = bdim_to_front(x, bdim)?;
         let out_bdim = bdim.map(|_| 0);
-        if logical_rank(&x, bdim.map(|_| 0)) == 0 {
+        if logical_rank(&x, bdim.map(|_| 0))? == 0 {
             let column = x.unsqueezed(x.ndim())?;
             let y = ops::log_softmax(&column, -1)?;
             return Ok((ops::reshape(&y, &shape_arg(None, x.shape()))?, out_bdim));

@@ -10,7 +10,8 @@ use crate::{jacfwd, jacrev, jvp, vmap, Arg, DType, Error, Result, Tensor};
 
 use super::grad::{
     cotangents, directions, dot, finite, point, probe, pulled_back, shifted, to_f64, zeros_of,
-    Point, TensorFn, STEP, STEP_F32, TOLERANCE, TOLERANCE_F32,
+    Compared, Point, TensorFn, NOT_FINITE, NO_FINITE_DIFFERENCE, NO_FLOAT, STEP, STEP_F32,
+    TOLERANCE, TOLERANCE_F32,
 };
 use super::{check_vmap, Mismatch};
 
@@ -51,7 +52,14 @@ fn tangents(xs: &[Tensor], which: &[usize], seed: u64) -> Result<Vec<Tensor>> {
 /// float inputs at once, then each input alone) and a random cotangent `u`
 /// of the outputs, `⟨u, J v⟩` from the jvp must equal the derivative of
 /// `⟨u, f(x + t v)⟩` at `t = 0` by central differences, and equal `⟨Jᵀ u,
-/// v⟩` from the vjp to rounding. Returns the number of directions checked.
+/// v⟩` from the vjp to rounding.
+///
+/// Returns the number of directions compared with finite differences. A
+/// direction whose central differences cannot be evaluated (a step leaves the
+/// function's domain) is skipped and not counted, though its jvp is still
+/// compared with the vjp; if no direction can be compared (no float input or
+/// output, a NaN or infinity at `inputs`, or every direction skipped), the
+/// result is a [`Mismatch`] that says why, not `Ok(0)`.
 ///
 /// ```
 /// use batchrules::{ops, testing::check_jvp, Tensor};
@@ -65,29 +73,33 @@ pub fn check_jvp<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Misma
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
-    check_jvp_dyn(&f, inputs, "jvp")
+    check_jvp_dyn(&f, inputs, "jvp")?.required("jvp")
 }
 
+/// [`check_jvp`]'s comparison, reporting how many directions it compared
+/// with finite differences (for the composition matrix and the per-op
+/// sweeps, where a sample may be at a kink or hold a NaN on purpose).
 fn check_jvp_dyn(
     f: &TensorFn<'_>,
     inputs: &[Tensor],
     what: &str,
-) -> std::result::Result<usize, Mismatch> {
+) -> std::result::Result<Compared, Mismatch> {
     let fail = |detail: String| Mismatch {
         case: what.to_string(),
         detail,
     };
     let err = |e: Error| fail(e.to_string());
-    let Some(Point {
+    let Point {
         x,
         float,
         y,
         pullback,
         f32_output,
-    }) = point(f, inputs).map_err(err)?
-    else {
-        return Ok(0);
+    } = match point(f, inputs).map_err(err)? {
+        Ok(point) => point,
+        Err(why) => return Ok(Compared::none(why)),
     };
+    let mut compared = 0;
     let (step, tolerance, transpose_tolerance) = if f32_output {
         (STEP_F32, TOLERANCE_F32, TRANSPOSE_TOLERANCE_F32)
     } else {
@@ -162,8 +174,12 @@ fn check_jvp_dyn(
                  differences {numeric:.12e}"
             )));
         }
+        compared += 1;
     }
-    Ok(directions.len())
+    Ok(Compared {
+        directions: compared,
+        why_none: NO_FINITE_DIFFERENCE,
+    })
 }
 
 /// The jvp of `f` as a function of the inputs and the tangents of its float
@@ -245,7 +261,7 @@ where
         .map_err(label("vmap∘jvp"))?;
     cases += check_jvp_of_vmap(f, inputs).map_err(label("jvp∘vmap"))?;
     let first = pulled_back(f, 601);
-    cases += check_jvp_dyn(&first, inputs, "jvp∘vjp")?;
+    cases += check_jvp_dyn(&first, inputs, "jvp∘vjp")?.directions;
     let second = pushed_forward(&first, &float);
     cases += check_vmap(&second, &with_tangents(inputs, 3100).map_err(err)?)
         .map_err(label("vmap∘jvp∘vjp"))?;
@@ -346,10 +362,24 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
 
 /// `jacfwd` against `jacrev` for each float input and float output of `f` at
 /// `inputs` (converted to f64), the other inputs held fixed.
+///
+/// Returns the number of (input, output) pairs compared. If it can compare
+/// none (no float input or output, or a NaN or infinity at `inputs`, where
+/// the two orders of products propagate NaN differently), the result is a
+/// [`Mismatch`] that says why, not `Ok(0)`.
 pub fn check_jacobians<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch>
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
+    check_jacobians_dyn(&f, inputs)?.required("jacobians")
+}
+
+/// [`check_jacobians`]'s comparison, reporting how many pairs it compared
+/// (for the per-op sweeps, where a sample may hold a NaN on purpose).
+fn check_jacobians_dyn(
+    f: &TensorFn<'_>,
+    inputs: &[Tensor],
+) -> std::result::Result<Compared, Mismatch> {
     let fail = |case: String, detail: String| Mismatch { case, detail };
     let x: Vec<Tensor> = inputs
         .iter()
@@ -361,7 +391,7 @@ where
     // differently; such points test propagation, not derivatives.
     let at_finite = finite(&x).and_then(|a| Ok(a && finite(&y)?));
     if !at_finite.map_err(|e| fail("jacobians".to_string(), e.to_string()))? {
-        return Ok(0);
+        return Ok(Compared::none(NOT_FINITE));
     }
     let mut cases = 0;
     for i in (0..x.len()).filter(|&i| x[i].dtype().is_float()) {
@@ -402,7 +432,10 @@ where
             cases += 1;
         }
     }
-    Ok(cases)
+    Ok(Compared {
+        directions: cases,
+        why_none: NO_FLOAT,
+    })
 }
 
 /// [`check_jvp`], [`check_jvp_compositions`] and [`check_jacobians`] for one
@@ -424,8 +457,12 @@ pub fn check_op_jvp(
         Ok(call_op(entry, &super::with_tensors(sample, ts)?)?.into_vec())
     };
     let tensors = super::sample_tensors(sample);
-    let mut n = check_jvp(f, &tensors).map_err(named)?;
+    // A sample may sit at a kink or hold a NaN on purpose: it then compares
+    // fewer directions, or none, and the sweep counts what it did compare.
+    let mut n = check_jvp_dyn(&f, &tensors, "jvp")
+        .map_err(named)?
+        .directions;
     n += check_jvp_compositions(f, &tensors).map_err(named)?;
-    n += check_jacobians(f, &tensors).map_err(named)?;
+    n += check_jacobians_dyn(&f, &tensors).map_err(named)?.directions;
     Ok(n)
 }

@@ -135,6 +135,7 @@ fn check_policies(entry: &OpEntry, level: LevelId) -> Result<()> {
             if v.randomness() == Randomness::Error {
                 return Err(Error::Randomness {
                     op: entry.name().to_string(),
+                    transform: "vmap",
                     level: depth,
                 });
             }
