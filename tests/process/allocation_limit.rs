@@ -1,7 +1,9 @@
 //! The allocation limit is a process-wide setting: this test runs with no
 //! other test of any suite beside it (see `main.rs`).
 
-use batchrules::{grad, jvp, ops, vmap, DType, Randomness, Tensor};
+use batchrules::{
+    grad, hessian, hvp, jacfwd, jacrev, jvp, ops, vjp, vmap, DType, Randomness, Tensor,
+};
 
 #[test]
 fn the_allocation_limit_is_a_setting() {
@@ -27,9 +29,11 @@ type OpCall = dyn Fn(&Tensor) -> batchrules::Result<Tensor>;
 type Run = fn(&OpCall, &Tensor) -> Result<(), String>;
 
 /// The transforms each call runs under: plain, vmap (a batch of one, so the
-/// physical output is the example's size; random ops draw alike), grad, jvp. Under grad and jvp the
-/// op's output feeds a differentiated function of `x`, so the call is traced.
-const TRANSFORMS: [(&str, Run); 4] = [
+/// physical output is the example's size; random ops draw alike), and each
+/// differentiating transform, with the op called inside the differentiated
+/// function of `x` (so the call is traced, or batched over the Jacobian's
+/// columns).
+const TRANSFORMS: [(&str, Run); 9] = [
     ("dense", |op, x| op(x).map(drop).map_err(|e| e.to_string())),
     ("vmap", |op, x| {
         let batch = ops::unsqueeze(x, 0).map_err(|e| e.to_string())?;
@@ -53,7 +57,45 @@ const TRANSFORMS: [(&str, Run); 4] = [
             .map(drop)
             .map_err(|e| e.to_string())
     }),
+    ("vjp", |op, x| {
+        vjp(|x: Tensor| op(&x), x)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }),
+    ("jacrev", |op, x| {
+        jacrev(|x: Tensor| traced(op, x))
+            .call(x)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }),
+    ("jacfwd", |op, x| {
+        jacfwd(|x: Tensor| traced(op, x))
+            .randomness(Randomness::Same)
+            .call(x)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }),
+    ("hessian", |op, x| {
+        hessian(|x: Tensor| ops::sum(&traced(op, x)?, None, false))
+            .randomness(Randomness::Same)
+            .call(x)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }),
+    ("hvp", |op, x| {
+        hvp(|x: Tensor| ops::sum(&traced(op, x)?, None, false), x, x)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }),
 ];
+
+/// Calls `op` inside a function of `x` that is differentiable whatever
+/// `op` returns (an integer or bool factory, say): `op`'s output is made,
+/// then `x * x` is returned.
+fn traced(op: &OpCall, x: Tensor) -> batchrules::Result<Tensor> {
+    op(&x)?;
+    ops::mul(&x, &x)
+}
 
 /// Under a 1 MiB limit, each factory, random draw and product is refused
 /// exactly when its output in its own dtype is over the limit, under every

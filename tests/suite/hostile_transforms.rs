@@ -289,3 +289,178 @@ fn random_ops_under_jacfwd_and_hessian_name_them_and_have_a_setting() {
     assert!(err.starts_with("hessian: "), "{err}");
     assert!(!err.contains("vmap"), "{err}");
 }
+
+/// The misuse classes against every transform, as one table. A class that
+/// does not apply to a transform is listed with the reason, so the table
+/// says what is covered: a non-scalar output is an error only where a
+/// scalar is required; a cotangent or tangent is given by the user only to
+/// vjp's pullback, jvp and hvp; a random op needs a policy only where the
+/// transform batches the function (vmap, and jacfwd and hessian over the
+/// Jacobian's columns), and elsewhere runs once, with the right value.
+/// (Absurd sizes under a tight allocation limit, the class that needs a
+/// process-wide setting, are `tests/process/allocation_limit.rs`'s table.)
+#[test]
+fn every_transform_against_every_misuse_class() {
+    use batchrules::{hessian, Randomness};
+    let x = t(&[0.5, -1.0, 2.0, 0.25]);
+    let v = t(&[1.0, 2.0, 3.0, 4.0]);
+    let short = t(&[1.0, 2.0]);
+    let vector = |x: Tensor| ops::mul(&x, &x);
+    // f(x) = sum(dropout(x) * x): its gradient is 2 x * mask / (1 - p), where
+    // mask is the draw dropout makes for this seed and shape.
+    let noisy = |x: Tensor| ops::sum(&ops::mul(&ops::dropout(&x, 0.5, 7)?, &x)?, None, false);
+    let kept = ops::dropout(&ops::ones(&[4], batchrules::DType::F64).unwrap(), 0.5, 7).unwrap();
+    let want_grad = ops::mul(&ops::mul(&x, &kept).unwrap(), &Tensor::scalar(2.0f64)).unwrap();
+    let want_hv = ops::mul(&ops::mul(&v, &kept).unwrap(), &Tensor::scalar(2.0f64)).unwrap();
+    let values = |t: &Tensor| t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
+
+    type Outcome = std::result::Result<Option<Vec<f64>>, String>;
+    let err = |e: batchrules::Error| e.to_string();
+    // Non-scalar output: an error naming the transform where a scalar is needed.
+    let mut rows: Vec<(&str, &str, Outcome, &str)> = vec![
+        (
+            "grad",
+            "non-scalar output",
+            grad(vector).call(&x).map(|_| None).map_err(err),
+            "grad",
+        ),
+        (
+            "value_and_grad",
+            "non-scalar output",
+            value_and_grad(vector).call(&x).map(|_| None).map_err(err),
+            "value_and_grad",
+        ),
+        (
+            "hessian",
+            "non-scalar output",
+            hessian(vector).call(&x).map(|_| None).map_err(err),
+            "hessian",
+        ),
+        (
+            "hvp",
+            "non-scalar output",
+            hvp(vector, &x, &v).map(|_| None).map_err(err),
+            "hvp",
+        ),
+    ];
+
+    // Wrong cotangent or tangent.
+    let (_, pullback) = vjp(vector, &x).unwrap();
+    rows.push((
+        "vjp",
+        "wrong cotangent",
+        pullback.call(&short).map(|_| None).map_err(err),
+        "vjp",
+    ));
+    rows.push((
+        "jvp",
+        "wrong tangent",
+        jvp(vector, &x, &short).map(|_| None).map_err(err),
+        "jvp",
+    ));
+    rows.push((
+        "hvp",
+        "wrong tangent",
+        hvp(|x: Tensor| ops::sum(&vector(x)?, None, false), &x, &short)
+            .map(|_| None)
+            .map_err(err),
+        "hvp",
+    ));
+
+    // A random op with no policy: refused, naming the transform, where the
+    // function is batched; the right value where it runs once.
+    rows.push((
+        "vmap",
+        "random op, no policy",
+        vmap(|x: Tensor| ops::dropout(&x, 0.5, 7))
+            .call(&ops::stack(&[x.clone(), x.clone()], 0).unwrap())
+            .map(|_| None)
+            .map_err(err),
+        "vmap",
+    ));
+    rows.push((
+        "jacfwd",
+        "random op, no policy",
+        jacfwd(noisy).call(&x).map(|_| None).map_err(err),
+        "jacfwd",
+    ));
+    rows.push((
+        "hessian",
+        "random op, no policy",
+        hessian(noisy).call(&x).map(|_| None).map_err(err),
+        "hessian",
+    ));
+    let ok = |r: batchrules::Result<Tensor>| r.map(|t| Some(values(&t))).map_err(err);
+    rows.push(("grad", "random op, no policy", ok(grad(noisy).call(&x)), ""));
+    rows.push((
+        "value_and_grad",
+        "random op, no policy",
+        ok(value_and_grad(noisy).call(&x).map(|(_, g)| g)),
+        "",
+    ));
+    rows.push((
+        "vjp",
+        "random op, no policy",
+        ok(vjp(noisy, &x).and_then(|(_, p)| p.call(&Tensor::scalar(1.0f64)))),
+        "",
+    ));
+    rows.push((
+        "jacrev",
+        "random op, no policy",
+        ok(jacrev(noisy).call(&x)),
+        "",
+    ));
+    rows.push(("hvp", "random op, no policy", ok(hvp(noisy, &x, &v)), ""));
+    let (_, dy) = jvp(noisy, &x, &v).unwrap();
+    let want_dy: f64 = values(&want_grad)
+        .iter()
+        .zip(values(&v))
+        .map(|(g, v)| g * v)
+        .sum();
+    assert!(
+        (values(&dy)[0] - want_dy).abs() < 1e-12,
+        "jvp of a random op: {dy:?}, want {want_dy}"
+    );
+    // With a policy, jacfwd and hessian give what jacrev gives.
+    let fwd = jacfwd(noisy).randomness(Randomness::Same).call(&x).unwrap();
+    assert_eq!(
+        values(&fwd),
+        values(&want_grad),
+        "jacfwd with Randomness::Same"
+    );
+
+    let mut cases = 1; // the jvp row above
+    for (transform, class, outcome, names) in &rows {
+        match outcome {
+            Err(e) => {
+                assert!(!names.is_empty(), "{transform}, {class}: refused: {e}");
+                assert!(
+                    e.starts_with(&format!("{names}: ")) || e.contains(&format!("under {names}")),
+                    "{transform}, {class}: the error names {names}: {e}"
+                );
+                assert!(
+                    *transform == "vmap" || !e.contains("vmap"),
+                    "{transform}, {class}: names a vmap the user did not write: {e}"
+                );
+            }
+            Ok(value) => {
+                assert!(
+                    names.is_empty(),
+                    "{transform}, {class}: Ok where an error is due"
+                );
+                let want = if *transform == "hvp" {
+                    &want_hv
+                } else {
+                    &want_grad
+                };
+                assert_eq!(
+                    value.as_deref(),
+                    Some(values(want).as_slice()),
+                    "{transform}, {class}"
+                );
+            }
+        }
+        cases += 1;
+    }
+    println!("{cases} (transform, misuse class) cases");
+}

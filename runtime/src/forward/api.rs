@@ -93,22 +93,33 @@ where
     O: TensorTree,
     F: FnOnce(I::Inner) -> Result<O>,
 {
-    let inner = primals.inner("jvp")?;
-    let tangents = tangents.inner("jvp")?;
+    jvp_as("jvp", f, primals, tangents)
+}
+
+/// [`jvp`], with its errors named `what` (the transform the user called:
+/// `jvp`, or `hvp`, which is jvp of grad).
+pub(crate) fn jvp_as<I, O, F>(what: &'static str, f: F, primals: I, tangents: I) -> Result<(O, O)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    F: FnOnce(I::Inner) -> Result<O>,
+{
+    let inner = primals.inner(what)?;
+    let tangents = tangents.inner(what)?;
     let mut given = Vec::new();
     tangents.leaves(&mut given);
     if given.len() != inner.leaf_count() {
         return Err(Error::Tensor(format!(
-            "jvp: got {} tangents for {} primals; give one per primal, of its shape and dtype",
+            "{what}: got {} tangents for {} primals; give one per primal, of its shape and dtype",
             given.len(),
             inner.leaf_count()
         )));
     }
-    let (out, pushed) = push_forward("jvp", f, &inner, |i, p| {
+    let (out, pushed) = push_forward(what, f, &inner, |i, p| {
         let v = &given[i];
         if v.shape() != p.shape() || (p.dtype().is_float() && v.dtype() != p.dtype()) {
             return Err(Error::Tensor(format!(
-                "jvp: the tangent of primal leaf {i} (`{}`) has shape {:?} and dtype {}, but the \
+                "{what}: the tangent of primal leaf {i} (`{}`) has shape {:?} and dtype {}, but the \
                  primal has shape {:?} and dtype {}; a tangent has its primal's shape and dtype",
                 inner.leaf_path(i),
                 v.shape(),
@@ -154,10 +165,17 @@ where
     I: GradArgs,
     F: Fn(I::Inner) -> Result<Tensor>,
 {
-    // Checked here too, so that an inconsistent tree is reported as hvp's.
-    primals.inner("hvp")?;
-    tangents.inner("hvp")?;
-    let g = grad(|a: I::Inner| f(a));
-    let (_, hv) = jvp(|a: I::Inner| g.call(&a), primals, tangents)?;
+    let g = grad(|a: I::Inner| {
+        let y = f(a)?;
+        if !y.shape().is_empty() {
+            return Err(Error::Tensor(format!(
+                "hvp: the function returned a tensor of shape {:?}; hvp needs a scalar (0-d) \
+                 output (for a vector function, use jvp of vjp, or jacfwd and jacrev)",
+                y.shape()
+            )));
+        }
+        Ok(y)
+    });
+    let (_, hv) = jvp_as("hvp", |a: I::Inner| g.call(&a), primals, tangents)?;
     Ok(hv)
 }
