@@ -124,7 +124,10 @@ mod tests {
         // f64 elements (24 GiB) is not, and the error names f64.
         assert!(check_alloc(&[3 << 30], DType::F32).is_ok());
         let err = check_alloc(&[3 << 30], DType::F64).unwrap_err().to_string();
-        assert!(err.contains("a f64 tensor") && err.contains("25769803776 bytes"), "{err}");
+        assert!(
+            err.contains("a f64 tensor") && err.contains("25769803776 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
