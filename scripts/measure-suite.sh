@@ -32,7 +32,8 @@ for w in "${what[@]}"; do
     wall=$(grep 'Elapsed (wall clock)' "$t" | awk '{print $NF}')
     user=$(grep 'User time' "$t" | awk '{print $NF}')
     sys=$(grep 'System time' "$t" | awk '{print $NF}')
-    disk=$(du -sh "$dir/target" 2>/dev/null | cut -f1)
+    # (No target/ when a step failed before building anything.)
+    disk=$(du -sh "$dir/target" 2>/dev/null | cut -f1 || true)
     printf '%-10s %s  rc=%s  wall %s  cpu %s + %s s  target/ %s  (log %s)\n' \
         "$w" "$rev" "$rc" "$wall" "$user" "$sys" "${disk:-none}" "$log"
     rm -rf "$dir"
