@@ -742,10 +742,32 @@ fn errors_raised_inside_library_ops_name_the_op_called() {
     assert!(!err.to_string().starts_with("gather: gather:"), "{err}");
 }
 
+/// Values recorded from PyTorch by `scripts/reference/record_torch.py`.
+fn torch_reference() -> serde_json::Value {
+    serde_json::from_str(include_str!("../reference/torch_edge_values.json"))
+        .expect("tests/reference/torch_edge_values.json is JSON")
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
 #[test]
 fn bernoulli_of_p_outside_zero_one_or_nan_draws_as_documented() {
-    // PyTorch raises an error for these; the op table's doc says what
-    // batchrules draws instead: below 0 and NaN draw 0, above 1 draws 1.
+    // PyTorch raises an error for these (recorded); the op table's doc says
+    // what batchrules draws instead: below 0 and NaN draw 0, above 1 draws 1.
+    let reference = torch_reference();
+    for case in ["nan", "below_zero", "above_one"] {
+        let said = reference["bernoulli"][case].as_str().unwrap();
+        assert!(
+            said.starts_with("error: "),
+            "torch's bernoulli, {case}: {said}"
+        );
+    }
     let p = Tensor::from(ndarray::array![f64::NAN, -0.5, 1.5, f64::NAN, 2.0].into_dyn());
     for seed in 0..20 {
         let got = ops::bernoulli(&p, seed).unwrap().to_array::<f64>().unwrap();
@@ -766,19 +788,38 @@ fn bernoulli_of_p_outside_zero_one_or_nan_draws_as_documented() {
 }
 
 #[test]
-fn clamp_passes_the_gradient_at_exactly_a_bound() {
-    // PyTorch's derivative of clamp with scalar bounds (derivatives.yaml:
-    // "we return the subgradient 1 for these cases") passes the gradient
-    // where min <= x <= max, the bounds included; the op table's doc says so.
-    let x = Tensor::from(ndarray::array![-1.0f64, 0.0, 0.5, 1.0, 2.0].into_dyn());
-    let g =
-        batchrules::grad(|x: Tensor| ops::sum(&ops::clamp(&x, Some(0.0), Some(1.0))?, None, false))
+fn clamp_derivatives_match_torch_at_and_around_the_bounds() {
+    // torch 2.15's derivative of clamp with scalar bounds is 0 at exactly a
+    // bound, in grad, jvp and backward alike; with one bound, and crossed.
+    let reference = torch_reference();
+    let x = Tensor::from(ndarray::Array1::from(floats(&reference["clamp_x"])).into_dyn());
+    let ones = ops::ones(&[x.shape()[0] as i64], DType::F64).unwrap();
+    let (lo, hi) = (
+        reference["clamp_min"].as_f64().unwrap(),
+        reference["clamp_max"].as_f64().unwrap(),
+    );
+    let values = |t: Tensor| t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
+    for (name, min, max) in [
+        ("", Some(lo), Some(hi)),
+        ("_min_only", Some(lo), None),
+        ("_max_only", None, Some(hi)),
+        ("_crossed", Some(hi), Some(lo)),
+    ] {
+        let (grad_key, jvp_key) = if name.is_empty() {
+            ("clamp_grad_func".to_string(), "clamp_jvp_ones".to_string())
+        } else {
+            (format!("clamp_grad{name}"), format!("clamp_jvp{name}"))
+        };
+        let g = batchrules::grad(|x: Tensor| ops::sum(&ops::clamp(&x, min, max)?, None, false))
             .call(&x)
             .unwrap();
-    let g = g.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
-    assert_eq!(g, [0.0, 1.0, 1.0, 1.0, 0.0]);
-    let v = Tensor::from(ndarray::array![1.0f64, 1.0, 1.0, 1.0, 1.0].into_dyn());
-    let (_, t) = batchrules::jvp(|x: Tensor| ops::clamp(&x, Some(0.0), Some(1.0)), &x, &v).unwrap();
-    let t = t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0;
-    assert_eq!(t, [0.0, 1.0, 1.0, 1.0, 0.0]);
+        assert_eq!(values(g), floats(&reference[&grad_key]), "{grad_key}");
+        let (_, t) = batchrules::jvp(|x: Tensor| ops::clamp(&x, min, max), &x, &ones).unwrap();
+        assert_eq!(values(t), floats(&reference[&jvp_key]), "{jvp_key}");
+    }
+    // `.backward()` agrees with torch.func.grad there.
+    assert_eq!(
+        floats(&reference["clamp_grad_backward"]),
+        floats(&reference["clamp_grad_func"])
+    );
 }

@@ -298,7 +298,10 @@ fn a_batched_vector_is_not_read_as_a_matrix() {
 #[test]
 fn factories_build_the_documented_values() {
     let z = ops::zeros(&[2, 3], DType::F32).unwrap();
-    assert_eq!(z.to_array::<f32>().unwrap(), ArrayD::zeros(IxDyn(&[2, 3])));
+    assert_eq!(
+        z.to_array::<f32>().unwrap(),
+        ArrayD::<f32>::zeros(IxDyn(&[2, 3]))
+    );
     let o = ops::ones(&[2], DType::Bool).unwrap();
     assert_eq!(
         o.to_array::<bool>().unwrap().into_raw_vec_and_offset().0,

@@ -115,10 +115,14 @@ pub(super) fn extreme_share(
     ops::where_(&wins(other, this)?, &zero, &tied)
 }
 
-/// `v` where `clamp` passes its input through, `min <= x <= max` (not where
-/// a bound clipped `x`, nor at NaN), 0 elsewhere, as PyTorch. The bounds are
-/// compared as f64 scalars, which promote `x`, so a bound beyond the f32
-/// range still compares.
+/// `v` where `x` lies strictly between the bounds `clamp` was given (`min <
+/// x < max`, or past the one bound given), 0 elsewhere: where a bound clipped
+/// `x`, at exactly a bound, and at NaN. That is PyTorch's derivative of
+/// `clamp` with scalar bounds (torch 2.15, recorded in
+/// `tests/reference/torch_edge_values.json`); crossed bounds (`min > max`,
+/// where `max` wins) leave no `x` strictly between, so the derivative is 0
+/// everywhere, as there. The bounds are compared as f64 scalars, which
+/// promote `x`, so a bound beyond the f32 range still compares.
 pub(super) fn clamp_pass(
     x: &Tensor,
     min: Option<f64>,
@@ -128,12 +132,12 @@ pub(super) fn clamp_pass(
     let zero = scalar(v, 0.0)?;
     let mut out = ops::where_(&ops::eq(x, x)?, v, &zero)?;
     if let Some(min) = min {
-        let below = ops::lt(x, &ops::full(&[], min, DType::F64)?)?;
-        out = ops::where_(&below, &zero, &out)?;
+        let above = ops::gt(x, &ops::full(&[], min, DType::F64)?)?;
+        out = ops::where_(&above, &out, &zero)?;
     }
     if let Some(max) = max {
-        let above = ops::gt(x, &ops::full(&[], max, DType::F64)?)?;
-        out = ops::where_(&above, &zero, &out)?;
+        let below = ops::lt(x, &ops::full(&[], max, DType::F64)?)?;
+        out = ops::where_(&below, &out, &zero)?;
     }
     Ok(out)
 }

@@ -29,8 +29,8 @@
 //! `library/derivative.rs`: `abs` and `relu` give 0 at 0;
 //! `maximum`/`minimum` give half of each operand's tangent on a tie (so
 //! `(ta + tb) / 2`); `amax`/`amin` give the mean of the tangents of the tied
-//! extreme elements; `clamp` passes the tangent where `min <= x <= max` (the
-//! bounds included) and 0 where a bound clipped `x`.
+//! extreme elements; `clamp` passes the tangent where `min < x < max` (0 at
+//! exactly a bound, as PyTorch) and 0 where a bound clipped `x`.
 
 use crate::batching::shape_arg;
 use crate::library::derivative::as_dtype_of;
@@ -418,7 +418,7 @@ mod tests {
             ));
         }
 
-        // clamp: both bounds or one; x on a bound (passes, as the vjp).
+        // clamp: both bounds or one; x on a bound (0 there, as the vjp).
         for (min, max) in [
             (Some(-0.3), Some(0.4)),
             (Some(-0.3), None),

@@ -58,8 +58,8 @@ binary_jvp! {
         |a, b, _y, t| extreme_share(a, b, t, ops::lt), extreme_share(b, a, t, ops::lt);
 }
 
-/// `clamp`: the tangent where `min <= x <= max` (bounds included, as the
-/// vjp), 0 where a bound clipped `x` or `x` is NaN.
+/// `clamp`: the tangent where `min < x < max` (as the vjp), 0 where a bound
+/// clipped `x`, at exactly a bound, or where `x` is NaN ([`clamp_pass`]).
 #[jvp(op = "clamp")]
 fn clamp_jvp(
     x: &Tensor,

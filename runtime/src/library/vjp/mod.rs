@@ -16,7 +16,7 @@
 //! At points where an op has no derivative the vjps follow PyTorch: `abs` and
 //! `relu` give 0 at 0, `maximum`/`minimum` and `amax`/`amin` split the
 //! gradient evenly among tied elements, `clamp` passes it only where
-//! `min <= x <= max`. The formulas that forward mode shares (the pointwise
+//! `min < x < max`. The formulas that forward mode shares (the pointwise
 //! factors and these conventions) live in `library/derivative.rs`.
 
 use crate::batching::shape_arg;

@@ -138,8 +138,9 @@ fn where_vjp(
     Ok((None, ga, gb))
 }
 
-/// `clamp`: the gradient flows where `min <= x <= max` (not where a bound
-/// clipped `x`, nor at NaN), as PyTorch ([`clamp_pass`]).
+/// `clamp`: the gradient flows where `min < x < max` (not where a bound
+/// clipped `x`, not at exactly a bound, nor at NaN), as PyTorch
+/// ([`clamp_pass`]).
 #[vjp(op = "clamp")]
 fn clamp_vjp(
     x: &Tensor,
