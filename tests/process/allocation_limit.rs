@@ -1,5 +1,6 @@
-//! The allocation limit is a process-wide setting: this test runs with no
-//! other test of any suite beside it (see `main.rs`).
+//! The allocation limit is a process-wide setting: these tests run with no
+//! other test of any suite beside them (see `main.rs`), and put the default
+//! back when they end, a panic included.
 
 use batchrules::{
     grad, hessian, hvp, jacfwd, jacrev, jvp, ops, vjp, vmap, DType, Randomness, Tensor,
@@ -20,6 +21,22 @@ fn the_allocation_limit_is_a_setting() {
         "{err}"
     );
     assert!(ops::expand(&x, &[1000, 4]).is_ok());
+}
+
+/// Sets the allocation limit until dropped, then puts the default back.
+struct Limit;
+
+impl Limit {
+    fn set(bytes: usize) -> Limit {
+        batchrules::set_allocation_limit(bytes);
+        Limit
+    }
+}
+
+impl Drop for Limit {
+    fn drop(&mut self) {
+        batchrules::set_allocation_limit(batchrules::DEFAULT_ALLOCATION_LIMIT);
+    }
 }
 
 /// One op call, of the input it may ignore.
@@ -104,7 +121,7 @@ fn traced(op: &OpCall, x: Tensor) -> batchrules::Result<Tensor> {
 fn sizes_count_the_bytes_of_their_own_dtype_under_every_transform() {
     let _exclusive = super::exclusive();
     const LIMIT: usize = 1 << 20;
-    batchrules::set_allocation_limit(LIMIT);
+    let limit = Limit::set(LIMIT);
     let x = Tensor::from_shape_vec(&[3], vec![0.5f64, 1.0, 2.0]).unwrap();
     let mut cases = 0;
     let mut failures = Vec::new();
@@ -174,7 +191,7 @@ fn sizes_count_the_bytes_of_their_own_dtype_under_every_transform() {
             }
         }
     }
-    batchrules::set_allocation_limit(batchrules::DEFAULT_ALLOCATION_LIMIT);
+    drop(limit);
     println!("{cases} (op, size, dtype, transform) cases");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
