@@ -51,19 +51,11 @@ pub(crate) fn element_size(dtype: DType) -> usize {
 /// index, or it takes more than the allocation limit.
 pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
     let size = element_size(dtype);
-    let max_elements = isize::MAX as usize / size;
-    let nonzero = shape
-        .iter()
-        .filter(|&&d| d != 0)
-        .try_fold(1usize, |acc, &d| {
-            acc.checked_mul(d).filter(|&n| n <= max_elements)
-        });
-    let Some(nonzero) = nonzero else {
+    let Some(elements) = element_count(shape, isize::MAX as usize / size) else {
         return Err(Error::invalid(format!(
             "a {dtype} tensor of shape {shape:?} is too large to allocate: its element count overflows"
         )));
     };
-    let elements = if shape.contains(&0) { 0 } else { nonzero };
     let bytes = elements * size;
     let limit = allocation_limit();
     if bytes > limit {
@@ -90,19 +82,22 @@ pub(crate) fn check_alloc_in(what: &str, shape: &[usize], dtype: DType) -> Resul
 /// dtype; [`check_alloc`] applies both (the dispatcher calls it on every op's
 /// output, with the dtype the meta gives).
 pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
+    element_count(shape, isize::MAX as usize).ok_or_else(|| {
+        Error::invalid(format!(
+            "a tensor of shape {shape:?} is too large to allocate: its element count overflows"
+        ))
+    })
+}
+
+/// The number of elements of `shape`, or `None` if the product of its
+/// non-zero dims (what ndarray must be able to index even when a dim is 0)
+/// exceeds `max`.
+fn element_count(shape: &[usize], max: usize) -> Option<usize> {
     let nonzero = shape
         .iter()
         .filter(|&&d| d != 0)
-        .try_fold(1usize, |acc, &d| {
-            acc.checked_mul(d).filter(|&n| n <= isize::MAX as usize)
-        });
-    match nonzero {
-        _ if shape.contains(&0) => Ok(0),
-        Some(n) => Ok(n),
-        None => Err(Error::invalid(format!(
-            "a tensor of shape {shape:?} is too large to allocate: its element count overflows"
-        ))),
-    }
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d).filter(|&n| n <= max))?;
+    Some(if shape.contains(&0) { 0 } else { nonzero })
 }
 
 #[cfg(test)]
@@ -133,7 +128,11 @@ mod tests {
     #[test]
     fn counting_elements_applies_no_dtype_and_no_limit() {
         assert_eq!(checked_numel(&[2, 3]).unwrap(), 6);
-        assert_eq!(checked_numel(&[0, usize::MAX, 2]).unwrap(), 0);
+        assert_eq!(checked_numel(&[0, 1 << 40]).unwrap(), 0);
+        // A 0 dim makes no elements, but ndarray still needs the other dims'
+        // product to fit, as check_alloc does (and checked_numel did before
+        // it stopped applying the limit).
+        assert!(checked_numel(&[0, usize::MAX, 2]).is_err());
         // 2^40 elements: over the default limit in any dtype, but a count.
         assert_eq!(checked_numel(&[1 << 20, 1 << 20]).unwrap(), 1 << 40);
         assert!(checked_numel(&[usize::MAX, 2]).is_err());
