@@ -166,16 +166,25 @@ where
     F: Fn(I::Inner) -> Result<Tensor>,
 {
     let g = grad(|a: I::Inner| {
-        let y = f(a)?;
-        if !y.shape().is_empty() {
-            return Err(Error::Tensor(format!(
-                "hvp: the function returned a tensor of shape {:?}; hvp needs a scalar (0-d) \
-                 output (for a vector function, use jvp of vjp, or jacfwd and jacrev)",
-                y.shape()
-            )));
-        }
-        Ok(y)
+        scalar_output(
+            "hvp",
+            f(a)?,
+            "for a vector function, use jvp of vjp, or jacfwd and jacrev",
+        )
     });
     let (_, hv) = jvp_as("hvp", |a: I::Inner| g.call(&a), primals, tangents)?;
     Ok(hv)
+}
+
+/// `y` if it is a scalar (0-d), else an error naming `what` (the transform
+/// that needs one: hessian, hvp) and saying what to use instead.
+pub(super) fn scalar_output(what: &str, y: Tensor, instead: &str) -> Result<Tensor> {
+    if !y.shape().is_empty() {
+        return Err(Error::Tensor(format!(
+            "{what}: the function returned a tensor of shape {:?}; {what} needs a scalar (0-d) \
+             output ({instead})",
+            y.shape()
+        )));
+    }
+    Ok(y)
 }

@@ -10,7 +10,7 @@ use crate::grad::{grad, ops, ArgAt};
 use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
-use super::api::push_forward;
+use super::api::{push_forward, scalar_output};
 
 /// A function prepared for [`jacfwd`]; `N` is the argument differentiated.
 pub struct Jacfwd<F, A, const N: usize = 0> {
@@ -350,13 +350,10 @@ where
     }
 
     fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
-        let y = (self.f)(x)?;
-        if !y.shape().is_empty() {
-            return Err(Error::Tensor(format!(
-                "hessian: the function returned a tensor of shape {:?}; hessian needs a scalar (0-d) output (use jacfwd or jacrev for the Jacobian of a vector function)",
-                y.shape()
-            )));
-        }
-        Ok(y)
+        scalar_output(
+            "hessian",
+            (self.f)(x)?,
+            "use jacfwd or jacrev for the Jacobian of a vector function",
+        )
     }
 }
