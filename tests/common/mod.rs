@@ -25,6 +25,26 @@ pub fn t64(shape: &[usize], seed: u64) -> Tensor {
     Tensor::from(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
 }
 
+/// A 1-d f64 tensor of `values`.
+pub fn vector(values: &[f64]) -> Tensor {
+    Tensor::from(ArrayD::from_shape_vec(IxDyn(&[values.len()]), values.to_vec()).unwrap())
+}
+
+/// Runs `f`, turning a panic into a failure that names `what`.
+pub fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{what} panicked: {msg}")
+        }
+    }
+}
+
 pub fn arr(t: &Tensor) -> ArrayD<f64> {
     t.to_array::<f64>().unwrap()
 }

@@ -7,8 +7,7 @@
 //! the calls run under `catch_unwind`, so a panic is reported as a failure
 //! with the call that caused it.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
+use crate::common::no_panic;
 use batchrules::batching::{
     align_to_front, logical_rank, physical_dim, physical_new_dim, reduce_dim, shape_arg,
     unsqueeze_logical,
@@ -55,21 +54,6 @@ fn same_floats(a: &[f64], b: &[f64]) -> bool {
                 (p - q).abs() <= 1e-12 * p.abs().max(q.abs()).max(1.0)
             }
         })
-}
-
-/// Runs `f`, turning a panic into a failure that names `what`.
-fn no_panic<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(v) => v,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!("{what} panicked: {msg}")
-        }
-    }
 }
 
 /// `err` names `op` first, as the user called it.

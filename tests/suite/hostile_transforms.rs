@@ -10,16 +10,11 @@
 //!   Jacobians or the loop cannot be evaluated: each reports what it could
 //!   not check instead of passing.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
+use crate::common::{no_panic, vector as t};
 use batchrules::testing::{check_grad, check_jacobians, check_jvp, check_vmap, Mismatch};
 use batchrules::{
     grad, hvp, jacfwd, jacrev, jvp, ops, value_and_grad, vjp, vmap, Result, Tensor, TensorTree,
 };
-
-fn t(values: &[f64]) -> Tensor {
-    Tensor::from(ndarray::Array1::from(values.to_vec()).into_dyn())
-}
 
 /// A hand-written tree of two tensors, wrong in one of three ways.
 #[derive(Clone, Copy, Debug)]
@@ -81,11 +76,6 @@ fn broken(defect: Defect) -> Broken {
 
 fn loss(p: &Broken) -> Result<Tensor> {
     ops::sum(&ops::mul(&ops::mul(&p.a, &p.b)?, &p.a)?, None, false)
-}
-
-/// Runs `call` with panics caught: a panic is a failure naming `what`.
-fn no_panic<T>(what: &str, call: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|_| panic!("{what} panicked"))
 }
 
 #[test]

@@ -1,12 +1,9 @@
 //! Structures of tensors: `#[derive(TensorTree)]`, and vmap over trees
 //! (structs of parameters in, structs out, per-argument in_dims, ensembling).
 
+use crate::common::vector as t;
 use batchrules::{ops, vmap, InDim, Result, Tensor, TensorTree};
 use ndarray::{array, ArrayD};
-
-fn t(values: &[f64]) -> Tensor {
-    Tensor::from(ArrayD::from_shape_vec(vec![values.len()], values.to_vec()).unwrap())
-}
 
 fn arr(x: &Tensor) -> ArrayD<f64> {
     x.to_array::<f64>().unwrap()
