@@ -3,7 +3,8 @@
 //! back when they end, a panic included.
 
 use batchrules::{
-    grad, hessian, hvp, jacfwd, jacrev, jvp, ops, vjp, vmap, DType, Randomness, Tensor,
+    grad, hessian, hvp, jacfwd, jacrev, jvp, ops, value_and_grad, vjp, vmap, DType, Randomness,
+    Tensor,
 };
 
 #[test]
@@ -50,7 +51,7 @@ type Run = fn(&OpCall, &Tensor) -> Result<(), String>;
 /// differentiating transform, with the op called inside the differentiated
 /// function of `x` (so the call is traced, or batched over the Jacobian's
 /// columns).
-const TRANSFORMS: [(&str, Run); 9] = [
+const TRANSFORMS: [(&str, Run); 10] = [
     ("dense", |op, x| op(x).map(drop).map_err(|e| e.to_string())),
     ("vmap", |op, x| {
         let batch = ops::unsqueeze(x, 0).map_err(|e| e.to_string())?;
@@ -62,6 +63,15 @@ const TRANSFORMS: [(&str, Run); 9] = [
     }),
     ("grad", |op, x| {
         grad(|x: Tensor| {
+            op(&x)?;
+            ops::sum(&ops::mul(&x, &x)?, None, false)
+        })
+        .call(x)
+        .map(drop)
+        .map_err(|e| e.to_string())
+    }),
+    ("value_and_grad", |op, x| {
+        value_and_grad(|x: Tensor| {
             op(&x)?;
             ops::sum(&ops::mul(&x, &x)?, None, false)
         })
