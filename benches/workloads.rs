@@ -6,6 +6,7 @@
 //! Run with `cargo bench --features bench --bench workloads`; filter with e.g.
 //! `-- W2`.
 
+use batchrules::Reduction;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -466,14 +467,14 @@ fn r_rayon(c: &mut Criterion) {
     // `all_threads_no_spin`: the same pool with `set_spin_window(0)`, so
     // workers sleep between regions as rayon decides (the same-run baseline
     // of the spin window).
-    let spin = batchrules::DEFAULT_SPIN_WINDOW;
+    let spin = batchrules::tuning::DEFAULT_SPIN_WINDOW;
     let no_spin = std::time::Duration::ZERO;
     for (name, pool, window) in [
         ("1_thread", &one, spin),
         ("all_threads", &all, spin),
         ("all_threads_no_spin", &all, no_spin),
     ] {
-        batchrules::set_spin_window(window);
+        batchrules::tuning::set_spin_window(window);
         g.bench_function(BenchmarkId::new("fallback_cumsum_b1024", name), |bch| {
             pool.install(|| bch.iter(|| black_box(cumsum.call(&rows).unwrap())))
         });
@@ -495,7 +496,7 @@ fn r_rayon(c: &mut Criterion) {
             })
         });
     }
-    batchrules::set_spin_window(spin);
+    batchrules::tuning::set_spin_window(spin);
     g.finish();
 }
 
@@ -505,14 +506,14 @@ type Mlp = (Tensor, Tensor, Tensor, Tensor);
 /// The loss of one example of W8: cross-entropy of the W1 MLP.
 fn mlp_loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
     let h = ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?;
-    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
+    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, Reduction::Mean)
 }
 
 /// W8's loss with the first layer as `linear_relu` (bias and activation
 /// fused into the product's output).
 fn mlp_loss_fused((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
     let h = ops::linear_relu(&x, &p.0, Some(&p.1))?;
-    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
+    ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, Reduction::Mean)
 }
 
 /// W8's batchrules side: per-sample gradients by `vmap(grad)`.

@@ -115,8 +115,8 @@ fn main() -> Result<()> {
     // The peaks measure what each call itself allocates: with the buffer
     // cache on, buffers it keeps between calls (at most its limit per thread)
     // would count as live, or be reused, depending on the runs before.
-    batchrules::set_buffer_cache_limit(0);
-    batchrules::clear_buffer_cache();
+    batchrules::tuning::set_buffer_cache_limit(0);
+    batchrules::tuning::clear_buffer_cache();
     // vmap of two layers, 256 -> 1024 -> 256, batch 1024.
     let (batch, d, h) = (1024, 256, 1024);
     let xs = tensor(&[batch, d], 1.0);

@@ -8,6 +8,7 @@
 //! against the hand formula `outer(softmax(logits) - onehot(y), hidden)`,
 //! in f64 (to 1e-10) and in f32 (to 1e-4).
 
+use batchrules::Reduction;
 use std::time::Instant;
 
 use batchrules::{grad, ops, vmap, DType, Error, FallbackPolicy, Result, Tensor, TensorTree};
@@ -61,7 +62,7 @@ fn params(dtype: DType) -> Result<Mlp> {
 fn loss(p: &Mlp, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let h = ops::relu(&ops::linear(x, &p.w1, Some(&p.b1))?)?;
     let logits = ops::linear(&h, &p.w2, Some(&p.b2))?;
-    ops::cross_entropy(&logits, y, 1)
+    ops::cross_entropy(&logits, y, Reduction::Mean)
 }
 
 fn per_example_loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {

@@ -7,6 +7,7 @@
 //! call are printed. The parallel results are checked against the one-thread
 //! ones first (the example exits non-zero on a mismatch).
 
+use batchrules::Reduction;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -36,7 +37,7 @@ fn w1(p: &Mlp, xs: &Tensor) -> Result<Vec<Tensor>> {
 fn w8(p: &Mlp, xs: &Tensor, ys: &Tensor) -> Result<Vec<Tensor>> {
     let loss = |(p, x, y): (Mlp, Tensor, Tensor)| {
         let h = ops::relu(&ops::linear(&x, &p.0, Some(&p.1))?)?;
-        ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, 1)
+        ops::cross_entropy(&ops::linear(&h, &p.2, Some(&p.3))?, &y, Reduction::Mean)
     };
     let g = vmap(move |(p, x, y): (Mlp, Tensor, Tensor)| grad(loss).call((&p, &x, &y)))
         .in_dims([None, Some(0), Some(0)])
@@ -105,7 +106,7 @@ fn main() -> Result<()> {
         ("W1", Box::new(|| w1(&w1_params, &xs))),
         ("W8", Box::new(|| w8(&w8_params, &xs, &ys))),
     ];
-    let spin = batchrules::DEFAULT_SPIN_WINDOW;
+    let spin = batchrules::tuning::DEFAULT_SPIN_WINDOW;
     for (name, f) in &workloads {
         let serial = one.install(f)?;
         let parallel = all.install(f)?;
@@ -128,11 +129,11 @@ fn main() -> Result<()> {
                 ("all, spin", &all, spin),
                 ("all, no spin", &all, Duration::ZERO),
             ] {
-                batchrules::set_spin_window(window);
+                batchrules::tuning::set_spin_window(window);
                 let (median, mean) = pool.install(|| time_calls(f, Duration::from_secs(1)))?;
                 line.push_str(&format!("  {config} {median:.0} / {mean:.0}"));
             }
-            batchrules::set_spin_window(spin);
+            batchrules::tuning::set_spin_window(spin);
             println!("{line}");
         }
     }

@@ -13,6 +13,7 @@ pub enum Base {
     Float,
     Bool,
     ScalarType,
+    Reduction,
 }
 
 impl Base {
@@ -25,6 +26,7 @@ impl Base {
             Base::Float => "Float",
             Base::Bool => "Bool",
             Base::ScalarType => "ScalarType",
+            Base::Reduction => "Reduction",
         }
     }
 
@@ -96,7 +98,7 @@ fn is_ident(s: &str) -> bool {
 }
 
 /// Splits on commas that are not inside brackets or parentheses.
-fn split_top(s: &str) -> Vec<&str> {
+pub fn split_top(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut depth = 0i32;
     let mut start = 0;
@@ -128,20 +130,27 @@ fn parse_type(s: &str) -> Result<(Base, bool), String> {
         "float" => Base::Float,
         "bool" => Base::Bool,
         "ScalarType" => Base::ScalarType,
+        "Reduction" => Base::Reduction,
         other => {
             return Err(format!(
                 "unknown type `{other}`; the types are Tensor, Tensor[], int, int[], float, bool, \
-                 ScalarType, each optionally followed by `?`"
+                 ScalarType and Reduction, each optionally followed by `?`"
             ))
         }
     };
+    if optional && base == Base::Reduction {
+        return Err(
+            "`Reduction?` is not supported; `Reduction::None` already means no reduction"
+                .to_string(),
+        );
+    }
     if optional && base == Base::TensorList {
         return Err("`Tensor[]?` is not supported; use an empty `Tensor[]`".to_string());
     }
     Ok((base, optional))
 }
 
-fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
+pub fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
     let bad = |what: &str| {
         Err(format!(
             "default `{value}` of argument `{}` is not {what}",
@@ -168,6 +177,7 @@ fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
             }
         }
         Base::ScalarType => matches!(value, "bool" | "i64" | "f32" | "f64"),
+        Base::Reduction => matches!(value, "none" | "mean" | "sum"),
         Base::Tensor | Base::TensorList => false,
     };
     if ok {
@@ -179,6 +189,7 @@ fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
             Base::Bool => "a bool (True or False)",
             Base::IntList => "an int list such as [0, 1]",
             Base::ScalarType => "a ScalarType (bool, i64, f32, f64)",
+            Base::Reduction => "a Reduction (none, mean, sum)",
             Base::Tensor | Base::TensorList => "allowed: tensors take no default other than None",
         })
     }
@@ -270,7 +281,7 @@ pub fn parse(schema: &str) -> Result<Schema, String> {
 
 impl Schema {
     /// The normalized parameter type of `arg` for `role` (not counting batch dims).
-    fn param_type(arg: &Arg, role: Role) -> String {
+    pub fn param_type(arg: &Arg, role: Role) -> String {
         let tensor = role.tensor();
         let base = match arg.ty {
             Base::Tensor => format!("&{tensor}"),
@@ -280,6 +291,7 @@ impl Schema {
             Base::Float => "f64".into(),
             Base::Bool => "bool".into(),
             Base::ScalarType => "DType".into(),
+            Base::Reduction => "Reduction".into(),
         };
         if arg.optional {
             format!("Option<{base}>")

@@ -546,6 +546,8 @@ impl ParamKind {
     pub const BOOL: u8 = 5;
     /// `ScalarType`
     pub const SCALAR_TYPE: u8 = 6;
+    /// `Reduction`
+    pub const REDUCTION: u8 = 10;
     /// `Option<usize>`, after a `Tensor`.
     pub const BDIM: u8 = 7;
     /// `&[Option<usize>]`, after a `Tensor[]`.
@@ -608,6 +610,7 @@ pub const fn param_code(
         ArgType::Float => ParamKind::FLOAT,
         ArgType::Bool => ParamKind::BOOL,
         ArgType::ScalarType => ParamKind::SCALAR_TYPE,
+        ArgType::Reduction => ParamKind::REDUCTION,
     };
     let tensor = matches!(arg.ty, ArgType::Tensor | ArgType::TensorList);
     (kind, arg.optional, tensor && matches!(role, Role::Meta))

@@ -42,6 +42,7 @@ pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpret
 mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
 mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
 mod library; // the built-in op library
+mod operators; // `+ - * /` and unary `-` on tensors and scalars
 pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
 #[doc(hidden)]
 pub mod private;
@@ -57,19 +58,15 @@ pub use dispatch::bench as __bench;
 #[doc(hidden)]
 pub use private as __private;
 
-pub use crate::core::alloc::{allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT};
-pub use crate::core::buffers::{
-    buffer_cache_limit, cached_bytes, clear_buffer_cache, set_buffer_cache_limit,
-    DEFAULT_BUFFER_CACHE_LIMIT,
-};
+// The crate root holds the model writer's API. Items for other readers live
+// in modules named for them: `rules` (kernel and rule authors), `transform`
+// (authors of transforms), `tuning` (process-wide limits and knobs).
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::random::derive_seed;
-#[cfg(feature = "rayon")]
-pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
-pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
+pub use crate::core::reduction::Reduction;
+pub use crate::core::tensor::{Element, Tensor};
 pub use crate::core::tree::{StructTree, TensorTree};
-pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use forward::{hessian, hvp, jacfwd, jvp, Hessian, Jacfwd};
 pub use grad::{
     grad, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Jacrev,
@@ -79,6 +76,70 @@ pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
     InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap, VmapInputs, VmapOutputs,
 };
+
+// The crate's own code names these at the root, as it always has.
+pub(crate) use crate::core::tensor::{Data, LevelId, LevelTensor};
+pub(crate) use crate::core::value::{Arg, Outs, TensorMeta};
+
+/// For kernel and rule authors: the types the registration attributes'
+/// functions take and return. A kernel reads a tensor's [`Data`]; a meta
+/// computes [`TensorMeta`]s; a batching rule's generic form works on
+/// [`Arg`]s and [`BDim`]s and returns [`Outs`]. The helpers that batching
+/// rules are written with are in [`batching`]; the attributes themselves
+/// ([`kernel`](macro@crate::kernel), [`meta`](macro@crate::meta), ...) are
+/// at the crate root, and re-exported here. See the [guide].
+pub mod rules {
+    pub use crate::core::tensor::Data;
+    pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
+    pub use crate::{batching_rule, decompose, each_dtype, jvp, kernel, meta, op_table, vjp};
+}
+
+/// For authors of transforms: a transform's tensors implement
+/// [`LevelTensor`], and are told apart by the [`LevelId`] of the level they
+/// live at. See the [guide] and `dispatch`.
+pub mod transform {
+    pub use crate::core::tensor::{LevelId, LevelTensor};
+}
+
+/// Process-wide limits and knobs: the largest tensor an op may allocate, the
+/// per-thread cache of freed buffers, and (feature `rayon`) how long idle
+/// worker threads keep looking for work.
+pub mod tuning {
+    pub use crate::core::alloc::{
+        allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT,
+    };
+    pub use crate::core::buffers::{
+        buffer_cache_limit, cached_bytes, clear_buffer_cache, set_buffer_cache_limit,
+        DEFAULT_BUFFER_CACHE_LIMIT,
+    };
+    #[cfg(feature = "rayon")]
+    pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
+}
+
+/// The model writer's imports in one line: `use batchrules::prelude::*;`.
+///
+/// It brings the [`Tensor`] type with the built-in ops as methods
+/// ([`ops::Methods`](crate::ops::Methods), with the schema's defaults
+/// applied), the `ops` module, the transforms, the [`TensorTree`] trait and
+/// derive, [`Reduction`], [`DType`], and the crate's `Result` and `Error`.
+///
+/// ```
+/// use batchrules::prelude::*;
+///
+/// let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]]);
+/// let y = (x.softmax(-1)? * 2.0)?.sum_dim(1)?;
+/// assert!(y.allclose(&Tensor::from(ndarray::array![2.0f64, 2.0]), 1e-12, 0.0)?);
+/// let g = grad(|x: Tensor| x.tanh()?.sum()).call(&x)?;
+/// assert_eq!(g.shape(), &[2, 2]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub mod prelude {
+    pub use crate::ops::{self, Methods as _};
+    pub use crate::{
+        grad, hessian, hvp, jacfwd, jacrev, jvp, value_and_grad, vjp, vmap, DType, Error,
+        FallbackPolicy, Randomness, Reduction, Result, Tensor, TensorTree,
+    };
+}
 
 /// Declares an op table: reads a TOML file (path relative to the crate root) and
 /// generates, in the invoking module, one typed function per op, the schema
@@ -177,7 +238,8 @@ macro_rules! op_table {
 /// # kind = "composite"
 /// # "#);
 /// # }
-/// use batchrules::{kernel, Data, Error, Result, Tensor};
+/// use batchrules::{kernel, Error, Result, Tensor};
+/// use batchrules::rules::Data;
 ///
 /// #[kernel(op = "double", table = ops)]
 /// fn double_kernel(x: &Tensor, by: f64) -> Result<Tensor> {
@@ -207,7 +269,8 @@ pub use batchrules_macros::kernel;
 /// # kind = "composite"
 /// # "#);
 /// # }
-/// use batchrules::{meta, Error, Result, TensorMeta};
+/// use batchrules::{meta, Error, Result};
+/// use batchrules::rules::TensorMeta;
 ///
 /// #[meta(op = "double", table = ops)]
 /// fn double_meta(x: &TensorMeta, _by: f64) -> Result<TensorMeta> {
@@ -361,7 +424,8 @@ pub use batchrules_macros::decompose;
 /// # kind = "primitive"
 /// # "#);
 /// # }
-/// use batchrules::{batching_rule, kernel, meta, vjp, Error, Result, Tensor, TensorMeta};
+/// use batchrules::{batching_rule, kernel, meta, vjp, Error, Result, Tensor};
+/// use batchrules::rules::TensorMeta;
 ///
 /// #[meta(op = "scale", table = ops)]
 /// fn scale_meta(x: &TensorMeta, factor: &TensorMeta) -> Result<TensorMeta> {
@@ -458,7 +522,8 @@ pub use batchrules_macros::vjp;
 /// # kind = "primitive"
 /// # "#);
 /// # }
-/// # use batchrules::{kernel, meta, TensorMeta};
+/// # use batchrules::{kernel, meta};
+/// # use batchrules::rules::TensorMeta;
 /// # #[meta(op = "scale", table = ops)]
 /// # fn scale_meta(x: &TensorMeta, _factor: &TensorMeta) -> Result<TensorMeta> {
 /// #     Ok(x.clone())
@@ -492,7 +557,7 @@ pub use batchrules_macros::vjp;
 /// let jvp = registry.find(ops::__PATH, "scale").unwrap().jvp.unwrap();
 /// let t = |v: f64| Tensor::from(ndarray::array![v].into_dyn());
 /// let (x, f) = (t(3.0), t(2.0));
-/// let args = [batchrules::Arg::Tensor(x.clone()), batchrules::Arg::Tensor(f.clone())];
+/// let args = [batchrules::rules::Arg::Tensor(x.clone()), batchrules::rules::Arg::Tensor(f.clone())];
 /// let tangents = jvp(&args, &[ops::scale(&x, &f)?], &[vec![Some(t(1.0))], vec![None]])?;
 /// assert_eq!(tangents[0].as_ref().unwrap().to_array::<f64>()?, t(2.0).to_array::<f64>()?);
 /// # Ok(())

@@ -12,11 +12,12 @@ pub use crate::checks::{
     check_arity, check_op, check_param, check_return, op_index, param_code, param_source,
     return_code, vjp_return_code, ParamKind, VJP_MAX_SLOTS,
 };
+pub use crate::core::value::TensorMeta;
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
 pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
 pub use crate::schema::{self, ArgType, OpSchema, Role};
-pub use crate::{DType, Error, Result, Tensor, TensorMeta};
+pub use crate::{DType, Error, Reduction, Result, Tensor};
 pub use batchrules_macros::op_table as op_table_impl;
 pub use inventory;
 
@@ -90,6 +91,7 @@ param_types! {
     (BOOL, true, any) => Option<bool>, "Option<bool>";
     (SCALAR_TYPE, false, any) => DType, "DType";
     (SCALAR_TYPE, true, any) => Option<DType>, "Option<DType>";
+    (REDUCTION, false, any) => Reduction, "Reduction";
     (BDIM, false, false) => Option<usize>, "Option<usize>";
     (BDIM_LIST, false, false) => &'a [Option<usize>], "&[Option<usize>]";
     (TANGENT_LIST, false, false) => &'a [Option<Tensor>], "&[Option<Tensor>]";

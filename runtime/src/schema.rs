@@ -42,6 +42,8 @@ pub enum ArgType {
     Bool,
     /// `ScalarType` ([`DType`](crate::DType))
     ScalarType,
+    /// `Reduction` ([`Reduction`](crate::Reduction)): how a loss reduces.
+    Reduction,
 }
 
 /// One argument of an op schema.

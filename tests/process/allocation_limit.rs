@@ -12,9 +12,9 @@ fn the_allocation_limit_is_a_setting() {
     let _exclusive = super::exclusive();
     let x = Tensor::from_shape_vec(&[4], vec![1.0f32; 4]).unwrap();
     assert!(ops::expand(&x, &[1000, 4]).is_ok());
-    batchrules::set_allocation_limit(1000);
+    batchrules::tuning::set_allocation_limit(1000);
     let err = ops::expand(&x, &[1000, 4]).unwrap_err();
-    batchrules::set_allocation_limit(batchrules::DEFAULT_ALLOCATION_LIMIT);
+    batchrules::tuning::set_allocation_limit(batchrules::tuning::DEFAULT_ALLOCATION_LIMIT);
     assert!(err.to_string().starts_with("expand: "), "{err}");
     assert!(
         err.to_string()
@@ -29,14 +29,14 @@ struct Limit;
 
 impl Limit {
     fn set(bytes: usize) -> Limit {
-        batchrules::set_allocation_limit(bytes);
+        batchrules::tuning::set_allocation_limit(bytes);
         Limit
     }
 }
 
 impl Drop for Limit {
     fn drop(&mut self) {
-        batchrules::set_allocation_limit(batchrules::DEFAULT_ALLOCATION_LIMIT);
+        batchrules::tuning::set_allocation_limit(batchrules::tuning::DEFAULT_ALLOCATION_LIMIT);
     }
 }
 

@@ -2,7 +2,8 @@
 //! just dropped (and only one nobody else holds), with the right values, and
 //! the limit turns it off. One test, as the limit is process-wide.
 
-use batchrules::{ops, Data, Tensor};
+use batchrules::rules::Data;
+use batchrules::{ops, Tensor};
 
 fn ptr(t: &Tensor) -> usize {
     match t.data().unwrap() {
@@ -17,14 +18,14 @@ fn dropped_buffers_are_reused_by_later_outputs_and_held_ones_are_not() {
     let n = 1 << 15; // 128 KiB of f32: above the cache's minimum
     let values: Vec<f32> = (0..n).map(|i| (i as f32 * 0.01).sin()).collect();
     let x = Tensor::from_shape_vec(&[n], values.clone()).unwrap();
-    batchrules::clear_buffer_cache();
+    batchrules::tuning::clear_buffer_cache();
 
     // Dropped, nobody else holding it: the next output of that size reuses it,
     // and holds the new values, not the old ones.
     let y = ops::sin(&x).unwrap();
     let reused = ptr(&y);
     drop(y);
-    assert!(batchrules::cached_bytes() >= n * 4);
+    assert!(batchrules::tuning::cached_bytes() >= n * 4);
     let z = ops::cos(&x).unwrap();
     assert_eq!(ptr(&z), reused, "the dropped buffer is reused");
     let want: Vec<f32> = values.iter().map(|v| v.cos()).collect();
@@ -35,11 +36,11 @@ fn dropped_buffers_are_reused_by_later_outputs_and_held_ones_are_not() {
 
     // A clone held elsewhere: dropping one handle gives nothing back.
     drop(z);
-    batchrules::clear_buffer_cache();
+    batchrules::tuning::clear_buffer_cache();
     let w = ops::neg(&x).unwrap();
     let kept = w.clone();
     drop(w);
-    assert_eq!(batchrules::cached_bytes(), 0);
+    assert_eq!(batchrules::tuning::cached_bytes(), 0);
     let other = ops::exp(&x).unwrap();
     assert_ne!(ptr(&other), ptr(&kept));
     let negated: Vec<f32> = values.iter().map(|v| -v).collect();
@@ -49,9 +50,9 @@ fn dropped_buffers_are_reused_by_later_outputs_and_held_ones_are_not() {
     );
 
     // A limit of 0 turns the cache off.
-    let before = batchrules::buffer_cache_limit();
-    batchrules::set_buffer_cache_limit(0);
+    let before = batchrules::tuning::buffer_cache_limit();
+    batchrules::tuning::set_buffer_cache_limit(0);
     drop(other);
-    assert_eq!(batchrules::cached_bytes(), 0);
-    batchrules::set_buffer_cache_limit(before);
+    assert_eq!(batchrules::tuning::cached_bytes(), 0);
+    batchrules::tuning::set_buffer_cache_limit(before);
 }

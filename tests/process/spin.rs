@@ -6,7 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use batchrules::{live_spinners, ops, set_spin_window, spin_window, Tensor};
+use batchrules::tuning::{live_spinners, set_spin_window, spin_window};
+use batchrules::{ops, Tensor};
 
 /// Waits up to `limit` for no spinner to be live.
 fn spinners_end_within(limit: Duration) -> bool {
@@ -77,5 +78,5 @@ fn spinners_start_with_a_region_and_end_after_the_window() {
     let y = two.install(|| ops::add(&x, &x)).unwrap();
     assert_eq!(y.to_array::<f32>().unwrap(), expected);
     assert_eq!(live_spinners(), 0);
-    set_spin_window(batchrules::DEFAULT_SPIN_WINDOW);
+    set_spin_window(batchrules::tuning::DEFAULT_SPIN_WINDOW);
 }

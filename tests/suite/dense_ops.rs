@@ -1,6 +1,7 @@
 //! Dense semantics of the op library (no vmap): dtype promotion, NaN handling,
 //! and the errors float-only ops give for other dtypes.
 
+use batchrules::Reduction;
 use batchrules::{ops, DType, Tensor};
 
 fn f64s(v: &[f64]) -> Tensor {
@@ -110,7 +111,7 @@ fn composites_agree_with_direct_formulas() {
         .sum::<f64>()
         / 3.0;
     assert!((var - direct).abs() < 1e-12);
-    let mse = ops::mse_loss(&x, &f64s(&[0.0; 4]), 2)
+    let mse = ops::mse_loss(&x, &f64s(&[0.0; 4]), Reduction::Sum)
         .unwrap()
         .to_array::<f64>()
         .unwrap()[[]];
@@ -160,7 +161,7 @@ fn linear_cross_entropy_layer_norm_values() {
     // cross_entropy = -log_softmax(logits)[target], averaged.
     let logits = Tensor::from_shape_vec(&[2, 2], vec![0.0f64, 0.0, 2.0, 0.0]).unwrap();
     let target = Tensor::from_shape_vec(&[2], vec![1i64, 0]).unwrap();
-    let l = ops::cross_entropy(&logits, &target, 1)
+    let l = ops::cross_entropy(&logits, &target, Reduction::Mean)
         .unwrap()
         .to_array::<f64>()
         .unwrap()[[]];

@@ -331,7 +331,7 @@ kind = "primitive"
 }
 
 #[batchrules::meta(op = "twice", table = extra)]
-fn twice_meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+fn twice_meta(x: &batchrules::rules::TensorMeta) -> Result<batchrules::rules::TensorMeta> {
     Ok(x.clone())
 }
 
@@ -401,7 +401,7 @@ kind = "primitive"
 }
 
 #[batchrules::meta(op = "wrong_scale", table = wrong)]
-fn wrong_scale_meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+fn wrong_scale_meta(x: &batchrules::rules::TensorMeta) -> Result<batchrules::rules::TensorMeta> {
     Ok(x.clone())
 }
 #[batchrules::kernel(op = "wrong_scale", table = wrong)]
@@ -420,9 +420,9 @@ fn wrong_scale_vjp(_x: &Tensor, _result: &Tensor, grad: &Tensor) -> Result<Optio
 
 #[batchrules::meta(op = "wrong_shape", table = wrong)]
 fn wrong_shape_meta(
-    x: &batchrules::TensorMeta,
-    y: &batchrules::TensorMeta,
-) -> Result<batchrules::TensorMeta> {
+    x: &batchrules::rules::TensorMeta,
+    y: &batchrules::rules::TensorMeta,
+) -> Result<batchrules::rules::TensorMeta> {
     // A test op: `other` broadcasts to `self`'s shape.
     let _ = y;
     Ok(x.clone())
@@ -492,9 +492,9 @@ thread_local! {
 
 #[batchrules::meta(op = "probe_mul", table = probe)]
 fn probe_meta(
-    x: &batchrules::TensorMeta,
-    _y: &batchrules::TensorMeta,
-) -> Result<batchrules::TensorMeta> {
+    x: &batchrules::rules::TensorMeta,
+    _y: &batchrules::rules::TensorMeta,
+) -> Result<batchrules::rules::TensorMeta> {
     Ok(x.clone())
 }
 #[batchrules::kernel(op = "probe_mul", table = probe)]

@@ -1,7 +1,9 @@
 //! Hostile input: absurd sizes are errors naming the op (never an abort), and
 //! an error raised inside an op's implementation names the op the user called.
 
-use batchrules::{ops, vmap, Arg, DType, Error, Tensor};
+use batchrules::rules::Arg;
+use batchrules::Reduction;
+use batchrules::{ops, vmap, DType, Error, Tensor};
 use ndarray::{array, Array};
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -75,7 +77,7 @@ fn errors_inside_a_decomposition_name_the_op_called() {
     // range is found by gather's kernel.
     let logits = f32s(&[2, 3]);
     let target = Tensor::from(array![0i64, 7].into_dyn());
-    let err = ops::cross_entropy(&logits, &target, 1).unwrap_err();
+    let err = ops::cross_entropy(&logits, &target, Reduction::Mean).unwrap_err();
     names(&err, "cross_entropy");
     assert!(
         err.to_string().contains("gather"),
@@ -105,7 +107,9 @@ doc = "The first x[0] elements of x: a data-dependent shape, so no batching rule
 }
 
 #[batchrules::meta(op = "first_n", table = ragged)]
-fn first_n_meta(x: &batchrules::TensorMeta) -> batchrules::Result<batchrules::TensorMeta> {
+fn first_n_meta(
+    x: &batchrules::rules::TensorMeta,
+) -> batchrules::Result<batchrules::rules::TensorMeta> {
     Ok(x.clone())
 }
 

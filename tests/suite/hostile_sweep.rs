@@ -13,13 +13,15 @@
 //!    (proptest, a bounded number of cases), dense and under vmap: never a
 //!    panic, and every error names the op called.
 
+use batchrules::Reduction;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, OpEntry};
+use batchrules::rules::Arg;
 use batchrules::schema::ArgType;
 use batchrules::testing::{check_op, check_op_errors, describe, op_infos, Sample};
-use batchrules::{set_fallback_policy, vmap, Arg, DType, Error, FallbackPolicy, Tensor};
+use batchrules::{set_fallback_policy, vmap, DType, Error, FallbackPolicy, Tensor};
 use proptest::prelude::*;
 
 const TABLE: &str = "batchrules::ops";
@@ -227,6 +229,11 @@ fn any_arg(ty: ArgType, optional: bool) -> BoxedStrategy<Arg<Tensor>> {
         (ArgType::ScalarType, true) => prop::option::of(any_dtype())
             .prop_map(Arg::OptScalarType)
             .boxed(),
+        (ArgType::Reduction, _) => {
+            prop::sample::select(vec![Reduction::None, Reduction::Mean, Reduction::Sum])
+                .prop_map(Arg::Reduction)
+                .boxed()
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! ```text
 //! core → schema → checks → registry → dispatch → private (glue of the
 //! generated code) → vmap | batching → grad → forward → testing → library
-//! → coverage | owned
+//! → coverage | owned → operators
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -31,11 +31,13 @@ const LAYERS: &[(&str, usize)] = &[
     ("library", 10),
     ("coverage", 11),
     ("owned", 11),
+    ("operators", 12),
 ];
 
 /// Items the crate root re-exports, and the module each comes from.
 const ROOT_ITEMS: &[(&str, &str)] = &[
     ("DType", "core"),
+    ("Reduction", "core"),
     ("Error", "core"),
     ("Result", "core"),
     ("Data", "core"),

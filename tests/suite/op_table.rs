@@ -2,10 +2,9 @@
 //! typed functions pass each argument through the dispatcher to the registered
 //! functions, and the schema constants describe the table.
 
+use batchrules::rules::{Arg, TensorMeta};
 use batchrules::schema::{ArgType, OpKind};
-use batchrules::{
-    batching_rule, decompose, jvp, kernel, meta, vjp, Arg, DType, Error, Result, Tensor, TensorMeta,
-};
+use batchrules::{batching_rule, decompose, jvp, kernel, meta, vjp, DType, Error, Result, Tensor};
 use ndarray::array;
 
 mod typed {

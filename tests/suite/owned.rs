@@ -5,7 +5,8 @@
 
 use crate::common;
 
-use batchrules::{grad, ops, owned, vmap, Data, Result, Tensor};
+use batchrules::rules::Data;
+use batchrules::{grad, ops, owned, vmap, Result, Tensor};
 use common::{assert_close, t64};
 use ndarray::{ArcArray, ArrayD, IxDyn};
 

@@ -161,7 +161,8 @@ mod traced {
     use std::sync::Mutex;
     use std::thread::ThreadId;
 
-    use batchrules::{kernel, meta, DType, Result, Tensor, TensorMeta};
+    use batchrules::rules::TensorMeta;
+    use batchrules::{kernel, meta, DType, Result, Tensor};
 
     pub mod ops {
         batchrules::op_table!(

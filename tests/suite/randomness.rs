@@ -531,8 +531,8 @@ fn every_random_op_of_the_table_draws_example_i_from_its_derived_seed() {
     // `derive_seed(seed, i)`.
     use batchrules::dispatch::call_op;
     use batchrules::registry::registry;
+    use batchrules::rules::Arg;
     use batchrules::testing::{op_infos, sample_tensors, with_tensors};
-    use batchrules::Arg;
     let reg = registry().unwrap();
     let mut checked = Vec::new();
     for info in op_infos().filter(|i| i.table.path == "batchrules::ops") {
@@ -617,7 +617,8 @@ fn the_table_marks_exactly_the_random_ops() {
 /// draws: the outer vmap's fallback loop must not hide the kernel's vmap
 /// level from the random op.
 mod kernel_with_vmap {
-    use batchrules::{kernel, meta, ops, vmap, DType, Randomness, Result, Tensor, TensorMeta};
+    use batchrules::rules::TensorMeta;
+    use batchrules::{kernel, meta, ops, vmap, DType, Randomness, Result, Tensor};
 
     pub mod table {
         batchrules::op_table!(

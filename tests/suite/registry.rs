@@ -5,8 +5,9 @@ use batchrules::registry::{
     DecomposeVmap, JvpStatus, Location, ProblemKind, RegisteredFn, Registration, Registry,
     VjpStatus, VmapStrategy,
 };
+use batchrules::rules::{Arg, BDim, Outs, TensorMeta};
 use batchrules::schema::{OpKind, OpTable};
-use batchrules::{Arg, BDim, Outs, Result, Tensor, TensorMeta};
+use batchrules::{Result, Tensor};
 
 // Link the downstream crate so its table and registrations are part of this program.
 use downstream_ops as _;

@@ -3,8 +3,9 @@
 //! `check_vmap` / `check_vmap_errors` let pass; each test asserts the helper
 //! now reports it.
 
+use batchrules::rules::TensorMeta;
 use batchrules::testing::{check_vmap, check_vmap_errors, MAX_COMBINATIONS};
-use batchrules::{batching_rule, kernel, meta, Error, Result, Tensor, TensorMeta};
+use batchrules::{batching_rule, kernel, meta, Error, Result, Tensor};
 
 mod wrong {
     batchrules::op_table!(

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use batchrules::dispatch::{self, Interpreter};
 use batchrules::registry::OpEntry;
-use batchrules::{ops, vmap, Arg, DType, LevelId, LevelTensor, Outs, Result, Tensor, TensorMeta};
+use batchrules::rules::{Arg, Outs, TensorMeta};
+use batchrules::transform::{LevelId, LevelTensor};
+use batchrules::{ops, vmap, DType, Result, Tensor};
 use ndarray::{array, Array};
 
 /// A tensor at a trace level: just the value one level down.

@@ -4,10 +4,10 @@
 
 use std::sync::Mutex;
 
+use batchrules::rules::TensorMeta;
 use batchrules::testing::{check_vmap, check_vmap_errors};
 use batchrules::{
     batching_rule, decompose, kernel, meta, ops, vmap, Error, FallbackPolicy, Result, Tensor,
-    TensorMeta,
 };
 use ndarray::{array, Array, ArrayD, IxDyn};
 

@@ -301,14 +301,14 @@ kind = "primitive"
     );
 }
 
-fn same_meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+fn same_meta(x: &batchrules::rules::TensorMeta) -> Result<batchrules::rules::TensorMeta> {
     Ok(x.clone())
 }
 
 macro_rules! doubling_op {
     ($op:literal, $meta:ident, $kernel:ident, $rule:ident, $f:path) => {
         #[batchrules::meta(op = $op, table = extra)]
-        fn $meta(x: &batchrules::TensorMeta) -> Result<batchrules::TensorMeta> {
+        fn $meta(x: &batchrules::rules::TensorMeta) -> Result<batchrules::rules::TensorMeta> {
             same_meta(x)
         }
         #[batchrules::kernel(op = $op, table = extra)]

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, OpEntry, VmapStrategy};
+use batchrules::rules::Arg;
 use batchrules::schema::OpKind;
 use batchrules::testing::{
     check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
 };
-use batchrules::{set_fallback_policy, vmap, Arg, FallbackPolicy, Randomness, Tensor};
+use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Randomness, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 

@@ -26,9 +26,8 @@
 //! ```
 
 use batchrules::batching::unary_pointwise;
-use batchrules::{
-    batching_rule, decompose, jvp, kernel, meta, vjp, Data, Error, Result, Tensor, TensorMeta,
-};
+use batchrules::rules::{Data, TensorMeta};
+use batchrules::{batching_rule, decompose, jvp, kernel, meta, vjp, Error, Result, Tensor};
 use ndarray::Axis;
 
 /// The ops of this crate, generated from `ops.toml`.

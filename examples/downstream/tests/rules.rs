@@ -80,7 +80,7 @@ fn scale_vjp_composes_with_vmap_and_itself() {
 #[test]
 fn scale_jvp_through_the_registry_is_scale_of_the_tangent() {
     use batchrules::registry::{registry, JvpStatus};
-    use batchrules::Arg;
+    use batchrules::rules::Arg;
     let reg = registry().unwrap();
     let entry = reg.find(ops::__PATH, "scale").unwrap();
     assert_eq!(entry.jvp_status(), JvpStatus::Jvp);

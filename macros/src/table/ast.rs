@@ -10,6 +10,7 @@ use serde::Deserialize;
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Token};
 
+use super::methods::{self, Method};
 use crate::ctxt::Ctxt;
 use crate::schema::{self, Schema};
 
@@ -42,6 +43,10 @@ struct Entry {
     /// argument, so vmap applies its randomness policy to it.
     #[serde(default)]
     random: Option<toml::Spanned<bool>>,
+    /// `methods = ["sum_dim(dim)", ...]`: methods beside (or, under the op's
+    /// own name, instead of) the default one; see [`super::methods`].
+    #[serde(default)]
+    methods: Option<toml::Spanned<Vec<String>>>,
 }
 
 pub struct Op {
@@ -57,6 +62,8 @@ pub struct Op {
     pub linear: Vec<String>,
     /// Whether the op draws random numbers (from its `int seed` argument).
     pub random: bool,
+    /// The op's methods on `Tensor`.
+    pub methods: Vec<Method>,
 }
 
 #[derive(Clone, Copy)]
@@ -271,6 +278,39 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                 ));
                 continue;
             }
+            let mut op_methods: Vec<Method> = Vec::new();
+            if let Some(specs) = &entry.methods {
+                let at = line_of(source, specs.span().start);
+                for spec in specs.get_ref() {
+                    match methods::parse_spec(&schema, spec) {
+                        Ok(m) => op_methods.push(m),
+                        Err(problem) => cx.error_spanned_by(
+                            lit,
+                            format!(
+                                "op table {name}:{at}: method `{spec}` of `{}`: {problem}",
+                                schema.name
+                            ),
+                        ),
+                    }
+                }
+            }
+            if !op_methods.iter().any(|m| m.name == schema.name) {
+                if let Some(m) = methods::default_method(&schema) {
+                    op_methods.insert(0, m);
+                }
+            }
+            for m in &op_methods {
+                let twice = ops
+                    .iter()
+                    .flat_map(|(o, at)| o.methods.iter().map(move |om| (om, o, at)))
+                    .find(|(om, _, _)| om.name == m.name);
+                if let Some((_, other, at)) = twice {
+                    cx.error_spanned_by(lit, format!(
+                        "op table {name}:{entry_line}: method `{}` of `{}` is already a method of `{}` ({at}); give one of them another name in its `methods` list",
+                        m.name, schema.name, other.schema.name
+                    ));
+                }
+            }
             ops.push((
                 Op {
                     schema,
@@ -280,6 +320,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     differentiable,
                     linear,
                     random,
+                    methods: op_methods,
                 },
                 format!("{name}:{entry_line}"),
             ));

@@ -32,7 +32,7 @@ fn qualify_tokens(tokens: TokenStream) -> TokenStream {
             }
             TokenTree::Ident(id) if id == "Vec" => out.extend(quote!(::std::vec::Vec)),
             TokenTree::Ident(id)
-                if ["Tensor", "TensorMeta", "DType", "Result"]
+                if ["Tensor", "TensorMeta", "DType", "Reduction", "Result"]
                     .contains(&id.to_string().as_str()) =>
             {
                 out.extend(quote!(__rt::#id));
@@ -184,8 +184,37 @@ fn op_function(op: &Op, index: usize) -> TokenStream {
     }
 }
 
+/// The trait `Methods`: every op's methods on `Tensor` (see [`super::methods`]).
+fn methods_trait(ops: &[Op]) -> TokenStream {
+    let (decls, bodies): (Vec<_>, Vec<_>) = ops
+        .iter()
+        .flat_map(|op| {
+            op.methods
+                .iter()
+                .map(move |m| super::methods::method_items(&op.schema, &op.doc, m, qualify))
+        })
+        .unzip();
+    quote! {
+        /// The ops of this table as methods on `Tensor`, with the schema's
+        /// defaults applied: `x.sum()?`, `x.softmax(-1)?`, `x.matmul(&w)?`.
+        /// Each method's documentation says which op call it makes; to pass
+        /// an argument the method fixes, call the op function itself.
+        ///
+        /// Bring the methods into scope with `use <table module>::Methods as _;`
+        /// (`batchrules::prelude` does so for the built-in table).
+        pub trait Methods {
+            #(#decls)*
+        }
+
+        impl Methods for __rt::Tensor {
+            #(#bodies)*
+        }
+    }
+}
+
 pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream {
     let schemas = ops.iter().map(schema_const);
+    let methods = methods_trait(ops);
     let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
     let count = ops.len();
     // Rebuild when a table file changes.
@@ -220,5 +249,7 @@ pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream 
         }
 
         #(#functions)*
+
+        #methods
     }
 }

@@ -8,6 +8,7 @@
 
 mod ast;
 mod expand;
+mod methods;
 
 use proc_macro2::TokenStream;
 

@@ -60,7 +60,7 @@ pub(crate) fn check_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
     let limit = allocation_limit();
     if bytes > limit {
         return Err(Error::invalid(format!(
-            "a {dtype} tensor of shape {shape:?} would take {bytes} bytes, over the allocation limit of {limit} bytes (see batchrules::set_allocation_limit)"
+            "a {dtype} tensor of shape {shape:?} would take {bytes} bytes, over the allocation limit of {limit} bytes (see batchrules::tuning::set_allocation_limit)"
         )));
     }
     Ok(elements)

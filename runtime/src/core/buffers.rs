@@ -37,11 +37,11 @@ static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_BUFFER_CACHE_LIMIT);
 /// [`clear_buffer_cache`] frees the calling thread's.
 ///
 /// ```
-/// batchrules::set_buffer_cache_limit(0);
+/// batchrules::tuning::set_buffer_cache_limit(0);
 /// let x = batchrules::ops::zeros(&[1 << 16], batchrules::DType::F32).unwrap();
 /// drop(batchrules::ops::exp(&x).unwrap());
-/// assert_eq!(batchrules::cached_bytes(), 0);
-/// batchrules::set_buffer_cache_limit(batchrules::DEFAULT_BUFFER_CACHE_LIMIT);
+/// assert_eq!(batchrules::tuning::cached_bytes(), 0);
+/// batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
 /// ```
 pub fn set_buffer_cache_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::Relaxed);

@@ -86,10 +86,10 @@ macro_rules! each_dtype {
     };
     ($data:expr, $a:ident => $body:expr) => {
         match $data {
-            $crate::Data::Bool($a) => $body,
-            $crate::Data::I64($a) => $body,
-            $crate::Data::F32($a) => $body,
-            $crate::Data::F64($a) => $body,
+            $crate::rules::Data::Bool($a) => $body,
+            $crate::rules::Data::I64($a) => $body,
+            $crate::rules::Data::F32($a) => $body,
+            $crate::rules::Data::F64($a) => $body,
         }
     };
 }

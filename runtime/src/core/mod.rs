@@ -9,11 +9,13 @@ pub(crate) mod buffers;
 pub(crate) mod cast;
 #[cfg(feature = "ndarray-0-16")]
 mod compat;
+pub(crate) mod convert;
 pub(crate) mod dims;
 pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod meta_rules;
 pub(crate) mod random;
+pub(crate) mod reduction;
 pub(crate) mod simd;
 #[cfg(feature = "rayon")]
 pub(crate) mod spin;

@@ -70,11 +70,11 @@ fn now_ns() -> u64 {
 /// ```
 /// use std::time::Duration;
 ///
-/// batchrules::set_spin_window(Duration::from_micros(200));
-/// assert_eq!(batchrules::spin_window(), Duration::from_micros(200));
-/// batchrules::set_spin_window(Duration::from_secs(5));
-/// assert_eq!(batchrules::spin_window(), Duration::from_secs(1));
-/// batchrules::set_spin_window(batchrules::DEFAULT_SPIN_WINDOW);
+/// batchrules::tuning::set_spin_window(Duration::from_micros(200));
+/// assert_eq!(batchrules::tuning::spin_window(), Duration::from_micros(200));
+/// batchrules::tuning::set_spin_window(Duration::from_secs(5));
+/// assert_eq!(batchrules::tuning::spin_window(), Duration::from_secs(1));
+/// batchrules::tuning::set_spin_window(batchrules::tuning::DEFAULT_SPIN_WINDOW);
 /// ```
 pub fn set_spin_window(window: Duration) {
     let ns = window.min(Duration::from_secs(1)).as_nanos() as u64;

@@ -55,6 +55,8 @@ pub trait Element: Copy + Default + PartialEq + fmt::Debug + Send + Sync + 'stat
     fn wrap(a: ArcArray<Self, IxDyn>) -> Data;
     /// The array, if `data` holds this element type.
     fn unwrap(data: &Data) -> Option<&ArcArray<Self, IxDyn>>;
+    /// The array, taken out of `data`, if it holds this element type.
+    fn unwrap_owned(data: Data) -> Option<ArcArray<Self, IxDyn>>;
 }
 
 macro_rules! element {
@@ -65,6 +67,12 @@ macro_rules! element {
                 Data::$variant(a)
             }
             fn unwrap(data: &Data) -> Option<&ArcArray<Self, IxDyn>> {
+                match data {
+                    Data::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn unwrap_owned(data: Data) -> Option<ArcArray<Self, IxDyn>> {
                 match data {
                     Data::$variant(a) => Some(a),
                     _ => None,
@@ -302,10 +310,19 @@ impl Tensor {
     /// Errors if the tensor is batched (see [`Tensor::data`]) or holds another
     /// element type.
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
-        let data = self.data()?;
-        T::unwrap(data).map(|a| a.to_owned()).ok_or_else(|| {
+        self.dense_as::<T>("Tensor::to_array").map(|a| a.to_owned())
+    }
+
+    /// The dense array of element type `T`; the errors name `what`, the
+    /// method the user called.
+    pub(crate) fn dense_as<T: Element>(&self, what: &str) -> Result<&ArcArray<T, IxDyn>> {
+        let data = self
+            .data()
+            .map_err(|e| Error::Tensor(format!("{what}: {e}")))?;
+        T::unwrap(data).ok_or_else(|| {
+            let short = what.rsplit("::").next().unwrap_or(what);
             Error::Tensor(format!(
-                "Tensor::to_array: the tensor holds {} elements, not {}; ask for to_array::<{}>()",
+                "{what}: the tensor holds {} elements, not {}; ask for {short}::<{}>()",
                 data.dtype(),
                 T::DTYPE,
                 data.dtype()
@@ -389,23 +406,106 @@ impl Tensor {
     }
 }
 
-impl<T: Element> From<ArrayD<T>> for Tensor {
-    fn from(a: ArrayD<T>) -> Self {
-        Tensor::from_data(T::wrap(a.into_shared()))
+impl Tensor {
+    /// The data as an `ndarray` array of element type `T`, without copying it
+    /// when this handle is the only one of its buffer (a tensor just computed
+    /// and not cloned); otherwise a copy, as [`Tensor::to_array`] makes.
+    ///
+    /// ```
+    /// use batchrules::{ops, Tensor};
+    ///
+    /// let x = Tensor::from(ndarray::array![[1.0f32, -2.0], [3.0, -4.0]]);
+    /// let y = ops::relu(&x)?; // y's buffer is y's alone
+    /// let a = y.into_array::<f32>()?;
+    /// assert_eq!(a, ndarray::array![[1.0f32, 0.0], [3.0, 0.0]].into_dyn());
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    ///
+    /// Errors as [`Tensor::to_array`] does (a batched tensor, another dtype).
+    pub fn into_array<T: Element>(self) -> Result<ArrayD<T>> {
+        const WHAT: &str = "Tensor::into_array";
+        // Dense, and of dtype `T`: the arms below cannot fail.
+        self.dense_as::<T>(WHAT)?;
+        let checked = || Error::Tensor(format!("{WHAT}: not a dense {} tensor", T::DTYPE));
+        match self.repr {
+            Repr::Dense(d) => match Arc::try_unwrap(d) {
+                Ok(dense) => {
+                    // Not dropped as a `Dense` (which would give the buffer
+                    // to the cache): the buffer moves into the returned array.
+                    let mut dense = ManuallyDrop::new(dense);
+                    // SAFETY: `dense.0` is taken once, here; `dense` is never
+                    // used again and, being `ManuallyDrop`, never dropped.
+                    let data = unsafe { ManuallyDrop::take(&mut dense.0) };
+                    // `into_owned` copies only if another array shares the
+                    // buffer (a view made from this tensor's data).
+                    T::unwrap_owned(data)
+                        .map(ArcArray::into_owned)
+                        .ok_or_else(checked)
+                }
+                Err(shared) => T::unwrap(&shared).map(|a| a.to_owned()).ok_or_else(checked),
+            },
+            Repr::Level(_) => Err(checked()),
+        }
+    }
+
+    /// A borrowed `ndarray` view of the data, of element type `T`: no copy.
+    ///
+    /// ```
+    /// use batchrules::Tensor;
+    ///
+    /// let x = Tensor::from(ndarray::array![[1i64, 2], [3, 4]]);
+    /// let v = x.view::<i64>()?;
+    /// assert_eq!(v[[1, 0]], 3);
+    /// assert_eq!(v.sum(), 10);
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    ///
+    /// Errors as [`Tensor::to_array`] does (a batched tensor, another dtype).
+    pub fn view<T: Element>(&self) -> Result<ndarray::ArrayViewD<'_, T>> {
+        self.dense_as::<T>("Tensor::view").map(|a| a.view())
     }
 }
 
-impl<T: Element> From<ArcArray<T, IxDyn>> for Tensor {
-    fn from(a: ArcArray<T, IxDyn>) -> Self {
-        Tensor::from_data(T::wrap(a))
+impl<T: Element, D: ndarray::Dimension> From<ndarray::Array<T, D>> for Tensor {
+    fn from(a: ndarray::Array<T, D>) -> Self {
+        Tensor::from_data(T::wrap(a.into_dyn().into_shared()))
+    }
+}
+
+impl<T: Element, D: ndarray::Dimension> From<ArcArray<T, D>> for Tensor {
+    fn from(a: ArcArray<T, D>) -> Self {
+        Tensor::from_data(T::wrap(a.into_dyn()))
+    }
+}
+
+impl<T: Element> From<Vec<T>> for Tensor {
+    /// A 1-d tensor of the values.
+    fn from(values: Vec<T>) -> Self {
+        Tensor::from(ndarray::Array1::from(values))
     }
 }
 
 impl fmt::Debug for Tensor {
+    /// Short: the shape, the dtype, and the values of a tensor of up to 8
+    /// elements (`Tensor[2, 3] f32`, `Tensor[2] f64 [0.5, 1.5]`); a tensor at
+    /// a transform level says which.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor{:?} {}", self.shape(), self.dtype())?;
         match &self.repr {
-            Repr::Dense(d) => each_dtype!(&***d, a => write!(f, "Tensor({a:?})")),
-            Repr::Level(v) => fmt::Debug::fmt(v, f),
+            Repr::Dense(d) => each_dtype!(&***d, a => {
+                if a.len() <= 8 {
+                    let values: Vec<_> = a.iter().collect();
+                    write!(f, " {values:?}")?;
+                }
+                Ok(())
+            }),
+            Repr::Level(v) => write!(
+                f,
+                " ({} at {} level {})",
+                v.kind(),
+                v.transform(),
+                v.level().depth
+            ),
         }
     }
 }

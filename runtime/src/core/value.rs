@@ -8,7 +8,7 @@
 //! checks guarantee the shapes agree; the conversions still return errors rather
 //! than panic if they ever do not.
 
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Error, Reduction, Result, Tensor};
 
 /// Shape and dtype of a tensor: what a `#[meta]` function sees.
 ///
@@ -81,6 +81,7 @@ pub enum Arg<T> {
     OptBool(Option<bool>),
     ScalarType(DType),
     OptScalarType(Option<DType>),
+    Reduction(Reduction),
 }
 
 impl<T> Arg<T> {
@@ -100,6 +101,7 @@ impl<T> Arg<T> {
             Arg::OptBool(v) => Arg::OptBool(*v),
             Arg::ScalarType(v) => Arg::ScalarType(*v),
             Arg::OptScalarType(v) => Arg::OptScalarType(*v),
+            Arg::Reduction(v) => Arg::Reduction(*v),
         })
     }
 
@@ -168,6 +170,7 @@ from_arg!(bool, "bool", Arg::Bool(v) => *v);
 from_arg!(Option<bool>, "Option<bool>", Arg::OptBool(v) => *v);
 from_arg!(DType, "DType", Arg::ScalarType(v) => *v);
 from_arg!(Option<DType>, "Option<DType>", Arg::OptScalarType(v) => *v);
+from_arg!(Reduction, "Reduction", Arg::Reduction(v) => *v);
 
 impl<'a, T: TensorLike> FromArg<'a, T> for &'a T {
     fn from_arg(arg: &'a Arg<T>, index: usize) -> Result<Self> {
@@ -244,6 +247,7 @@ into_arg!(bool, v => Arg::Bool(v));
 into_arg!(Option<bool>, v => Arg::OptBool(v));
 into_arg!(DType, v => Arg::ScalarType(v));
 into_arg!(Option<DType>, v => Arg::OptScalarType(v));
+into_arg!(Reduction, v => Arg::Reduction(v));
 
 /// Converts between a function's return value and the flat list of outputs the
 /// dispatcher works with. `T` is the output item: [`Tensor`], [`TensorMeta`], or

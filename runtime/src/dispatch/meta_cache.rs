@@ -153,6 +153,7 @@ fn same_signature(key: &Arg<TensorMeta>, actual: &Arg<Tensor>) -> bool {
         (Arg::OptBool(a), Arg::OptBool(b)) => a == b,
         (Arg::ScalarType(a), Arg::ScalarType(b)) => a == b,
         (Arg::OptScalarType(a), Arg::OptScalarType(b)) => a == b,
+        (Arg::Reduction(a), Arg::Reduction(b)) => a == b,
         _ => false,
     }
 }

@@ -156,6 +156,7 @@ fn check_args(entry: &OpEntry, args: &[Arg<Tensor>]) -> Result<()> {
             (ArgType::Bool, true) => matches!(a, Arg::OptBool(_)),
             (ArgType::ScalarType, false) => matches!(a, Arg::ScalarType(_)),
             (ArgType::ScalarType, true) => matches!(a, Arg::OptScalarType(_)),
+            (ArgType::Reduction, _) => matches!(a, Arg::Reduction(_)),
         };
         if !fits {
             return Err(Error::InvalidArgument {

@@ -6,7 +6,7 @@
 use crate::core::cast::scalar_like;
 use crate::core::dims::check_dim;
 use crate::core::meta_rules::{broadcast_meta, reduce_meta, require_float};
-use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
+use crate::{decompose, meta, ops, Error, Reduction, Result, Tensor, TensorMeta};
 
 /// Meta of an op that maps a float tensor to one of the same shape along `dim`.
 pub(super) fn along_dim_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
@@ -118,27 +118,28 @@ fn var_decomposition(
 }
 
 #[meta(op = "mse_loss")]
-fn mse_loss_meta(x: &TensorMeta, target: &TensorMeta, reduction: i64) -> Result<TensorMeta> {
+fn mse_loss_meta(x: &TensorMeta, target: &TensorMeta, reduction: Reduction) -> Result<TensorMeta> {
     require_float(x)?;
     let m = broadcast_meta(x, target)?;
+    Ok(match reduction {
+        Reduction::None => m,
+        Reduction::Mean | Reduction::Sum => TensorMeta::new(Vec::new(), m.dtype()),
+    })
+}
+
+/// The per-element `losses` reduced as `reduction` says.
+fn reduce_losses(losses: Tensor, reduction: Reduction) -> Result<Tensor> {
     match reduction {
-        0 => Ok(m),
-        1 | 2 => Ok(TensorMeta::new(Vec::new(), m.dtype())),
-        other => Err(Error::invalid(format!(
-            "reduction must be 0 (none), 1 (mean) or 2 (sum), got {other}"
-        ))),
+        Reduction::None => Ok(losses),
+        Reduction::Mean => ops::mean(&losses, None, false),
+        Reduction::Sum => ops::sum(&losses, None, false),
     }
 }
 
 #[decompose(op = "mse_loss")]
-fn mse_loss_decomposition(x: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+fn mse_loss_decomposition(x: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
     let diff = ops::sub(x, target)?;
-    let sq = ops::mul(&diff, &diff)?;
-    match reduction {
-        0 => Ok(sq),
-        1 => ops::mean(&sq, None, false),
-        _ => ops::sum(&sq, None, false),
-    }
+    reduce_losses(ops::mul(&diff, &diff)?, reduction)
 }
 
 #[meta(op = "linear")]
@@ -212,7 +213,7 @@ fn linear_relu_decomposition(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> R
 fn cross_entropy_meta(
     logits: &TensorMeta,
     target: &TensorMeta,
-    reduction: i64,
+    reduction: Reduction,
 ) -> Result<TensorMeta> {
     require_float(logits)?;
     if target.dtype() != crate::DType::I64 {
@@ -233,25 +234,21 @@ fn cross_entropy_meta(
             target.shape()
         )));
     }
-    match reduction {
-        0 => Ok(TensorMeta::new(target.shape(), logits.dtype())),
-        1 | 2 => Ok(TensorMeta::new(Vec::new(), logits.dtype())),
-        other => Err(Error::invalid(format!(
-            "reduction must be 0 (none), 1 (mean) or 2 (sum), got {other}"
-        ))),
-    }
+    Ok(match reduction {
+        Reduction::None => TensorMeta::new(target.shape(), logits.dtype()),
+        Reduction::Mean | Reduction::Sum => TensorMeta::new(Vec::new(), logits.dtype()),
+    })
 }
 
 #[decompose(op = "cross_entropy")]
-fn cross_entropy_decomposition(logits: &Tensor, target: &Tensor, reduction: i64) -> Result<Tensor> {
+fn cross_entropy_decomposition(
+    logits: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+) -> Result<Tensor> {
     let logp = ops::log_softmax(logits, -1)?;
     let picked = ops::gather(&logp, -1, &ops::unsqueeze(target, -1)?)?;
-    let losses = ops::neg(&ops::squeeze(&picked, Some(-1))?)?;
-    match reduction {
-        0 => Ok(losses),
-        1 => ops::mean(&losses, None, false),
-        _ => ops::sum(&losses, None, false),
-    }
+    reduce_losses(ops::neg(&ops::squeeze(&picked, Some(-1))?)?, reduction)
 }
 
 #[meta(op = "layer_norm")]
@@ -342,26 +339,25 @@ fn linear_errors() -> Vec<crate::testing::Sample> {
 fn cross_entropy_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 1i64],
-        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 0i64],
-        crate::args![&f32s(&[2, 5]), &i64s(&[2], 5), 2i64],
-        crate::args![&f64s(&[3]), &i64s(&[], 3), 1i64],
+        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), Reduction::Mean],
+        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), Reduction::None],
+        crate::args![&f32s(&[2, 5]), &i64s(&[2], 5), Reduction::Sum],
+        crate::args![&f64s(&[3]), &i64s(&[], 3), Reduction::Mean],
         // No rows: the mean is NaN, the sum 0 (PyTorch).
-        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 1i64],
-        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 2i64],
-        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), 0i64],
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), Reduction::Mean],
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), Reduction::Sum],
+        crate::args![&f64s(&[0, 3]), &i64s(&[0], 3), Reduction::None],
     ]
 }
 
 fn cross_entropy_errors() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[4, 3]), &i64s(&[3], 3), 1i64],
-        crate::args![&f64s(&[4, 3]), &f64s(&[4]), 1i64],
-        crate::args![&f64s(&[4, 3]), &i64s(&[4], 3), 5i64],
-        crate::args![&f64s(&[2, 2, 3]), &i64s(&[2, 2], 3), 1i64],
+        crate::args![&f64s(&[4, 3]), &i64s(&[3], 3), Reduction::Mean],
+        crate::args![&f64s(&[4, 3]), &f64s(&[4]), Reduction::Mean],
+        crate::args![&f64s(&[2, 2, 3]), &i64s(&[2, 2], 3), Reduction::Mean],
         // A class index out of range is caught by gather, per example.
-        crate::args![&f64s(&[2, 3]), &i64s(&[2], 9), 1i64],
+        crate::args![&f64s(&[2, 3]), &i64s(&[2], 9), Reduction::Mean],
     ]
 }
 
@@ -559,23 +555,22 @@ fn var_errors() -> Vec<crate::testing::Sample> {
 fn mse_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3]), 1i64],
-        crate::args![&f64s(&[2, 3]), &f64s(&[3]), 0i64],
-        crate::args![&f32s(&[4]), &f32s(&[4]), 2i64],
-        crate::args![&f64s(&[]), &f64s(&[]), 1i64],
+        crate::args![&f64s(&[2, 3]), &f64s(&[2, 3]), Reduction::Mean],
+        crate::args![&f64s(&[2, 3]), &f64s(&[3]), Reduction::None],
+        crate::args![&f32s(&[4]), &f32s(&[4]), Reduction::Sum],
+        crate::args![&f64s(&[]), &f64s(&[]), Reduction::Mean],
         // Empty: the mean is NaN, the sum 0 (PyTorch).
-        crate::args![&f64s(&[0]), &f64s(&[0]), 1i64],
-        crate::args![&f64s(&[2, 0]), &f64s(&[0]), 2i64],
-        crate::args![&f64s(&[0, 3]), &f64s(&[3]), 0i64],
+        crate::args![&f64s(&[0]), &f64s(&[0]), Reduction::Mean],
+        crate::args![&f64s(&[2, 0]), &f64s(&[0]), Reduction::Sum],
+        crate::args![&f64s(&[0, 3]), &f64s(&[3]), Reduction::None],
     ]
 }
 
 fn mse_errors() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
-        crate::args![&f64s(&[2]), &f64s(&[3]), 1i64],
-        crate::args![&f64s(&[2]), &f64s(&[2]), 3i64],
-        crate::args![&i64s(&[2], 3), &f64s(&[2]), 1i64],
+        crate::args![&f64s(&[2]), &f64s(&[3]), Reduction::Mean],
+        crate::args![&i64s(&[2], 3), &f64s(&[2]), Reduction::Mean],
     ]
 }
 

@@ -1,6 +1,7 @@
 // A function declared inside another function's body is no module's item
 // either: the registration cannot name it.
-use batchrules::{meta, Result, TensorMeta};
+use batchrules::{meta, Result};
+use batchrules::rules::TensorMeta;
 
 fn main() {
     #[meta(op = "neg")]

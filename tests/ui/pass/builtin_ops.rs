@@ -4,7 +4,8 @@
 //
 // These register second kernels for built-in ops, which the registry's runtime
 // audit reports; this program only has to compile, so it never calls an op.
-use batchrules::{batching_rule, decompose, kernel, meta, Error, Result, Tensor, TensorMeta};
+use batchrules::rules::TensorMeta;
+use batchrules::{batching_rule, decompose, kernel, meta, Error, Result, Tensor};
 
 #[kernel(op = "triu")]
 fn triu_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {

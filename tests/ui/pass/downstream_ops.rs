@@ -1,6 +1,7 @@
 // Every attribute on ops of a downstream crate's table
 // (`table = downstream_ops::ops`).
-use batchrules::{batching_rule, decompose, kernel, meta, Result, Tensor, TensorMeta};
+use batchrules::rules::TensorMeta;
+use batchrules::{batching_rule, decompose, kernel, meta, Result, Tensor};
 
 #[kernel(op = "scale", table = downstream_ops::ops)]
 fn scale_kernel(x: &Tensor, factor: f64) -> Result<Tensor> {

@@ -2,7 +2,8 @@
 // and every return form, with a correct registration for each role.
 // The signatures are spelled out as the schema maps them, nested tuples included.
 #![allow(clippy::type_complexity)]
-use batchrules::{batching_rule, decompose, kernel, meta, DType, Result, Tensor, TensorMeta};
+use batchrules::rules::TensorMeta;
+use batchrules::{batching_rule, decompose, kernel, meta, DType, Result, Tensor};
 
 mod ops {
     batchrules::op_table!(

@@ -3,7 +3,8 @@
 // list, two outputs), registered and then called through the registry; and a
 // `linear` op of the same table, whose jvp is derived.
 use batchrules::registry::JvpStatus;
-use batchrules::{jvp, kernel, meta, Arg, Result, Tensor, TensorMeta};
+use batchrules::rules::{Arg, TensorMeta};
+use batchrules::{jvp, kernel, meta, Result, Tensor};
 
 mod ops {
     batchrules::op_table!(

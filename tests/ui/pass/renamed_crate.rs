@@ -5,7 +5,8 @@
 extern crate batchrules as br;
 extern crate core as batchrules;
 
-use br::{batching_rule, decompose, kernel, meta, Result, Tensor, TensorMeta};
+use br::rules::TensorMeta;
+use br::{batching_rule, decompose, kernel, meta, Result, Tensor};
 
 mod ops {
     br::op_table!(

@@ -7,7 +7,8 @@
 extern crate batchrules as br;
 extern crate core as batchrules;
 
-use br::{batching_rule, decompose, kernel, meta, Result, Tensor, TensorMeta};
+use br::rules::TensorMeta;
+use br::{batching_rule, decompose, kernel, meta, Result, Tensor};
 
 #[kernel(op = "triu", crate = br)]
 fn triu_kernel(x: &Tensor, diagonal: i64) -> Result<Tensor> {

@@ -3,7 +3,7 @@
 use batchrules::{batching_rule, kernel, meta};
 
 type T = batchrules::Tensor;
-type Meta = batchrules::TensorMeta;
+type Meta = batchrules::rules::TensorMeta;
 type Dim = i64;
 type BatchDim = Option<usize>;
 type Out<X> = batchrules::Result<X>;

@@ -2,7 +2,8 @@
 // crate registers its own, in its crate), declared here, with the
 // argument kinds whose gradients take a particular shape (an optional tensor,
 // a tensor list, two outputs), registered and then called through the registry.
-use batchrules::{batching_rule, kernel, meta, vjp, Arg, Result, Tensor, TensorMeta};
+use batchrules::rules::{Arg, TensorMeta};
+use batchrules::{batching_rule, kernel, meta, vjp, Result, Tensor};
 
 mod ops {
     batchrules::op_table!(

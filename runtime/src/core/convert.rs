@@ -1,0 +1,168 @@
+//! Conversions from tensors to `ndarray` arrays of a fixed dimension and to
+//! plain values, a numpy-like `Display`, and `allclose`.
+
+use std::fmt;
+
+use ndarray::{Array, Array1, Array2, Dimension, IxDyn};
+
+use crate::core::broadcast::broadcast_or_err;
+use crate::core::cast::cast;
+use crate::{DType, Element, Error, Result, Tensor};
+
+impl Tensor {
+    /// Copies the data out as an `ndarray` array of element type `T` and
+    /// dimension `D` (`Ix1`, `Ix2`, ...).
+    ///
+    /// ```
+    /// use batchrules::Tensor;
+    /// use ndarray::{array, Ix2};
+    ///
+    /// let t = Tensor::from(array![[1.0f32, 2.0], [3.0, 4.0]]);
+    /// let a = t.to_array_dim::<f32, Ix2>()?;
+    /// assert_eq!(a, array![[1.0f32, 2.0], [3.0, 4.0]]);
+    /// // The wrong rank is an error naming the call:
+    /// let err = t.to_array_dim::<f32, ndarray::Ix1>().unwrap_err();
+    /// assert!(err.to_string().starts_with("Tensor::to_array_dim"));
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    ///
+    /// Errors for a batched tensor, another element type, or another rank.
+    pub fn to_array_dim<T: Element, D: Dimension>(&self) -> Result<Array<T, D>> {
+        self.fixed("Tensor::to_array_dim")
+    }
+
+    /// [`to_array_dim`](Self::to_array_dim) for a 1-d tensor.
+    pub fn to_array1<T: Element>(&self) -> Result<Array1<T>> {
+        self.fixed("Tensor::to_array1")
+    }
+
+    /// [`to_array_dim`](Self::to_array_dim) for a 2-d tensor.
+    pub fn to_array2<T: Element>(&self) -> Result<Array2<T>> {
+        self.fixed("Tensor::to_array2")
+    }
+
+    /// The elements in row-major order.
+    ///
+    /// ```
+    /// use batchrules::Tensor;
+    ///
+    /// let t = Tensor::from(ndarray::array![[1i64, 2], [3, 4]]);
+    /// assert_eq!(t.to_vec::<i64>()?, [1, 2, 3, 4]);
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        Ok(self
+            .dense_as::<T>("Tensor::to_vec")?
+            .iter()
+            .copied()
+            .collect())
+    }
+
+    /// The value of a tensor with one element (a loss, a norm), of any shape
+    /// (`[]`, `[1]`, `[1, 1]`).
+    ///
+    /// ```
+    /// use batchrules::{ops, Tensor};
+    ///
+    /// let x = Tensor::from(ndarray::array![1.0f64, 2.0, 3.0]);
+    /// assert_eq!(ops::sum(&x, None, false)?.to_scalar::<f64>()?, 6.0);
+    /// assert!(x.to_scalar::<f64>().is_err());
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    pub fn to_scalar<T: Element>(&self) -> Result<T> {
+        const WHAT: &str = "Tensor::to_scalar";
+        let a = self.dense_as::<T>(WHAT)?;
+        match a.len() {
+            1 => Ok(a.iter().copied().next().unwrap_or_default()),
+            n => Err(Error::Tensor(format!(
+                "{WHAT}: the tensor has shape {:?} ({n} elements); it needs exactly one",
+                self.shape()
+            ))),
+        }
+    }
+
+    fn fixed<T: Element, D: Dimension>(&self, what: &str) -> Result<Array<T, D>> {
+        let a = self.dense_as::<T>(what)?;
+        a.to_owned().into_dimensionality::<D>().map_err(|_| {
+            Error::Tensor(format!(
+                "{what}: the tensor has {} dims (shape {:?}), the array type {}",
+                self.ndim(),
+                self.shape(),
+                match D::NDIM {
+                    Some(n) => format!("{n}"),
+                    None => "any number".to_string(),
+                }
+            ))
+        })
+    }
+
+    /// Whether every element of `self` is within `atol + rtol * |other|` of
+    /// the matching element of `other`, as `torch.allclose` (whose defaults
+    /// are `rtol = 1e-5`, `atol = 1e-8`): the shapes broadcast, NaN is close
+    /// to nothing, an infinity only to the same infinity. Any dtypes compare,
+    /// through f64.
+    ///
+    /// ```
+    /// use batchrules::Tensor;
+    ///
+    /// let a = Tensor::from(ndarray::array![1.0f32, 2.0]);
+    /// let b = Tensor::from(ndarray::array![1.0f64, 2.000001]);
+    /// assert!(a.allclose(&b, 1e-5, 1e-8)?);
+    /// assert!(!a.allclose(&b, 0.0, 0.0)?);
+    /// # Ok::<(), batchrules::Error>(())
+    /// ```
+    ///
+    /// Errors for shapes that do not broadcast, or a batched tensor.
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> Result<bool> {
+        const WHAT: &str = "Tensor::allclose";
+        let context = |e: Error| Error::Tensor(format!("{WHAT}: {e}"));
+        let shape = broadcast_or_err(self.shape(), other.shape()).map_err(context)?;
+        let a = cast(self, DType::F64).map_err(context)?;
+        let b = cast(other, DType::F64).map_err(context)?;
+        let (Some(a), Some(b)) = (f64::unwrap(&a), f64::unwrap(&b)) else {
+            return Err(context(Error::Tensor("not f64 after the cast".into())));
+        };
+        let (Some(a), Some(b)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
+            return Err(context(Error::Tensor(format!(
+                "shapes {:?} and {:?} do not broadcast",
+                self.shape(),
+                other.shape()
+            ))));
+        };
+        Ok(a.iter().zip(b.iter()).all(|(&x, &y)| {
+            if x.is_infinite() || y.is_infinite() {
+                x == y
+            } else {
+                (x - y).abs() <= atol + rtol * y.abs()
+            }
+        }))
+    }
+}
+
+impl<T: Element, D: Dimension> TryFrom<&Tensor> for Array<T, D> {
+    type Error = Error;
+
+    /// [`Tensor::to_array_dim`].
+    fn try_from(t: &Tensor) -> Result<Self> {
+        t.fixed("Array::try_from(&Tensor)")
+    }
+}
+
+impl fmt::Display for Tensor {
+    /// numpy-like: `tensor([[1, 2], [3, 4]], dtype=f32)`, with ndarray's
+    /// layout (rows on lines of their own, long dims elided with `...`).
+    /// Precision and width flags apply to the elements: `{:.3}`. A tensor at
+    /// a transform level shows its logical shape and its level.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ok(data) = self.data() else {
+            return write!(f, "{self:?}");
+        };
+        let body = crate::each_dtype!(data, a => match f.precision() {
+            Some(p) => format!("{a:.p$}"),
+            None => format!("{a}"),
+        });
+        // Continuation lines line up under the first element.
+        let body = body.replace('\n', "\n       ");
+        write!(f, "tensor({body}, dtype={})", self.dtype())
+    }
+}
