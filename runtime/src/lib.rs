@@ -41,6 +41,7 @@ pub mod coverage; // what each op has, and what vmap uses
 pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
 mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
 mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
+pub mod io; // weights in and out: safetensors, npy, npz
 mod library; // the built-in op library
 pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
 #[doc(hidden)]
@@ -68,7 +69,9 @@ pub use crate::core::random::derive_seed;
 #[cfg(feature = "rayon")]
 pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
 pub use crate::core::tensor::{Data, Element, LevelId, LevelTensor, Tensor};
-pub use crate::core::tree::{StructTree, TensorTree};
+pub use crate::core::tree::{
+    push_key_segment, tree_leaves, tree_map, tree_zip_map, StructTree, TensorTree,
+};
 pub use crate::core::value::{Arg, BDim, Outs, TensorMeta};
 pub use forward::{hessian, hvp, jacfwd, jvp, Hessian, Jacfwd};
 pub use grad::{
