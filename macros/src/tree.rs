@@ -399,10 +399,7 @@ fn expand(tree: &Tree) -> TokenStream {
         quote_spanned!(ty.span()=> {
             let n = <#ty as #trait_>::leaf_count(&self.#m);
             if index < n {
-                if !key.is_empty() {
-                    key.push('.');
-                }
-                key.push_str(#segment);
+                #krate::push_key_segment(key, #segment);
                 <#ty as #trait_>::write_leaf_key(&self.#m, index, key);
                 return;
             }

@@ -234,7 +234,7 @@ fn tree_zip_map_is_an_sgd_step_in_one_call() -> Result<()> {
 #[test]
 fn tree_zip_map_refuses_structures_that_differ_naming_the_leaf() {
     let zip = |a: &Model, b: &Model| {
-        no_panic("tree_zip_map", || tree_zip_map(a, b, |x, y| ops::add(x, y)))
+        no_panic("tree_zip_map", || tree_zip_map(a, b, ops::add))
             .unwrap_err()
             .to_string()
     };
@@ -287,7 +287,7 @@ fn tree_zip_map_refuses_structures_that_differ_naming_the_leaf() {
     let mut wide = model(0.0, true);
     wide.layers[0].w = t(&[1.0, 2.0, 3.0]);
     let e = no_panic("shapes", || {
-        tree_zip_map(&model(0.0, true), &wide, |x, y| ops::add(x, y))
+        tree_zip_map(&model(0.0, true), &wide, ops::add)
     })
     .unwrap_err();
     assert_eq!(e.op(), Some("add"), "{e}");

@@ -762,7 +762,7 @@ fn malformed_safetensors_files_are_errors_that_say_so() -> Result<()> {
 /// A .npy file with `header` (padded as numpy pads it) and `data`.
 fn npy_file(header: &str, data: &[u8]) -> Vec<u8> {
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -289,7 +289,7 @@ pub fn tree_map<T: TensorTree>(
 /// use batchrules::{ops, tree_zip_map, Tensor, TensorTree};
 /// use ndarray::array;
 ///
-/// #[derive(Clone, TensorTree)]
+/// #[derive(Clone, Debug, TensorTree)]
 /// struct Linear { w: Tensor, b: Tensor }
 ///
 /// let v = |x: Vec<f64>| Tensor::from(ndarray::Array1::from(x).into_dyn());

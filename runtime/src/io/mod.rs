@@ -196,7 +196,7 @@ pub fn to_safetensors_bytes<T: TensorTree>(tree: &T) -> Result<Vec<u8>> {
 /// use batchrules::{io, Tensor, TensorTree};
 /// use ndarray::array;
 ///
-/// #[derive(Clone, TensorTree)]
+/// #[derive(Clone, Debug, TensorTree)]
 /// struct Linear {
 ///     #[tree(rename = "weight")]
 ///     w: Tensor,
