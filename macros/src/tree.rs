@@ -406,6 +406,18 @@ fn expand(tree: &Tree) -> TokenStream {
             index -= n;
         })
     });
+    let names = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        let (segment, key) = (format!(".{}", member_name(m)), f.key());
+        quote_spanned!(ty.span()=> {
+            let (p, k) = (path.len(), key.len());
+            path.push_str(#segment);
+            #krate::push_key_segment(key, #key);
+            <#ty as #trait_>::write_leaf_names(&self.#m, path, key, out);
+            path.truncate(p);
+            key.truncate(k);
+        })
+    });
     let mapped: Vec<TokenStream> = fields
         .iter()
         .map(|f| {
@@ -459,6 +471,16 @@ fn expand(tree: &Tree) -> TokenStream {
             fn write_leaf_key(&self, index: usize, key: &mut ::std::string::String) {
                 let mut index = index;
                 #(#keys)*
+            }
+
+            #[allow(unused_variables)]
+            fn write_leaf_names(
+                &self,
+                path: &mut ::std::string::String,
+                key: &mut ::std::string::String,
+                out: &mut ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) {
+                #(#names)*
             }
         }
 

@@ -536,6 +536,15 @@ pub use batchrules_macros::jvp;
 /// A crate that renames the dependency writes `#[tree(crate = br)]` on the
 /// struct (the default is `::batchrules`).
 ///
+/// In weights files ([`io`]) each leaf is saved under its key
+/// ([`TensorTree::leaf_key`]), built from the field names: `layers.1.w`.
+/// `#[tree(rename = "weight")]` on a field saves it under another name, so a
+/// PyTorch `state_dict` (`fc1.weight`, `fc1.bias`, ...) loads into fields
+/// named as you like; the name may hold dots (`rename = "0"` or `"block.0"`
+/// for an entry of an `nn.Sequential`). The rename changes the key only, not
+/// [`TensorTree::leaf_path`]. A rename on a skipped field, an empty or
+/// non-string name, and two fields with one key are compile errors.
+///
 /// The derive also implements [`StructTree`], so the struct can be passed to
 /// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the
 /// vmapped function (one output); see [`vmap`] for an example.

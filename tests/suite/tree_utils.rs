@@ -85,6 +85,13 @@ fn keys_follow_the_state_dict_spelling_and_paths_the_rust_one() {
             ".extra[\"z\"]"
         ]
     );
+    // The one-walk names agree with the per-leaf ones.
+    let mut names = Vec::new();
+    m.write_leaf_names(&mut String::new(), &mut String::new(), &mut names);
+    let one_by_one: Vec<(String, String)> = (0..m.leaf_count())
+        .map(|i| (m.leaf_path(i), m.leaf_key(i)))
+        .collect();
+    assert_eq!(names, one_by_one);
     // tree_leaves gives the leaves in leaf order: the tensors of `leaves`.
     let mut leaves = Vec::new();
     m.leaves(&mut leaves);
@@ -166,6 +173,12 @@ fn hand_written_trees_get_default_keys_and_inconsistent_ones_are_refused() {
         ]
     );
     assert_eq!(o.leaf_path(3), ".more[0][leaf 1]");
+    let mut names = Vec::new();
+    o.write_leaf_names(&mut String::new(), &mut String::new(), &mut names);
+    assert_eq!(
+        names[3],
+        (".more[0][leaf 1]".to_string(), "more.0.leaf 1".to_string())
+    );
 
     let liar = Liar(t(&[1.0]));
     let e = tree_map(&liar, |x| Ok(x.clone())).unwrap_err().to_string();

@@ -132,6 +132,41 @@ pub trait TensorTree: Sized {
         key
     }
 
+    /// Appends, for every leaf in leaf order, its path (as
+    /// [`write_leaf_path`](Self::write_leaf_path) writes it) and its key (as
+    /// [`write_leaf_key`](Self::write_leaf_key) writes it) to `out`, each
+    /// after what `path` and `key` hold. `path` and `key` are left as they
+    /// were given.
+    ///
+    /// [`tree_leaves`], [`tree_zip_map`] and the weights files of
+    /// [`crate::io`] name leaves through this in one walk. The default asks
+    /// `write_leaf_path` and `write_leaf_key` for each leaf in turn, which
+    /// takes time quadratic in the number of leaves of a long `Vec`; the
+    /// impls of this crate and the derive walk the structure once.
+    ///
+    /// ```
+    /// use batchrules::{Tensor, TensorTree};
+    ///
+    /// let x = Tensor::scalar(1.0f32);
+    /// let tree = vec![(x.clone(), None), (x.clone(), Some(x))];
+    /// let mut names = Vec::new();
+    /// tree.write_leaf_names(&mut String::new(), &mut String::new(), &mut names);
+    /// assert_eq!(names[2], ("[1].1".to_string(), "1.1".to_string()));
+    /// ```
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for i in 0..self.leaf_count() {
+            let (mut p, mut k) = (path.clone(), key.clone());
+            self.write_leaf_path(i, &mut p);
+            self.write_leaf_key(i, &mut k);
+            out.push((p, k));
+        }
+    }
+
     /// The same structure with its leaves taken from `leaves`, in order; `self`
     /// is the template. Errors if `leaves` has fewer or more tensors than
     /// [`leaf_count`](Self::leaf_count).
@@ -244,6 +279,30 @@ pub fn push_key_segment(key: &mut String, segment: &str) {
     key.push_str(segment);
 }
 
+/// The (path, key) of every leaf of `tree`, in leaf order.
+pub(crate) fn leaf_names<T: TensorTree>(tree: &T) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    tree.write_leaf_names(&mut String::new(), &mut String::new(), &mut out);
+    out
+}
+
+/// Runs `inner` with `segment` appended to `path` and `key_segment` to
+/// `key` (after a `.`), then puts both back as they were.
+fn with_segments(
+    path: &mut String,
+    key: &mut String,
+    segment: std::fmt::Arguments<'_>,
+    key_segment: &str,
+    inner: impl FnOnce(&mut String, &mut String),
+) {
+    let (p, k) = (path.len(), key.len());
+    let _ = path.write_fmt(segment);
+    push_key_segment(key, key_segment);
+    inner(path, key);
+    path.truncate(p);
+    key.truncate(k);
+}
+
 /// The same structure as `tree` with every leaf replaced by `f(leaf)`, in
 /// leaf order (see [`TensorTree::leaves`]); the first error of `f` is
 /// returned. Fields marked `#[tree(skip)]` are cloned as they are.
@@ -316,11 +375,12 @@ pub fn tree_zip_map<T: TensorTree>(
 ) -> Result<T> {
     let a = checked_copy(a, "tree_zip_map")?;
     let b = checked_copy(b, "tree_zip_map")?;
-    let (na, nb) = (a.leaf_count(), b.leaf_count());
+    let (names_a, names_b) = (leaf_names(&a), leaf_names(&b));
+    let (na, nb) = (names_a.len(), names_b.len());
     for i in 0..na.max(nb) {
         let (pa, pb) = (
-            (i < na).then(|| a.leaf_path(i)),
-            (i < nb).then(|| b.leaf_path(i)),
+            names_a.get(i).map(|(p, _)| p.clone()),
+            names_b.get(i).map(|(p, _)| p.clone()),
         );
         if pa != pb {
             let show = |p: Option<String>| match p {
@@ -346,6 +406,15 @@ pub fn tree_zip_map<T: TensorTree>(
     }
     let mut b_leaves = Vec::with_capacity(nb);
     b.leaves(&mut b_leaves);
+    if b_leaves.len() != a.leaf_count() {
+        // Names that agree over leaves that do not: a hand-written
+        // `write_leaf_names` that misses some.
+        return Err(Error::Tensor(format!(
+            "tree_zip_map: the two structures differ: the first has {} leaves and the second {}",
+            a.leaf_count(),
+            b_leaves.len()
+        )));
+    }
     let mut next = b_leaves.iter();
     a.map_leaves(&mut |x| match next.next() {
         Some(y) => f(x, y),
@@ -379,10 +448,10 @@ pub fn tree_zip_map<T: TensorTree>(
 pub fn tree_leaves<T: TensorTree>(tree: &T) -> Vec<(String, Tensor)> {
     let mut leaves = Vec::new();
     tree.leaves(&mut leaves);
-    leaves
+    leaf_names(tree)
         .into_iter()
-        .enumerate()
-        .map(|(i, t)| (tree.leaf_key(i), t))
+        .map(|(_, key)| key)
+        .zip(leaves)
         .collect()
 }
 
@@ -398,6 +467,14 @@ impl TensorTree for Tensor {
     }
     fn write_leaf_path(&self, _index: usize, _path: &mut String) {}
     fn write_leaf_key(&self, _index: usize, _key: &mut String) {}
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        out.push((path.clone(), key.clone()));
+    }
 }
 
 /// Writes the path of leaf `index` among `items`, each shown by `segment(i)`.
@@ -457,6 +534,18 @@ impl<T: TensorTree> TensorTree for Vec<T> {
     fn write_leaf_key(&self, index: usize, key: &mut String) {
         write_key_in(self, index, key);
     }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (i, item) in self.iter().enumerate() {
+            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
+                item.write_leaf_names(p, k, out)
+            });
+        }
+    }
 }
 
 impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
@@ -484,6 +573,18 @@ impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
     fn write_leaf_key(&self, index: usize, key: &mut String) {
         write_key_in(self, index, key);
     }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (i, item) in self.iter().enumerate() {
+            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
+                item.write_leaf_names(p, k, out)
+            });
+        }
+    }
 }
 
 /// `None` has no leaves; `Some(t)` has the leaves of `t` (its path adds nothing).
@@ -509,6 +610,16 @@ impl<T: TensorTree> TensorTree for Option<T> {
             t.write_leaf_key(index, key);
         }
     }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        if let Some(t) = self {
+            t.write_leaf_names(path, key, out);
+        }
+    }
 }
 
 impl<T: TensorTree> TensorTree for Box<T> {
@@ -526,6 +637,14 @@ impl<T: TensorTree> TensorTree for Box<T> {
     }
     fn write_leaf_key(&self, index: usize, key: &mut String) {
         (**self).write_leaf_key(index, key);
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        (**self).write_leaf_names(path, key, out);
     }
 }
 
@@ -580,6 +699,18 @@ impl<T: TensorTree> TensorTree for BTreeMap<String, T> {
             index -= n;
         }
     }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (k, v) in self {
+            with_segments(path, key, format_args!("[{k:?}]"), k, |p, kk| {
+                v.write_leaf_names(p, kk, out)
+            });
+        }
+    }
 }
 
 macro_rules! tuple_tree {
@@ -618,6 +749,13 @@ macro_rules! tuple_tree {
                         return;
                     }
                     index -= n;
+                )+
+            }
+            fn write_leaf_names(&self, path: &mut String, key: &mut String, out: &mut Vec<(String, String)>) {
+                $(
+                    with_segments(path, key, format_args!(concat!(".", stringify!($idx))), stringify!($idx), |p, k| {
+                        self.$idx.write_leaf_names(p, k, out)
+                    });
                 )+
             }
         }

@@ -86,7 +86,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 
 use crate::core::alloc::check_alloc_in;
-use crate::core::tree::checked_copy;
+use crate::core::tree::{checked_copy, leaf_names};
 use crate::{DType, Data, Element, Error, Result, Tensor, TensorTree};
 
 mod npy;
@@ -589,10 +589,22 @@ fn keyed_leaves<T: TensorTree>(tree: &T, site: &Site) -> Result<Vec<Named>> {
     let tree = checked_copy(tree, site.function)?;
     let mut leaves = Vec::new();
     tree.leaves(&mut leaves);
+    let names = leaf_names(&tree);
+    if names.len() != leaves.len() {
+        return Err(site.err(
+            None,
+            format!(
+                "the structure of tensors `{}` names {} leaves but has {}; a hand-written \
+                 TensorTree's `write_leaf_names` must name each leaf once",
+                std::any::type_name::<T>(),
+                names.len(),
+                leaves.len()
+            ),
+        ));
+    }
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Vec::with_capacity(leaves.len());
-    for (i, tensor) in leaves.into_iter().enumerate() {
-        let (key, path) = (tree.leaf_key(i), tree.leaf_path(i));
+    for (i, (tensor, (path, key))) in leaves.into_iter().zip(names).enumerate() {
         if key.is_empty() {
             return Err(site.err(
                 None,
