@@ -976,7 +976,8 @@ fn damaged_files_never_panic() {
     // Every byte of each reference file flipped in turn: an error or a value,
     // never a panic (a flip in the data is a valid file of other values).
     let template = net_template();
-    let cases: [(&str, &dyn Fn(&[u8]) -> bool); 3] = [
+    type Loads<'a> = &'a dyn Fn(&[u8]) -> bool;
+    let cases: [(&str, Loads); 3] = [
         ("torch_mlp.safetensors", &|b| {
             io::load_safetensors_bytes(&template, b, LoadOptions::new()).is_ok()
         }),
