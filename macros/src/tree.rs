@@ -39,6 +39,18 @@ struct Field {
     ty: Type,
     /// `#[tree(skip)]`: not a tree; cloned as it is.
     skip: bool,
+    /// `#[tree(rename = "...")]`: the key segment in weights files, in place
+    /// of the field's name.
+    rename: Option<String>,
+}
+
+impl Field {
+    /// The segment of this field's leaves' keys in weights files.
+    fn key(&self) -> String {
+        self.rename
+            .clone()
+            .unwrap_or_else(|| member_name(&self.member))
+    }
 }
 
 pub fn derive(input: TokenStream) -> TokenStream {
@@ -90,19 +102,49 @@ fn parse(cx: &Ctxt, input: &DeriveInput) -> Option<Tree> {
         Fields::Unnamed(_) => Shape::Tuple,
         Fields::Unit => Shape::Unit,
     };
+    let mut keys: Vec<(String, String)> = Vec::new();
     let fields = fields
         .iter()
         .enumerate()
-        .map(|(i, f)| Field {
-            member: match &f.ident {
+        .map(|(i, f)| {
+            let member = match &f.ident {
                 Some(id) => Member::Named(id.clone()),
                 None => Member::Unnamed(Index {
                     index: i as u32,
                     span: f.ty.span(),
                 }),
-            },
-            ty: f.ty.clone(),
-            skip: field_attrs(cx, f),
+            };
+            let attrs = field_attrs(cx, f);
+            let field = Field {
+                member,
+                ty: f.ty.clone(),
+                skip: attrs.skip,
+                rename: attrs.rename.as_ref().map(|r| r.value()),
+            };
+            if !field.skip {
+                // Two fields whose leaves would be saved under one key.
+                let (key, name) = (field.key(), member_name(&field.member));
+                if let Some((_, other)) = keys.iter().find(|(k, _)| *k == key) {
+                    let how = |n: &str| {
+                        if *n == key {
+                            format!("field `{n}`")
+                        } else {
+                            format!("field `{n}` (renamed)")
+                        }
+                    };
+                    let message = format!(
+                        "two fields are saved under the key `{key}` in weights files: {} and {}; give each field its own name with `#[tree(rename = \"...\")]`",
+                        how(other),
+                        how(&name)
+                    );
+                    match &attrs.rename {
+                        Some(r) => cx.error_spanned_by(r, message),
+                        None => cx.error_spanned_by(&field.member, message),
+                    }
+                }
+                keys.push((key, name));
+            }
+            field
         })
         .collect();
     Some(Tree {
@@ -153,10 +195,17 @@ fn container_attrs(cx: &Ctxt, input: &DeriveInput) -> Option<Path> {
                     &meta.path,
                     "`skip` applies to a field, not to the whole struct: put `#[tree(skip)]` on each field that holds no tensor",
                 ),
+                "rename" => {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`rename` applies to a field, not to the whole struct: put `#[tree(rename = \"...\")]` on the field whose name in weights files differs",
+                    );
+                    skip_value(&meta)?;
+                }
                 _ => {
                     cx.error_spanned_by(
                         &meta.path,
-                        format!("unknown key `{key}` in `#[tree(...)]` on a struct; the key there is `crate = path` (and `skip` on a field)"),
+                        format!("unknown key `{key}` in `#[tree(...)]` on a struct; the key there is `crate = path` (and `skip` or `rename` on a field)"),
                     );
                     skip_value(&meta)?;
                 }
@@ -182,9 +231,18 @@ fn skip_value(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<()> {
     Ok(())
 }
 
-/// Whether a field has `#[tree(skip)]`.
-fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
+/// A field's `#[tree(...)]` attributes.
+struct FieldAttrs {
+    /// `skip`.
+    skip: bool,
+    /// `rename = "..."` (a non-empty string).
+    rename: Option<syn::LitStr>,
+}
+
+/// Reads a field's `#[tree(skip)]` and `#[tree(rename = "...")]`.
+fn field_attrs(cx: &Ctxt, field: &syn::Field) -> FieldAttrs {
     let mut skip: Option<Span> = None;
+    let mut rename: Option<syn::LitStr> = None;
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("tree")) {
         let result = attr.parse_nested_meta(|meta| {
             let key = meta.path.to_token_stream().to_string();
@@ -202,6 +260,37 @@ fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
                     "`skip` is given twice on this field; once is enough",
                 ),
                 "skip" => skip = Some(meta.path.span()),
+                "rename" => {
+                    if !meta.input.peek(Token![=]) {
+                        cx.error_spanned_by(
+                            &meta.path,
+                            "`rename` needs a value: write `#[tree(rename = \"weight\")]` with the name this field's tensors have in weights files",
+                        );
+                        return Ok(());
+                    }
+                    let value: Expr = meta.value()?.parse()?;
+                    match value {
+                        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+                            if rename.is_some() {
+                                cx.error_spanned_by(
+                                    &s,
+                                    "`rename` is given twice on this field; keep one `rename = \"...\"`",
+                                );
+                            } else if s.value().is_empty() {
+                                cx.error_spanned_by(
+                                    &s,
+                                    "the name given by `rename` is empty; a key in a weights file needs a name, e.g. `rename = \"weight\"`",
+                                );
+                            } else {
+                                rename = Some(s);
+                            }
+                        }
+                        other => cx.error_spanned_by(
+                            other,
+                            "the value of `rename` must be a string literal: the name this field's tensors have in weights files, e.g. `rename = \"weight\"`",
+                        ),
+                    }
+                }
                 "crate" => {
                     cx.error_spanned_by(
                         &meta.path,
@@ -212,7 +301,7 @@ fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
                 _ => {
                     cx.error_spanned_by(
                         &meta.path,
-                        format!("unknown key `{key}` in `#[tree(...)]` on a field; the key there is `skip` (for a field that holds no tensor)"),
+                        format!("unknown key `{key}` in `#[tree(...)]` on a field; the keys there are `skip` (for a field that holds no tensor) and `rename = \"...\"` (its name in weights files)"),
                     );
                     skip_value(&meta)?;
                 }
@@ -222,11 +311,20 @@ fn field_attrs(cx: &Ctxt, field: &syn::Field) -> bool {
         if let Err(e) = result {
             cx.error_at(
                 e.span(),
-                "cannot parse `#[tree(...)]` on the field; write `#[tree(skip)]`",
+                "cannot parse `#[tree(...)]` on the field; write `#[tree(skip)]` or `#[tree(rename = \"name\")]`",
             );
         }
     }
-    skip.is_some()
+    if let (Some(_), Some(r)) = (skip, &rename) {
+        cx.error_spanned_by(
+            r,
+            "`rename` names a field's tensors in weights files, but this field is `#[tree(skip)]` and holds none; remove `rename` (or `skip`)",
+        );
+    }
+    FieldAttrs {
+        skip: skip.is_some(),
+        rename,
+    }
 }
 
 /// Whether `ty` mentions one of `params` (then the impl needs a bound on it).
@@ -295,6 +393,31 @@ fn expand(tree: &Tree) -> TokenStream {
             index -= n;
         })
     });
+    let keys = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        let segment = f.key();
+        quote_spanned!(ty.span()=> {
+            let n = <#ty as #trait_>::leaf_count(&self.#m);
+            if index < n {
+                #krate::push_key_segment(key, #segment);
+                <#ty as #trait_>::write_leaf_key(&self.#m, index, key);
+                return;
+            }
+            index -= n;
+        })
+    });
+    let names = leaves.iter().map(|f| {
+        let (m, ty) = (&f.member, &f.ty);
+        let (segment, key) = (format!(".{}", member_name(m)), f.key());
+        quote_spanned!(ty.span()=> {
+            let (p, k) = (path.len(), key.len());
+            path.push_str(#segment);
+            #krate::push_key_segment(key, #key);
+            <#ty as #trait_>::write_leaf_names(&self.#m, path, key, out);
+            path.truncate(p);
+            key.truncate(k);
+        })
+    });
     let mapped: Vec<TokenStream> = fields
         .iter()
         .map(|f| {
@@ -342,6 +465,22 @@ fn expand(tree: &Tree) -> TokenStream {
             fn write_leaf_path(&self, index: usize, path: &mut ::std::string::String) {
                 let mut index = index;
                 #(#paths)*
+            }
+
+            #[allow(unused_variables, unused_mut, unused_assignments)]
+            fn write_leaf_key(&self, index: usize, key: &mut ::std::string::String) {
+                let mut index = index;
+                #(#keys)*
+            }
+
+            #[allow(unused_variables)]
+            fn write_leaf_names(
+                &self,
+                path: &mut ::std::string::String,
+                key: &mut ::std::string::String,
+                out: &mut ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) {
+                #(#names)*
             }
         }
 

@@ -41,6 +41,7 @@ pub mod coverage; // what each op has, and what vmap uses
 pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
 mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
 mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
+pub mod io; // weights in and out: safetensors, npy, npz
 mod library; // the built-in op library
 mod operators; // `+ - * /` and unary `-` on tensors and scalars
 pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
@@ -66,7 +67,9 @@ pub use crate::core::error::{Error, Result};
 pub use crate::core::random::derive_seed;
 pub use crate::core::reduction::Reduction;
 pub use crate::core::tensor::{Element, Tensor};
-pub use crate::core::tree::{StructTree, TensorTree};
+pub use crate::core::tree::{
+    push_key_segment, tree_leaves, tree_map, tree_zip_map, StructTree, TensorTree,
+};
 pub use forward::{hessian, hvp, jacfwd, jvp, Hessian, Jacfwd};
 pub use grad::{
     grad, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Jacrev,
@@ -121,7 +124,8 @@ pub mod tuning {
 /// It brings the [`Tensor`] type with the built-in ops as methods
 /// ([`ops::Methods`](crate::ops::Methods), with the schema's defaults
 /// applied), the `ops` module, the transforms, the [`TensorTree`] trait and
-/// derive, [`Reduction`], [`DType`], and the crate's `Result` and `Error`.
+/// derive with [`tree_map`], [`tree_zip_map`] and [`tree_leaves`],
+/// [`Reduction`], [`DType`], and the crate's `Result` and `Error`.
 ///
 /// ```
 /// use batchrules::prelude::*;
@@ -136,8 +140,9 @@ pub mod tuning {
 pub mod prelude {
     pub use crate::ops::{self, Methods as _};
     pub use crate::{
-        grad, hessian, hvp, jacfwd, jacrev, jvp, value_and_grad, vjp, vmap, DType, Error,
-        FallbackPolicy, Randomness, Reduction, Result, Tensor, TensorTree,
+        grad, hessian, hvp, jacfwd, jacrev, jvp, tree_leaves, tree_map, tree_zip_map,
+        value_and_grad, vjp, vmap, DType, Error, FallbackPolicy, Randomness, Reduction, Result,
+        Tensor, TensorTree,
     };
 }
 
@@ -597,6 +602,15 @@ pub use batchrules_macros::jvp;
 ///
 /// A crate that renames the dependency writes `#[tree(crate = br)]` on the
 /// struct (the default is `::batchrules`).
+///
+/// In weights files ([`io`]) each leaf is saved under its key
+/// ([`TensorTree::leaf_key`]), built from the field names: `layers.1.w`.
+/// `#[tree(rename = "weight")]` on a field saves it under another name, so a
+/// PyTorch `state_dict` (`fc1.weight`, `fc1.bias`, ...) loads into fields
+/// named as you like; the name may hold dots (`rename = "0"` or `"block.0"`
+/// for an entry of an `nn.Sequential`). The rename changes the key only, not
+/// [`TensorTree::leaf_path`]. A rename on a skipped field, an empty or
+/// non-string name, and two fields with one key are compile errors.
 ///
 /// The derive also implements [`StructTree`], so the struct can be passed to
 /// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the

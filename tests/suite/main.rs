@@ -26,5 +26,7 @@ mod randomness;
 mod registry;
 mod testing_helpers;
 mod transform_stack;
+mod tree_utils;
 mod trees;
 mod vmap;
+mod weights;

@@ -98,6 +98,26 @@ pub enum Error {
         /// The original error.
         source: Box<Error>,
     },
+    /// Reading or writing a weights file (see [`crate::io`]) failed: a
+    /// missing, extra or mismatched key, a corrupt file, a path that cannot
+    /// be read or written.
+    #[error("{function}: {file}{}: {message}", key_part(.key))]
+    Weights {
+        /// The function the user called (`load_safetensors`, ...).
+        function: &'static str,
+        /// The file, as the user named it (`bytes` for an in-memory buffer).
+        file: String,
+        /// The key (the tensor's name in the file) the error is about, if one.
+        key: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn key_part(key: &Option<String>) -> String {
+    key.as_ref()
+        .map(|k| format!(", key `{k}`"))
+        .unwrap_or_default()
 }
 
 fn randomness_under(transform: &str, level: usize) -> String {

@@ -7,6 +7,7 @@
 //! a model, a `Vec` of layers, a tuple of inputs. `#[derive(TensorTree)]`
 //! implements it for a struct of tensors.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::{Error, Result, Tensor};
@@ -77,6 +78,93 @@ pub trait TensorTree: Sized {
         let mut path = String::new();
         self.write_leaf_path(index, &mut path);
         path
+    }
+
+    /// Appends to `key` the name leaf `index` is saved under in a weights file
+    /// (see [`crate::io`]), spelled as PyTorch's `state_dict` spells it:
+    /// `layers.1.weight` for field `weight` of element 1 of field `layers`
+    /// (no leading dot, indices as `.1`, a tuple's first element as `0`).
+    /// Each segment is joined to what `key` already holds with a `.`, so an
+    /// impl pushes its own segment (with [`push_key_segment`]) and then lets
+    /// the part that holds the leaf append the rest. A [`Tensor`] appends
+    /// nothing. A derived struct uses the field's name, or the name given by
+    /// `#[tree(rename = "...")]`; the rename changes the key only, not
+    /// [`leaf_path`](Self::leaf_path).
+    ///
+    /// The default (for hand-written impls that do not say) is
+    /// [`leaf_path`](Self::leaf_path) respelled: `.a[1].b` becomes `a.1.b`,
+    /// the default path `[leaf 3]` becomes `leaf 3`.
+    ///
+    /// ```
+    /// use batchrules::{Tensor, TensorTree};
+    ///
+    /// let x = Tensor::scalar(1.0f32);
+    /// let tree = (x.clone(), vec![x.clone(), x]);
+    /// assert_eq!(tree.leaf_key(2), "1.1");
+    /// assert_eq!(tree.leaf_path(2), ".1[1]");
+    /// ```
+    fn write_leaf_key(&self, index: usize, key: &mut String) {
+        let path = self.leaf_path(index);
+        let mut segment = String::new();
+        for c in path.chars() {
+            match c {
+                '.' | '[' => {
+                    if !segment.is_empty() {
+                        push_key_segment(key, &segment);
+                        segment.clear();
+                    }
+                }
+                ']' => {}
+                c => segment.push(c),
+            }
+        }
+        if !segment.is_empty() {
+            push_key_segment(key, &segment);
+        }
+    }
+
+    /// The name leaf `index` is saved under in a weights file (see
+    /// [`write_leaf_key`](Self::write_leaf_key)): `""` for a tensor,
+    /// `"layers.1.weight"` in a derived struct.
+    fn leaf_key(&self, index: usize) -> String {
+        let mut key = String::new();
+        self.write_leaf_key(index, &mut key);
+        key
+    }
+
+    /// Appends, for every leaf in leaf order, its path (as
+    /// [`write_leaf_path`](Self::write_leaf_path) writes it) and its key (as
+    /// [`write_leaf_key`](Self::write_leaf_key) writes it) to `out`, each
+    /// after what `path` and `key` hold. `path` and `key` are left as they
+    /// were given.
+    ///
+    /// [`tree_leaves`], [`tree_zip_map`] and the weights files of
+    /// [`crate::io`] name leaves through this in one walk. The default asks
+    /// `write_leaf_path` and `write_leaf_key` for each leaf in turn, which
+    /// takes time quadratic in the number of leaves of a long `Vec`; the
+    /// impls of this crate and the derive walk the structure once.
+    ///
+    /// ```
+    /// use batchrules::{Tensor, TensorTree};
+    ///
+    /// let x = Tensor::scalar(1.0f32);
+    /// let tree = vec![(x.clone(), None), (x.clone(), Some(x))];
+    /// let mut names = Vec::new();
+    /// tree.write_leaf_names(&mut String::new(), &mut String::new(), &mut names);
+    /// assert_eq!(names[2], ("[1].1".to_string(), "1.1".to_string()));
+    /// ```
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for i in 0..self.leaf_count() {
+            let (mut p, mut k) = (path.clone(), key.clone());
+            self.write_leaf_path(i, &mut p);
+            self.write_leaf_key(i, &mut k);
+            out.push((p, k));
+        }
     }
 
     /// The same structure with its leaves taken from `leaves`, in order; `self`
@@ -174,6 +262,199 @@ fn leaf_count_error(want: usize, got: usize, more: bool) -> Error {
     ))
 }
 
+/// Appends `segment` to a leaf's key, after a `.` unless the key is still
+/// empty: the building block of
+/// [`TensorTree::write_leaf_key`] for hand-written impls.
+///
+/// ```
+/// let mut key = String::new();
+/// batchrules::push_key_segment(&mut key, "layers");
+/// batchrules::push_key_segment(&mut key, "1");
+/// assert_eq!(key, "layers.1");
+/// ```
+pub fn push_key_segment(key: &mut String, segment: &str) {
+    if !key.is_empty() {
+        key.push('.');
+    }
+    key.push_str(segment);
+}
+
+/// The (path, key) of every leaf of `tree`, in leaf order.
+pub(crate) fn leaf_names<T: TensorTree>(tree: &T) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    tree.write_leaf_names(&mut String::new(), &mut String::new(), &mut out);
+    out
+}
+
+/// Runs `inner` with `segment` appended to `path` and `key_segment` to
+/// `key` (after a `.`), then puts both back as they were.
+fn with_segments(
+    path: &mut String,
+    key: &mut String,
+    segment: std::fmt::Arguments<'_>,
+    key_segment: &str,
+    inner: impl FnOnce(&mut String, &mut String),
+) {
+    let (p, k) = (path.len(), key.len());
+    let _ = path.write_fmt(segment);
+    push_key_segment(key, key_segment);
+    inner(path, key);
+    path.truncate(p);
+    key.truncate(k);
+}
+
+/// The same structure as `tree` with every leaf replaced by `f(leaf)`, in
+/// leaf order (see [`TensorTree::leaves`]); the first error of `f` is
+/// returned. Fields marked `#[tree(skip)]` are cloned as they are.
+///
+/// This is [`TensorTree::map_leaves`] with a plain closure, after checking
+/// that a hand-written impl's views of its leaves agree (an error naming
+/// `tree_map` otherwise).
+///
+/// ```
+/// use batchrules::{ops, tree_map, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Linear { w: Tensor, b: Option<Tensor> }
+///
+/// let layer = Linear { w: Tensor::from(array![1.0, -2.0].into_dyn()), b: None };
+/// let halved = tree_map(&layer, |x| ops::mul(x, &Tensor::scalar(0.5f64)))?;
+/// assert_eq!(halved.w.to_array::<f64>()?, array![0.5, -1.0].into_dyn());
+/// assert!(halved.b.is_none());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn tree_map<T: TensorTree>(
+    tree: &T,
+    mut f: impl FnMut(&Tensor) -> Result<Tensor>,
+) -> Result<T> {
+    let tree = checked_copy(tree, "tree_map")?;
+    tree.map_leaves(&mut f)
+}
+
+/// The structure of `a` with leaf `i` replaced by `f(a_i, b_i)`, where `b_i`
+/// is leaf `i` of `b`: one call for an optimizer step such as
+/// `params - lr * grads`. The first error of `f` is returned.
+///
+/// `a` and `b` must have the same structure: the same number of leaves, each
+/// at the same path (a `Vec` of another length, an `Option` that is `None` in
+/// one and `Some` in the other, differ); otherwise the error names
+/// `tree_zip_map` and the first leaf path where they differ. Skipped fields
+/// are taken from `a`. The shapes and dtypes of paired leaves are `f`'s
+/// business: an op that `f` calls on mismatched shapes returns its own error
+/// (naming that op).
+///
+/// ```
+/// use batchrules::{ops, tree_zip_map, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, Debug, TensorTree)]
+/// struct Linear { w: Tensor, b: Tensor }
+///
+/// let v = |x: Vec<f64>| Tensor::from(ndarray::Array1::from(x).into_dyn());
+/// let params = Linear { w: v(vec![1.0, 2.0]), b: v(vec![0.5]) };
+/// let grads = Linear { w: v(vec![10.0, -10.0]), b: v(vec![1.0]) };
+/// let lr = Tensor::scalar(0.1f64);
+///
+/// // One SGD step: params - lr * grads.
+/// let stepped = tree_zip_map(&params, &grads, |p, g| ops::sub(p, &ops::mul(&lr, g)?))?;
+/// assert_eq!(stepped.w.to_array::<f64>()?, array![0.0, 3.0].into_dyn());
+/// assert_eq!(stepped.b.to_array::<f64>()?, array![0.4].into_dyn());
+///
+/// // A structure that differs is an error that names the leaf.
+/// let err = tree_zip_map(&vec![params.clone()], &vec![], |p, _| Ok(p.clone()))
+///     .unwrap_err()
+///     .to_string();
+/// assert!(err.starts_with("tree_zip_map:") && err.contains("[0].w"), "{err}");
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn tree_zip_map<T: TensorTree>(
+    a: &T,
+    b: &T,
+    mut f: impl FnMut(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<T> {
+    let a = checked_copy(a, "tree_zip_map")?;
+    let b = checked_copy(b, "tree_zip_map")?;
+    let (names_a, names_b) = (leaf_names(&a), leaf_names(&b));
+    let (na, nb) = (names_a.len(), names_b.len());
+    for i in 0..na.max(nb) {
+        let (pa, pb) = (
+            names_a.get(i).map(|(p, _)| p.clone()),
+            names_b.get(i).map(|(p, _)| p.clone()),
+        );
+        if pa != pb {
+            let show = |p: Option<String>| match p {
+                Some(p) => format!(
+                    "leaf `{}`",
+                    if p.is_empty() {
+                        "(the tensor itself)".into()
+                    } else {
+                        p
+                    }
+                ),
+                None => "no leaf".to_string(),
+            };
+            return Err(Error::Tensor(format!(
+                "tree_zip_map: the two structures differ: the first has {na} leaves and the \
+                 second {nb}, and at leaf {i} the first has {} where the second has {}; give \
+                 two values of the same structure (the same `Vec` lengths, `Option`s both \
+                 `Some` or both `None`)",
+                show(pa),
+                show(pb)
+            )));
+        }
+    }
+    let mut b_leaves = Vec::with_capacity(nb);
+    b.leaves(&mut b_leaves);
+    if b_leaves.len() != a.leaf_count() {
+        // Names that agree over leaves that do not: a hand-written
+        // `write_leaf_names` that misses some.
+        return Err(Error::Tensor(format!(
+            "tree_zip_map: the two structures differ: the first has {} leaves and the second {}",
+            a.leaf_count(),
+            b_leaves.len()
+        )));
+    }
+    let mut next = b_leaves.iter();
+    a.map_leaves(&mut |x| match next.next() {
+        Some(y) => f(x, y),
+        // Unreachable after `checked_copy` and the path comparison above.
+        None => Err(Error::Tensor(
+            "tree_zip_map: the second structure has fewer leaves than the first".to_string(),
+        )),
+    })
+}
+
+/// Every leaf of `tree` with its key, in leaf order: the names a weights file
+/// uses (see [`TensorTree::leaf_key`]), `layers.1.weight` in a derived
+/// struct, like the names of PyTorch's `named_parameters()`. (The Rust-spelled
+/// path, `.layers[1].weight`, is [`TensorTree::leaf_path`].)
+///
+/// ```
+/// use batchrules::{tree_leaves, Tensor, TensorTree};
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Linear {
+///     #[tree(rename = "weight")]
+///     w: Tensor,
+///     b: Option<Tensor>,
+/// }
+///
+/// let x = Tensor::scalar(1.0f32);
+/// let layers = vec![Linear { w: x.clone(), b: Some(x.clone()) }, Linear { w: x, b: None }];
+/// let keys: Vec<String> = tree_leaves(&layers).into_iter().map(|(k, _)| k).collect();
+/// assert_eq!(keys, ["0.weight", "0.b", "1.weight"]);
+/// ```
+pub fn tree_leaves<T: TensorTree>(tree: &T) -> Vec<(String, Tensor)> {
+    let mut leaves = Vec::new();
+    tree.leaves(&mut leaves);
+    leaf_names(tree)
+        .into_iter()
+        .map(|(_, key)| key)
+        .zip(leaves)
+        .collect()
+}
+
 impl TensorTree for Tensor {
     fn leaves(&self, out: &mut Vec<Tensor>) {
         out.push(self.clone());
@@ -185,6 +466,15 @@ impl TensorTree for Tensor {
         1
     }
     fn write_leaf_path(&self, _index: usize, _path: &mut String) {}
+    fn write_leaf_key(&self, _index: usize, _key: &mut String) {}
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        out.push((path.clone(), key.clone()));
+    }
 }
 
 /// Writes the path of leaf `index` among `items`, each shown by `segment(i)`.
@@ -209,6 +499,23 @@ fn index_segment(i: usize, path: &mut String) {
     let _ = write!(path, "[{i}]");
 }
 
+/// Writes the key of leaf `index` among `items`, element `i` named `i`.
+fn write_key_in<'a, T: TensorTree + 'a>(
+    items: impl IntoIterator<Item = &'a T>,
+    mut index: usize,
+    key: &mut String,
+) {
+    for (i, item) in items.into_iter().enumerate() {
+        let n = item.leaf_count();
+        if index < n {
+            push_key_segment(key, &i.to_string());
+            item.write_leaf_key(index, key);
+            return;
+        }
+        index -= n;
+    }
+}
+
 impl<T: TensorTree> TensorTree for Vec<T> {
     fn leaves(&self, out: &mut Vec<Tensor>) {
         for item in self {
@@ -223,6 +530,21 @@ impl<T: TensorTree> TensorTree for Vec<T> {
     }
     fn write_leaf_path(&self, index: usize, path: &mut String) {
         write_path_in(self, index, path, index_segment);
+    }
+    fn write_leaf_key(&self, index: usize, key: &mut String) {
+        write_key_in(self, index, key);
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (i, item) in self.iter().enumerate() {
+            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
+                item.write_leaf_names(p, k, out)
+            });
+        }
     }
 }
 
@@ -248,6 +570,21 @@ impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
     fn write_leaf_path(&self, index: usize, path: &mut String) {
         write_path_in(self, index, path, index_segment);
     }
+    fn write_leaf_key(&self, index: usize, key: &mut String) {
+        write_key_in(self, index, key);
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (i, item) in self.iter().enumerate() {
+            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
+                item.write_leaf_names(p, k, out)
+            });
+        }
+    }
 }
 
 /// `None` has no leaves; `Some(t)` has the leaves of `t` (its path adds nothing).
@@ -268,6 +605,21 @@ impl<T: TensorTree> TensorTree for Option<T> {
             t.write_leaf_path(index, path);
         }
     }
+    fn write_leaf_key(&self, index: usize, key: &mut String) {
+        if let Some(t) = self {
+            t.write_leaf_key(index, key);
+        }
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        if let Some(t) = self {
+            t.write_leaf_names(path, key, out);
+        }
+    }
 }
 
 impl<T: TensorTree> TensorTree for Box<T> {
@@ -282,6 +634,82 @@ impl<T: TensorTree> TensorTree for Box<T> {
     }
     fn write_leaf_path(&self, index: usize, path: &mut String) {
         (**self).write_leaf_path(index, path);
+    }
+    fn write_leaf_key(&self, index: usize, key: &mut String) {
+        (**self).write_leaf_key(index, key);
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        (**self).write_leaf_names(path, key, out);
+    }
+}
+
+/// A map from names to trees: its leaves are those of its values, in the
+/// order of the keys; the path of a leaf of value `k` starts with `["k"]`,
+/// its key with `k`. A `BTreeMap<String, Tensor>` is what
+/// [`io::read_safetensors`](crate::io::read_safetensors) returns, and what
+/// saves a bare tensor under a name of your choice.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{Tensor, TensorTree};
+///
+/// let x = Tensor::scalar(1.0f32);
+/// let map = BTreeMap::from([("b".to_string(), x.clone()), ("a".to_string(), x)]);
+/// assert_eq!(map.leaf_key(0), "a");
+/// assert_eq!(map.leaf_path(1), "[\"b\"]");
+/// ```
+impl<T: TensorTree> TensorTree for BTreeMap<String, T> {
+    fn leaves(&self, out: &mut Vec<Tensor>) {
+        for item in self.values() {
+            item.leaves(out);
+        }
+    }
+    fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self> {
+        self.iter()
+            .map(|(k, v)| Ok((k.clone(), v.map_leaves(f)?)))
+            .collect()
+    }
+    fn leaf_count(&self) -> usize {
+        self.values().map(TensorTree::leaf_count).sum()
+    }
+    fn write_leaf_path(&self, mut index: usize, path: &mut String) {
+        for (k, v) in self {
+            let n = v.leaf_count();
+            if index < n {
+                let _ = write!(path, "[{k:?}]");
+                v.write_leaf_path(index, path);
+                return;
+            }
+            index -= n;
+        }
+    }
+    fn write_leaf_key(&self, mut index: usize, key: &mut String) {
+        for (k, v) in self {
+            let n = v.leaf_count();
+            if index < n {
+                push_key_segment(key, k);
+                v.write_leaf_key(index, key);
+                return;
+            }
+            index -= n;
+        }
+    }
+    fn write_leaf_names(
+        &self,
+        path: &mut String,
+        key: &mut String,
+        out: &mut Vec<(String, String)>,
+    ) {
+        for (k, v) in self {
+            with_segments(path, key, format_args!("[{k:?}]"), k, |p, kk| {
+                v.write_leaf_names(p, kk, out)
+            });
+        }
     }
 }
 
@@ -308,6 +736,26 @@ macro_rules! tuple_tree {
                         return;
                     }
                     index -= n;
+                )+
+            }
+            #[allow(unused_assignments)]
+            fn write_leaf_key(&self, index: usize, key: &mut String) {
+                let mut index = index;
+                $(
+                    let n = self.$idx.leaf_count();
+                    if index < n {
+                        push_key_segment(key, stringify!($idx));
+                        self.$idx.write_leaf_key(index, key);
+                        return;
+                    }
+                    index -= n;
+                )+
+            }
+            fn write_leaf_names(&self, path: &mut String, key: &mut String, out: &mut Vec<(String, String)>) {
+                $(
+                    with_segments(path, key, format_args!(concat!(".", stringify!($idx))), stringify!($idx), |p, k| {
+                        self.$idx.write_leaf_names(p, k, out)
+                    });
                 )+
             }
         }

@@ -1,0 +1,936 @@
+//! Weights in and out: [safetensors] files (what PyTorch's
+//! `safetensors.torch.save_file(model.state_dict(), ...)` writes), and
+//! numpy's `.npy` (one tensor) and `.npz` (named tensors) files.
+//!
+//! A [`TensorTree`] is saved with one entry per leaf, named by the leaf's
+//! *key* ([`TensorTree::leaf_key`]), spelled as PyTorch's `state_dict`
+//! spells it: `layers.1.weight` for field `weight` of element 1 of field
+//! `layers`. A derived struct's field can be given another name with
+//! `#[tree(rename = "weight")]`. A file is loaded *into a template*: a value of
+//! the same structure (like an instantiated PyTorch model before
+//! `load_state_dict`), whose leaves give the keys to look for and the shape
+//! and dtype each must have.
+//!
+//! ```
+//! use batchrules::{io, Tensor, TensorTree};
+//! use ndarray::array;
+//!
+//! #[derive(Clone, TensorTree)]
+//! struct Linear {
+//!     #[tree(rename = "weight")]
+//!     w: Tensor,
+//!     #[tree(rename = "bias")]
+//!     b: Option<Tensor>,
+//! }
+//!
+//! #[derive(Clone, TensorTree)]
+//! struct Mlp {
+//!     fc1: Linear,
+//!     fc2: Linear,
+//! }
+//!
+//! let t = |v: f32| Tensor::from(array![[v, v]].into_dyn());
+//! let model = Mlp {
+//!     fc1: Linear { w: t(1.0), b: Some(t(2.0)) },
+//!     fc2: Linear { w: t(3.0), b: None },
+//! };
+//! let bytes = io::to_safetensors_bytes(&model)?;
+//!
+//! // Every tensor by name, as in `safetensors.torch.load_file`.
+//! let all = io::read_safetensors_bytes(&bytes)?;
+//! let keys: Vec<&str> = all.keys().map(String::as_str).collect();
+//! assert_eq!(keys, ["fc1.bias", "fc1.weight", "fc2.weight"]);
+//!
+//! // Into a model of the same structure, as `model.load_state_dict`.
+//! let template = Mlp {
+//!     fc1: Linear { w: t(0.0), b: Some(t(0.0)) },
+//!     fc2: Linear { w: t(0.0), b: None },
+//! };
+//! let loaded = io::load_safetensors_bytes(&template, &bytes, io::LoadOptions::new())?;
+//! assert_eq!(loaded.fc2.w.to_array::<f32>()?, array![[3.0, 3.0]].into_dyn());
+//! # Ok::<(), batchrules::Error>(())
+//! ```
+//!
+//! # Element types
+//!
+//! `f32`, `f64`, `i64` and `bool` are written as they are and read back
+//! exactly. On load, `f16` and `bf16` are converted to `f32` (exactly: every
+//! half-precision value is an `f32`), and the narrower integers (`i8`, `i16`,
+//! `i32`, `u8`, `u16`, `u32`) to `i64` (exactly too); a template leaf for
+//! such an entry must then be `f32` or `i64`. Other types (`u64`, whose
+//! values `i64` may not hold, the 8-bit floats, complex numbers) are an
+//! error that names the key and the type.
+//!
+//! # Errors
+//!
+//! Every failure is an [`Error::Weights`] that names the function called, the
+//! file and, where there is one, the key: a path that cannot be read or
+//! written, a truncated or corrupt file, a key of the template that the file
+//! lacks or a key of the file that the template lacks (both refused unless
+//! [`LoadOptions::strict`] is off, as with PyTorch's `strict=False`), an
+//! entry whose shape or element type differs from the template's, a tree
+//! with two leaves under one key, a bare tensor saved without a name, a
+//! tensor at a transform level (inside [`vmap`](crate::vmap),
+//! [`grad`](crate::grad), ...), whose data cannot be read there.
+//!
+//! Files are written whole to a temporary file next to the destination, then
+//! renamed over it, so an error never leaves half a file behind.
+//!
+//! [safetensors]: https://huggingface.co/docs/safetensors
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+
+use crate::core::alloc::check_alloc_in;
+use crate::core::tree::{checked_copy, leaf_names};
+use crate::{DType, Data, Element, Error, Result, Tensor, TensorTree};
+
+mod npy;
+mod safetensors;
+mod zip;
+
+/// How [`load_safetensors_with`] and [`load_npz_with`] match a file's keys
+/// against the template's.
+///
+/// ```
+/// let options = batchrules::io::LoadOptions::new().strict(false);
+/// assert!(!options.is_strict());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    strict: bool,
+}
+
+impl LoadOptions {
+    /// The defaults: strict.
+    pub fn new() -> Self {
+        LoadOptions { strict: true }
+    }
+
+    /// Whether every key of the template must be in the file and every key
+    /// of the file in the template (the default, `true`, as PyTorch's
+    /// `load_state_dict(strict=True)`). With `false`, a leaf whose key the
+    /// file lacks keeps the template's tensor, and the file's other entries
+    /// are ignored; shapes and element types are still checked.
+    pub fn strict(self, strict: bool) -> Self {
+        LoadOptions { strict }
+    }
+
+    /// Whether keys must match exactly (see [`strict`](Self::strict)).
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions::new()
+    }
+}
+
+// ---------------------------------------------------------------- safetensors
+
+/// Saves every leaf of `tree` to a safetensors file at `path`, named by its
+/// key ([`TensorTree::leaf_key`]); the file is replaced whole. The header's
+/// metadata says `"format": "pt"`, as PyTorch's writer does, so
+/// `safetensors.torch.load_file` (and libraries that check it) read it.
+///
+/// A bare [`Tensor`] has no key: save a `BTreeMap<String, Tensor>` to name
+/// it. See the [module docs](self) for the element types and errors.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-save-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("w.safetensors");
+///
+/// let named = BTreeMap::from([("weight".to_string(), Tensor::scalar(2.5f64))]);
+/// io::save_safetensors(&named, &path)?;
+/// let back = io::read_safetensors(&path)?;
+/// assert_eq!(back["weight"].to_array::<f64>()?[[]], 2.5);
+///
+/// // A bare tensor has no name.
+/// let err = io::save_safetensors(&Tensor::scalar(1.0f64), &path).unwrap_err();
+/// assert!(err.to_string().contains("has no name"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn save_safetensors<T: TensorTree>(tree: &T, path: impl AsRef<Path>) -> Result<()> {
+    let site = Site::file("save_safetensors", path.as_ref());
+    let bytes = safetensors::encode(&named_leaves(tree, &site)?, &site)?;
+    write_atomically(path.as_ref(), &bytes, &site)
+}
+
+/// The safetensors file [`save_safetensors`] would write, as bytes.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let named = BTreeMap::from([("step".to_string(), Tensor::scalar(7i64))]);
+/// let bytes = io::to_safetensors_bytes(&named)?;
+/// assert_eq!(io::read_safetensors_bytes(&bytes)?["step"].to_array::<i64>()?[[]], 7);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn to_safetensors_bytes<T: TensorTree>(tree: &T) -> Result<Vec<u8>> {
+    let site = Site::bytes("to_safetensors_bytes");
+    safetensors::encode(&named_leaves(tree, &site)?, &site)
+}
+
+/// Loads a safetensors file into a value of the structure of `template`:
+/// leaf by leaf, the entry named by the leaf's key, which must have the
+/// leaf's shape and element type. Strict: the file must have exactly the
+/// template's keys (see [`load_safetensors_with`] to relax that).
+///
+/// This is how a PyTorch model's `state_dict`, saved with
+/// `safetensors.torch.save_file`, becomes a `#[derive(TensorTree)]` struct
+/// (with `#[tree(rename = "weight")]` where the field names differ).
+///
+/// ```
+/// use batchrules::{io, Tensor, TensorTree};
+/// use ndarray::array;
+///
+/// #[derive(Clone, Debug, TensorTree)]
+/// struct Linear {
+///     #[tree(rename = "weight")]
+///     w: Tensor,
+/// }
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-load-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("linear.safetensors");
+/// let layer = Linear { w: Tensor::from(array![[1.0f32, 2.0]].into_dyn()) };
+/// io::save_safetensors(&layer, &path)?;
+///
+/// let template = Linear { w: Tensor::from(array![[0.0f32, 0.0]].into_dyn()) };
+/// let loaded = io::load_safetensors(&template, &path)?;
+/// assert_eq!(loaded.w.to_array::<f32>()?, array![[1.0, 2.0]].into_dyn());
+///
+/// // A template of another shape is refused, naming the key.
+/// let wrong = Linear { w: Tensor::from(array![[0.0f32], [0.0]].into_dyn()) };
+/// let err = io::load_safetensors(&wrong, &path).unwrap_err().to_string();
+/// assert!(err.contains("key `weight`") && err.contains("shape"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn load_safetensors<T: TensorTree>(template: &T, path: impl AsRef<Path>) -> Result<T> {
+    load_safetensors_as(
+        "load_safetensors",
+        template,
+        path.as_ref(),
+        LoadOptions::new(),
+    )
+}
+
+/// [`load_safetensors`] with options: `LoadOptions::new().strict(false)`
+/// keeps the template's tensor for a key the file lacks and ignores the
+/// file's other entries.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let file = io::to_safetensors_bytes(&BTreeMap::from([
+///     ("a".to_string(), Tensor::scalar(1.0f32)),
+///     ("extra".to_string(), Tensor::scalar(2.0f32)),
+/// ]))?;
+/// let dir = std::env::temp_dir().join(format!("br-doc-lax-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("w.safetensors"), &file).unwrap();
+///
+/// let template = BTreeMap::from([
+///     ("a".to_string(), Tensor::scalar(0.0f32)),
+///     ("b".to_string(), Tensor::scalar(9.0f32)),
+/// ]);
+/// let lax = io::LoadOptions::new().strict(false);
+/// let loaded = io::load_safetensors_with(&template, dir.join("w.safetensors"), lax)?;
+/// assert_eq!(loaded["a"].to_array::<f32>()?[[]], 1.0);
+/// assert_eq!(loaded["b"].to_array::<f32>()?[[]], 9.0); // kept
+///
+/// // Strict (the default): `b` is missing and `extra` unexpected.
+/// let err = io::load_safetensors(&template, dir.join("w.safetensors")).unwrap_err();
+/// assert!(err.to_string().contains("missing `b`"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn load_safetensors_with<T: TensorTree>(
+    template: &T,
+    path: impl AsRef<Path>,
+    options: LoadOptions,
+) -> Result<T> {
+    load_safetensors_as("load_safetensors_with", template, path.as_ref(), options)
+}
+
+fn load_safetensors_as<T: TensorTree>(
+    function: &'static str,
+    template: &T,
+    path: &Path,
+    options: LoadOptions,
+) -> Result<T> {
+    let site = Site::file(function, path);
+    let bytes = read_file(path, &site)?;
+    let found = safetensors::decode(&bytes, &site)?;
+    assign(template, found, &site, options)
+}
+
+/// [`load_safetensors_with`] from bytes in memory.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let w = BTreeMap::from([("w".to_string(), Tensor::scalar(true))]);
+/// let bytes = io::to_safetensors_bytes(&w)?;
+/// let back = io::load_safetensors_bytes(&w, &bytes, io::LoadOptions::new())?;
+/// assert!(back["w"].to_array::<bool>()?[[]]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn load_safetensors_bytes<T: TensorTree>(
+    template: &T,
+    bytes: &[u8],
+    options: LoadOptions,
+) -> Result<T> {
+    let site = Site::bytes("load_safetensors_bytes");
+    let found = safetensors::decode(bytes, &site)?;
+    assign(template, found, &site, options)
+}
+
+/// Every tensor of a safetensors file, by name (as
+/// `safetensors.torch.load_file`). `f16` and `bf16` entries come as `f32`,
+/// narrower integers as `i64` (see the [module docs](self)). The map is a
+/// [`TensorTree`] itself, so it can be saved again as it is.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-read-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("w.safetensors");
+/// io::save_safetensors(&BTreeMap::from([("x".to_string(), Tensor::scalar(3i64))]), &path)?;
+/// assert_eq!(io::read_safetensors(&path)?["x"].to_array::<i64>()?[[]], 3);
+///
+/// let err = io::read_safetensors(dir.join("nope.safetensors")).unwrap_err().to_string();
+/// assert!(err.starts_with("read_safetensors: ") && err.contains("nope.safetensors"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn read_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
+    let site = Site::file("read_safetensors", path.as_ref());
+    let bytes = read_file(path.as_ref(), &site)?;
+    safetensors::decode(&bytes, &site)
+}
+
+/// [`read_safetensors`] from bytes in memory.
+///
+/// ```
+/// let err = batchrules::io::read_safetensors_bytes(&[1, 2, 3]).unwrap_err().to_string();
+/// assert!(err.starts_with("read_safetensors_bytes: bytes: "), "{err}");
+/// ```
+pub fn read_safetensors_bytes(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>> {
+    safetensors::decode(bytes, &Site::bytes("read_safetensors_bytes"))
+}
+
+// ---------------------------------------------------------------- npy / npz
+
+/// Saves one tensor to a numpy `.npy` file at `path` (format version 1.0,
+/// little-endian, C order), which `numpy.load` reads.
+///
+/// ```
+/// use batchrules::{io, Tensor};
+/// use ndarray::array;
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-npy-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let x = Tensor::from(array![[1i64, 2], [3, 4]].into_dyn());
+/// io::save_npy(&x, dir.join("x.npy"))?;
+/// assert_eq!(io::load_npy(dir.join("x.npy"))?.to_array::<i64>()?, array![[1, 2], [3, 4]].into_dyn());
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn save_npy(tensor: &Tensor, path: impl AsRef<Path>) -> Result<()> {
+    let site = Site::file("save_npy", path.as_ref());
+    let bytes = npy::encode(tensor, &site, None)?;
+    write_atomically(path.as_ref(), &bytes, &site)
+}
+
+/// The `.npy` file [`save_npy`] would write, as bytes.
+///
+/// ```
+/// let bytes = batchrules::io::to_npy_bytes(&batchrules::Tensor::scalar(1.5f32))?;
+/// assert_eq!(&bytes[..6], b"\x93NUMPY");
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn to_npy_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
+    npy::encode(tensor, &Site::bytes("to_npy_bytes"), None)
+}
+
+/// Reads a numpy `.npy` file. `f32`, `f64`, `i64` and `bool` arrays come as
+/// they are; `f16` as `f32`; narrower integers as `i64`; either byte order
+/// and Fortran order are accepted. Other types (`u64`, complex, strings,
+/// structured or object arrays) are an error.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("br-doc-loadnpy-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("bad.npy"), b"not numpy").unwrap();
+/// let err = batchrules::io::load_npy(dir.join("bad.npy")).unwrap_err().to_string();
+/// assert!(err.starts_with("load_npy: ") && err.contains("bad.npy"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn load_npy(path: impl AsRef<Path>) -> Result<Tensor> {
+    let site = Site::file("load_npy", path.as_ref());
+    let bytes = read_file(path.as_ref(), &site)?;
+    npy::decode(&bytes, &site, None)
+}
+
+/// [`load_npy`] from bytes in memory.
+///
+/// ```
+/// use batchrules::{io, Tensor};
+///
+/// let bytes = io::to_npy_bytes(&Tensor::scalar(false))?;
+/// assert!(!io::read_npy_bytes(&bytes)?.to_array::<bool>()?[[]]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn read_npy_bytes(bytes: &[u8]) -> Result<Tensor> {
+    npy::decode(bytes, &Site::bytes("read_npy_bytes"), None)
+}
+
+/// Saves every leaf of `tree` to a numpy `.npz` file at `path`: one `.npy`
+/// entry per leaf, named by its key (the entry `fc1.weight.npy`, which
+/// `numpy.load(path)["fc1.weight"]` reads), stored uncompressed, as
+/// `numpy.savez` writes. The file is replaced whole; it must stay under
+/// 4 GiB (no ZIP64).
+///
+/// ```
+/// use batchrules::{io, Tensor, TensorTree};
+///
+/// #[derive(Clone, TensorTree)]
+/// struct Scale { #[tree(rename = "weight")] w: Tensor, b: Tensor }
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-npz-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let s = Scale { w: Tensor::scalar(2.0f64), b: Tensor::scalar(-1.0f64) };
+/// io::save_npz(&s, dir.join("s.npz"))?;
+/// let all = io::read_npz(dir.join("s.npz"))?;
+/// assert_eq!(all.keys().collect::<Vec<_>>(), ["b", "weight"]);
+/// let back = io::load_npz(&s, dir.join("s.npz"))?;
+/// assert_eq!(back.w.to_array::<f64>()?[[]], 2.0);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn save_npz<T: TensorTree>(tree: &T, path: impl AsRef<Path>) -> Result<()> {
+    let site = Site::file("save_npz", path.as_ref());
+    let entries = named_leaves(tree, &site)?
+        .into_iter()
+        .map(|leaf| {
+            let bytes = npy::encode(&leaf.tensor, &site, Some(&leaf.key))?;
+            Ok((format!("{}.npy", leaf.key), bytes))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bytes = zip::write_stored(&entries).map_err(|m| site.err(None, m))?;
+    write_atomically(path.as_ref(), &bytes, &site)
+}
+
+/// Loads a numpy `.npz` file into a value of the structure of `template`,
+/// as [`load_safetensors`] does (strict; see [`load_npz_with`]). Reads the
+/// uncompressed files `numpy.savez` writes; a compressed entry
+/// (`numpy.savez_compressed`) is an error that says so.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-loadnpz-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let w = BTreeMap::from([("w".to_string(), Tensor::scalar(1.0f32))]);
+/// io::save_npz(&w, dir.join("w.npz"))?;
+///
+/// let f64_template = BTreeMap::from([("w".to_string(), Tensor::scalar(0.0f64))]);
+/// let err = io::load_npz(&f64_template, dir.join("w.npz")).unwrap_err().to_string();
+/// assert!(err.contains("key `w`") && err.contains("f32"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn load_npz<T: TensorTree>(template: &T, path: impl AsRef<Path>) -> Result<T> {
+    load_npz_as("load_npz", template, path.as_ref(), LoadOptions::new())
+}
+
+/// [`load_npz`] with options (see [`LoadOptions::strict`]).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-npzwith-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// io::save_npz(&BTreeMap::from([("a".to_string(), Tensor::scalar(1i64))]), dir.join("a.npz"))?;
+/// let template = BTreeMap::from([("b".to_string(), Tensor::scalar(5i64))]);
+/// let lax = io::LoadOptions::new().strict(false);
+/// let kept = io::load_npz_with(&template, dir.join("a.npz"), lax)?;
+/// assert_eq!(kept["b"].to_array::<i64>()?[[]], 5);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn load_npz_with<T: TensorTree>(
+    template: &T,
+    path: impl AsRef<Path>,
+    options: LoadOptions,
+) -> Result<T> {
+    load_npz_as("load_npz_with", template, path.as_ref(), options)
+}
+
+fn load_npz_as<T: TensorTree>(
+    function: &'static str,
+    template: &T,
+    path: &Path,
+    options: LoadOptions,
+) -> Result<T> {
+    let site = Site::file(function, path);
+    let bytes = read_file(path, &site)?;
+    let found = decode_npz(&bytes, &site)?;
+    assign(template, found, &site, options)
+}
+
+/// Every array of a numpy `.npz` file, by name (the entry's name without
+/// `.npy`, as `numpy.load(path).files` lists them). Element types as in
+/// [`load_npy`].
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("br-doc-readnpz-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("cut.npz"), b"PK\x03\x04").unwrap();
+/// let err = batchrules::io::read_npz(dir.join("cut.npz")).unwrap_err().to_string();
+/// assert!(err.starts_with("read_npz: ") && err.contains("cut.npz"), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
+    let site = Site::file("read_npz", path.as_ref());
+    let bytes = read_file(path.as_ref(), &site)?;
+    decode_npz(&bytes, &site)
+}
+
+fn decode_npz(bytes: &[u8], site: &Site) -> Result<BTreeMap<String, Tensor>> {
+    let entries = zip::read_stored(bytes).map_err(|m| site.err(None, m))?;
+    let mut out = BTreeMap::new();
+    for (name, data) in entries {
+        let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
+        let tensor = npy::decode(data, site, Some(&key))?;
+        if out.insert(key.clone(), tensor).is_some() {
+            return Err(site.err(
+                Some(&key),
+                "the archive holds two entries of this name; the file is corrupt".to_string(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- shared
+
+/// Where an error happened: the function the user called and the file.
+struct Site {
+    function: &'static str,
+    file: String,
+}
+
+impl Site {
+    fn file(function: &'static str, path: &Path) -> Self {
+        Site {
+            function,
+            file: path.display().to_string(),
+        }
+    }
+
+    fn bytes(function: &'static str) -> Self {
+        Site {
+            function,
+            file: "bytes".to_string(),
+        }
+    }
+
+    fn err(&self, key: Option<&str>, message: String) -> Error {
+        Error::Weights {
+            function: self.function,
+            file: self.file.clone(),
+            key: key.map(str::to_string),
+            message,
+        }
+    }
+}
+
+/// A leaf with its key and its Rust-spelled path.
+struct Named {
+    key: String,
+    path: String,
+    tensor: Tensor,
+}
+
+/// Where a leaf sits, for messages: ` (field .fc1.w)`, or nothing when the
+/// path adds nothing to the key.
+fn field_note(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" (field `{path}`)")
+    }
+}
+
+/// The leaves of `tree` with their keys, checked: a consistent tree (see
+/// `checked_copy`), every key non-empty and distinct.
+fn keyed_leaves<T: TensorTree>(tree: &T, site: &Site) -> Result<Vec<Named>> {
+    let tree = checked_copy(tree, site.function)?;
+    let mut leaves = Vec::new();
+    tree.leaves(&mut leaves);
+    let names = leaf_names(&tree);
+    if names.len() != leaves.len() {
+        return Err(site.err(
+            None,
+            format!(
+                "the structure of tensors `{}` names {} leaves but has {}; a hand-written \
+                 TensorTree's `write_leaf_names` must name each leaf once",
+                std::any::type_name::<T>(),
+                names.len(),
+                leaves.len()
+            ),
+        ));
+    }
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::with_capacity(leaves.len());
+    for (i, (tensor, (path, key))) in leaves.into_iter().zip(names).enumerate() {
+        if key.is_empty() {
+            return Err(site.err(
+                None,
+                format!(
+                    "leaf {i} has no name (a bare Tensor, or a structure whose key for it is \
+                     empty); name it: put it in a `BTreeMap<String, Tensor>` (e.g. \
+                     `BTreeMap::from([(\"weight\".to_string(), t)])`), or use save_npy/load_npy \
+                     for one tensor"
+                ),
+            ));
+        }
+        if let Some(other) = seen.insert(key.clone(), path.clone()) {
+            return Err(site.err(
+                Some(&key),
+                format!(
+                    "two leaves have this key: `{other}` and `{path}`; give them distinct names \
+                     (a hand-written TensorTree's `write_leaf_key`, or `#[tree(rename = \"...\")]`)"
+                ),
+            ));
+        }
+        out.push(Named { key, path, tensor });
+    }
+    Ok(out)
+}
+
+/// [`keyed_leaves`], for saving: every tensor must be dense.
+fn named_leaves<T: TensorTree>(tree: &T, site: &Site) -> Result<Vec<Named>> {
+    let leaves = keyed_leaves(tree, site)?;
+    for leaf in &leaves {
+        if let Err(e) = leaf.tensor.data() {
+            return Err(site.err(
+                Some(&leaf.key),
+                format!(
+                    "cannot save this tensor{}: {e}; save the transformed function's result \
+                     after the transform returns",
+                    field_note(&leaf.path)
+                ),
+            ));
+        }
+    }
+    Ok(leaves)
+}
+
+/// How many names to list in one message.
+const LISTED: usize = 8;
+
+fn list_keys(what: &str, keys: &[&String]) -> String {
+    let mut out = keys
+        .iter()
+        .take(LISTED)
+        .map(|k| format!("{what} `{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > LISTED {
+        out.push_str(&format!(" and {} more", keys.len() - LISTED));
+    }
+    out
+}
+
+/// The template rebuilt with the tensors of `found`, matched by key.
+fn assign<T: TensorTree>(
+    template: &T,
+    mut found: BTreeMap<String, Tensor>,
+    site: &Site,
+    options: LoadOptions,
+) -> Result<T> {
+    let leaves = keyed_leaves(template, site)?;
+    if options.strict {
+        let missing: Vec<&String> = leaves
+            .iter()
+            .map(|l| &l.key)
+            .filter(|k| !found.contains_key(*k))
+            .collect();
+        let wanted: std::collections::BTreeSet<&String> = leaves.iter().map(|l| &l.key).collect();
+        let unexpected: Vec<&String> = found.keys().filter(|k| !wanted.contains(k)).collect();
+        if !missing.is_empty() || !unexpected.is_empty() {
+            let mut parts = Vec::new();
+            if !missing.is_empty() {
+                parts.push(format!(
+                    "the template has {} key(s) the file lacks: {}",
+                    missing.len(),
+                    list_keys("missing", &missing)
+                ));
+            }
+            if !unexpected.is_empty() {
+                parts.push(format!(
+                    "the file has {} key(s) the template lacks: {}",
+                    unexpected.len(),
+                    list_keys("unexpected", &unexpected)
+                ));
+            }
+            let first = missing.first().or(unexpected.first()).map(|k| k.as_str());
+            return Err(site.err(
+                first,
+                format!(
+                    "{}; rename the fields (`#[tree(rename = \"...\")]`) so the keys match, or \
+                     load with `LoadOptions::new().strict(false)` to keep the template's tensor \
+                     for a missing key and ignore unexpected ones",
+                    parts.join("; ")
+                ),
+            ));
+        }
+    }
+    let mut tensors = Vec::with_capacity(leaves.len());
+    for leaf in leaves {
+        let Some(t) = found.remove(&leaf.key) else {
+            // Not strict: the template's tensor stays.
+            tensors.push(leaf.tensor);
+            continue;
+        };
+        let (want_shape, want_dtype) = (leaf.tensor.shape(), leaf.tensor.dtype());
+        if t.shape() != want_shape {
+            return Err(site.err(
+                Some(&leaf.key),
+                format!(
+                    "the file's tensor has shape {:?}, the template's{} has {:?}",
+                    t.shape(),
+                    field_note(&leaf.path),
+                    want_shape
+                ),
+            ));
+        }
+        if t.dtype() != want_dtype {
+            return Err(site.err(
+                Some(&leaf.key),
+                format!(
+                    "the file's tensor is {} (as loaded), the template's{} is {}; make the \
+                     template's tensor {} (or convert after loading)",
+                    t.dtype(),
+                    field_note(&leaf.path),
+                    want_dtype,
+                    t.dtype()
+                ),
+            ));
+        }
+        tensors.push(t);
+    }
+    template.with_leaves(tensors)
+}
+
+fn read_file(path: &Path, site: &Site) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| site.err(None, format!("cannot read the file: {e}")))
+}
+
+/// Writes `bytes` to a new file next to `path`, then renames it to `path`:
+/// `path` is either untouched or replaced whole.
+fn write_atomically(path: &Path, bytes: &[u8], site: &Site) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let Some(name) = path.file_name() else {
+        return Err(site.err(None, "the path does not name a file".to_string()));
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let temp = dir.join(format!(
+        ".{}.{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        site.err(None, format!("cannot write the file: {e}"))
+    })
+}
+
+// ---------------------------------------------------------------- elements
+
+/// An element type as stored in a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stored {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl Stored {
+    fn size(self) -> usize {
+        match self {
+            Stored::Bool | Stored::I8 | Stored::U8 => 1,
+            Stored::I16 | Stored::U16 | Stored::F16 | Stored::BF16 => 2,
+            Stored::I32 | Stored::U32 | Stored::F32 => 4,
+            Stored::I64 | Stored::F64 => 8,
+        }
+    }
+
+    /// The dtype a value of this type is loaded as.
+    fn loaded_as(self) -> DType {
+        match self {
+            Stored::Bool => DType::Bool,
+            Stored::I8 | Stored::I16 | Stored::I32 | Stored::I64 => DType::I64,
+            Stored::U8 | Stored::U16 | Stored::U32 => DType::I64,
+            Stored::F16 | Stored::BF16 | Stored::F32 => DType::F32,
+            Stored::F64 => DType::F64,
+        }
+    }
+}
+
+/// The elements of `data` as little-endian bytes, in row-major order.
+fn le_bytes(data: &Data) -> Vec<u8> {
+    match data {
+        Data::Bool(a) => a.iter().map(|&b| u8::from(b)).collect(),
+        Data::I64(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        Data::F32(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        Data::F64(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
+}
+
+/// A tensor of `shape` from `bytes` holding its elements as `stored`
+/// (little- or big-endian, row-major or, with `fortran`, column-major).
+/// Errors (as messages) if the byte count does not match or a `bool` byte is
+/// neither 0 nor 1.
+fn from_bytes(
+    stored: Stored,
+    shape: &[usize],
+    bytes: &[u8],
+    big_endian: bool,
+    fortran: bool,
+    what: &str,
+) -> std::result::Result<Tensor, String> {
+    let count = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| format!("shape {shape:?} has more elements than memory can hold"))?;
+    let want = count
+        .checked_mul(stored.size())
+        .ok_or_else(|| format!("shape {shape:?} has more elements than memory can hold"))?;
+    if bytes.len() != want {
+        return Err(format!(
+            "shape {shape:?} of {stored:?} elements needs {want} bytes of data, the file has {}; \
+             the file is truncated or corrupt",
+            bytes.len()
+        ));
+    }
+    check_alloc_in(what, shape, stored.loaded_as()).map_err(|e| e.to_string())?;
+    macro_rules! convert {
+        ($n:literal, $f:expr) => {{
+            let f = $f;
+            bytes
+                .chunks_exact($n)
+                .map(|c| {
+                    let mut b = [0u8; $n];
+                    b.copy_from_slice(c);
+                    if big_endian {
+                        b.reverse();
+                    }
+                    f(b)
+                })
+                .collect::<Vec<_>>()
+        }};
+    }
+    fn build<T: Element>(shape: &[usize], v: Vec<T>, fortran: bool) -> Result<Tensor, String> {
+        let dim = IxDyn(shape);
+        let array = if fortran {
+            ArrayD::from_shape_vec(dim.f(), v).map(|a| a.as_standard_layout().into_owned())
+        } else {
+            ArrayD::from_shape_vec(dim, v)
+        };
+        array.map(Tensor::from).map_err(|e| e.to_string())
+    }
+    match stored {
+        Stored::Bool => {
+            if let Some(b) = bytes.iter().find(|&&b| b > 1) {
+                return Err(format!(
+                    "a bool element holds the byte {b}, not 0 or 1; the file is corrupt"
+                ));
+            }
+            build(shape, bytes.iter().map(|&b| b == 1).collect(), fortran)
+        }
+        Stored::I8 => build(
+            shape,
+            convert!(1, |b: [u8; 1]| i64::from(i8::from_le_bytes(b))),
+            fortran,
+        ),
+        Stored::U8 => build(shape, convert!(1, |b: [u8; 1]| i64::from(b[0])), fortran),
+        Stored::I16 => build(
+            shape,
+            convert!(2, |b| i64::from(i16::from_le_bytes(b))),
+            fortran,
+        ),
+        Stored::U16 => build(
+            shape,
+            convert!(2, |b| i64::from(u16::from_le_bytes(b))),
+            fortran,
+        ),
+        Stored::I32 => build(
+            shape,
+            convert!(4, |b| i64::from(i32::from_le_bytes(b))),
+            fortran,
+        ),
+        Stored::U32 => build(
+            shape,
+            convert!(4, |b| i64::from(u32::from_le_bytes(b))),
+            fortran,
+        ),
+        Stored::I64 => build(shape, convert!(8, i64::from_le_bytes), fortran),
+        Stored::F16 => build(
+            shape,
+            convert!(2, |b| half::f16::from_le_bytes(b).to_f32()),
+            fortran,
+        ),
+        Stored::BF16 => build(
+            shape,
+            convert!(2, |b| half::bf16::from_le_bytes(b).to_f32()),
+            fortran,
+        ),
+        Stored::F32 => build(shape, convert!(4, f32::from_le_bytes), fortran),
+        Stored::F64 => build(shape, convert!(8, f64::from_le_bytes), fortran),
+    }
+}
