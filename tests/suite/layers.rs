@@ -1,7 +1,7 @@
 //! The runtime's modules form layers, and imports only point down:
 //!
 //! ```text
-//! core → schema → checks → registry → dispatch → private (glue of the
+//! core → schema | io → checks → registry → dispatch → private (glue of the
 //! generated code) → vmap | batching → grad → forward → testing → library
 //! → coverage | owned → operators
 //! ```
@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, usize)] = &[
     ("core", 0),
     ("schema", 1),
+    ("io", 1),
     ("checks", 2),
     ("registry", 3),
     ("dispatch", 4),
