@@ -18,6 +18,7 @@ mod hostile_sweep;
 mod hostile_transforms;
 mod layers;
 mod linalg;
+mod model_api;
 mod op_table;
 mod owned;
 mod parallel;

@@ -305,8 +305,11 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     .flat_map(|(o, at)| o.methods.iter().map(move |om| (om, o, at)))
                     .find(|(om, _, _)| om.name == m.name);
                 if let Some((_, other, at)) = twice {
+                    let at = at
+                        .strip_prefix(&format!("{name}:"))
+                        .map_or_else(|| at.clone(), |l| format!("line {l}"));
                     cx.error_spanned_by(lit, format!(
-                        "op table {name}:{entry_line}: method `{}` of `{}` is already a method of `{}` ({at}); give one of them another name in its `methods` list",
+                        "op table {name}:{entry_line}: method `{}` of `{}` is already a method of `{}` (declared at {at}); each method name is used once per table: give one of them another name in its `methods` list",
                         m.name, schema.name, other.schema.name
                     ));
                 }

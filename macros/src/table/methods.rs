@@ -120,12 +120,12 @@ pub fn parse_spec(s: &Schema, spec: &str) -> Result<Method, String> {
                 ))
             }
             (Some(v), false) => {
-                schema::check_default(arg, v)?;
+                schema::check_default(arg, v).map_err(|e| e.replacen("default", "value", 1))?;
                 Binding::Value(v.to_string())
             }
             (None, true) if !arg.optional => {
                 return Err(format!(
-                    "`{arg_name}?`: `{arg_name}` is not optional; write `{arg_name}`"
+                    "`{arg_name}?` takes an optional argument as an `Option`, and `{arg_name}` is not optional; write `{arg_name}` to take it, or leave it out to use its default"
                 ))
             }
             (None, true) => Binding::Param { some: false },
