@@ -1,34 +1,74 @@
 //! # batchrules
 //!
-//! Batching rules and `vmap` over [`ndarray`] tensors, in the style of PyTorch's
-//! functorch and JAX's `vmap`, with two differences:
-//!
-//! * a batching rule registered for a *composite* op (one implemented by
-//!   decomposing into other ops) is a **compile error**, because it would never run;
-//! * every op's meta function (shape and dtype checks) runs on **logical** shapes
-//!   (batch dims removed) at every vmap level, before any batching rule, so an op
-//!   invalid per example is invalid under vmap too, and no rule repeats a check.
-//!
-//! Ops are declared once in an op table (see [`op_table!`]); kernels, metas,
-//! batching rules, decompositions and vjps are registered with the attributes
-//! [`kernel`], [`meta`], [`batching_rule`], [`decompose`],
-//! [`vjp`](macro@vjp) and [`jvp`](macro@jvp), each checked at compile time
-//! against the table.
+//! Per-sample gradients, Jacobians and ensembles over [`ndarray`] tensors,
+//! as PyTorch's `torch.func` and JAX compute them: [`vmap`], [`grad`],
+//! [`value_and_grad`], [`vjp`](fn@vjp), [`jacrev`], [`jvp`](fn@jvp),
+//! [`jacfwd`], [`hvp`] and [`hessian`] are transforms that compose in any
+//! order.
 //!
 //! ```
-//! use batchrules::{ops, Tensor};
+//! use batchrules::prelude::*;
 //! use ndarray::array;
 //!
-//! let x = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
-//! let upper = ops::triu(&x, 0)?;
-//! assert_eq!(upper.to_array::<f64>()?, array![[1.0, 2.0], [0.0, 4.0]].into_dyn());
+//! #[derive(Clone, TensorTree)]
+//! struct Linear { w: Tensor, b: Tensor }
 //!
-//! // The meta function rejects a 1-d input, naming the op:
-//! let v = Tensor::from(array![1.0f64, 2.0].into_dyn());
-//! let err = ops::triu(&v, 0).unwrap_err();
-//! assert!(err.to_string().starts_with("triu:"));
+//! // The squared error of one example.
+//! fn loss((p, x, y): (Linear, Tensor, Tensor)) -> Result<Tensor> {
+//!     (x.dot(&p.w)? + &p.b)?.mse_loss(&y)
+//! }
+//!
+//! let model = Linear { w: Tensor::from(array![0.5f64, -1.0]), b: Tensor::scalar(0.0f64) };
+//! let xs = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]]);
+//! let ys = Tensor::from(array![1.0f64, 0.0, -1.0]);
+//! // One gradient per example: parameters shared, data batched along dim 0.
+//! let grads: Linear = vmap(|(p, x, y): (Linear, Tensor, Tensor)| grad(loss).call((&p, &x, &y)))
+//!     .in_dims([None, Some(0), Some(0)])
+//!     .call((&model, &xs, &ys))?;
+//! assert_eq!(grads.w.shape(), &[3, 2]);
+//! // An SGD step with their mean, over the whole struct.
+//! let step = tree_map(&grads, |g| g.mean_dim(0))?;
+//! let model = tree_zip_map(&model, &step, |p, g| p - &(g * 0.01)?)?;
+//! # let _ = model;
 //! # Ok::<(), batchrules::Error>(())
 //! ```
+//!
+//! The model writer's API is at the crate root and in [`prelude`]: [`Tensor`]
+//! (built from an ndarray array of any dimension, with operators returning
+//! `Result<Tensor>`, the ops as methods with their defaults applied
+//! ([`ops::Methods`]), conversions back to arrays, a numpy-like `Display`),
+//! the transforms, [`TensorTree`] with [`tree_map`] and [`tree_zip_map`], and
+//! weights in and out in [`io`] (safetensors, npy, npz).
+//!
+//! Ops are declared once in an op table (see [`op_table!`]); kernels, metas,
+//! batching rules, decompositions, vjps and jvps are registered with the
+//! attributes [`kernel`], [`meta`], [`batching_rule`], [`decompose`],
+//! [`vjp`](macro@vjp) and [`jvp`](macro@jvp), each checked at compile time
+//! against the table, with two differences from the peers:
+//!
+//! * a batching rule or derivative registered for a *composite* op (one
+//!   implemented by decomposing into other ops) is a **compile error**,
+//!   because it would never run;
+//! * every op's meta function (shape and dtype checks) runs on **logical**
+//!   shapes (batch dims removed) at every vmap level, before any batching
+//!   rule, so an op invalid per example is invalid under vmap too.
+//!
+//! Their readers' items are in [`rules`] (kernel and rule authors, with
+//! [`batching`] and [`testing`]), [`transform`] (authors of transforms) and
+//! [`tuning`] (process-wide limits); the [`guide`] walks through adding an op.
+//!
+//! ## Cargo features
+//!
+//! * `rayon`: runs the fallback loop and large kernels (elementwise, batched
+//!   matmul) on rayon's thread pool (see [`tuning`] for the spin window).
+//! * `ndarray-0-16`: conversions between [`Tensor`] and ndarray 0.16 arrays
+//!   (`From<ndarray_016::ArrayD<T>>`, `Tensor::to_array_v016`), for code not
+//!   yet on ndarray 0.17.
+//! * `bench-internals`: switches for this crate's benchmarks only (meta
+//!   checks off, a forced fallback); not for use in programs.
+//!
+//! Limits: CPU only, eager (no tracing or fusion), dtypes `f32`, `f64`, `i64`
+//! and `bool`.
 #![warn(missing_docs)]
 
 extern crate self as batchrules;
@@ -87,7 +127,7 @@ pub(crate) use crate::core::value::{Arg, Outs, TensorMeta};
 /// For kernel and rule authors: the types the registration attributes'
 /// functions take and return. A kernel reads a tensor's [`Data`]; a meta
 /// computes [`TensorMeta`]s; a batching rule's generic form works on
-/// [`Arg`]s and [`BDim`]s and returns [`Outs`]. The helpers that batching
+/// [`Arg`]s and [`BDim`](rules::BDim)s and returns [`Outs`]. The helpers that batching
 /// rules are written with are in [`batching`]; the attributes themselves
 /// ([`kernel`](macro@crate::kernel), [`meta`](macro@crate::meta), ...) are
 /// at the crate root, and re-exported here. See the [guide].
@@ -122,7 +162,7 @@ pub mod tuning {
 /// The model writer's imports in one line: `use batchrules::prelude::*;`.
 ///
 /// It brings the [`Tensor`] type with the built-in ops as methods
-/// ([`ops::Methods`](crate::ops::Methods), with the schema's defaults
+/// ([`ops::Methods`], with the schema's defaults
 /// applied), the `ops` module, the transforms, the [`TensorTree`] trait and
 /// derive with [`tree_map`], [`tree_zip_map`] and [`tree_leaves`],
 /// [`Reduction`], [`DType`], and the crate's `Result` and `Error`.
@@ -194,12 +234,34 @@ pub mod prelude {
 /// # fn main() {}
 /// ```
 ///
-/// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool` and
-/// `ScalarType`, each optionally followed by `?`; an op returns `Tensor`,
-/// `Tensor[]` or a tuple of up to three `Tensor`s. An argument may be written with
-/// a default (`int diagonal=0`): it is checked against the type and shown in the
-/// generated function's documentation, but not applied: the generated function
-/// takes every argument. A malformed entry fails the build with the table's line.
+/// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool`,
+/// `ScalarType` ([`DType`]) and `Reduction` ([`Reduction`]), each but
+/// `Reduction` optionally followed by `?`; an op returns `Tensor`, `Tensor[]`
+/// or a tuple of up to three `Tensor`s. An argument may be written with a
+/// default (`int diagonal=0`, `Reduction reduction=mean`), checked against
+/// the type. A malformed entry fails the build with the table's line.
+///
+/// The generated function (`ops::triu(&x, 0)`) takes every argument. The
+/// table module also gets a trait `Methods`, implemented for [`Tensor`], with
+/// the defaults applied: an op whose first argument is `Tensor self` (or
+/// `Tensor input`) is a method named after it that takes the arguments
+/// without a default (`x.triu()`, `x.softmax(dim)`). An entry adds methods,
+/// or replaces that one by reusing the op's name, with a list of specs, each
+/// naming the arguments after the receiver the method takes; the others take
+/// their defaults:
+///
+/// ```toml
+/// [[op]]
+/// schema = "sum(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"
+/// kind = "primitive"
+/// # `x.sum()`, `x.sum_dim(1)` (an optional argument named plainly is taken as
+/// # its plain type and passed as `Some`), `x.sum_keepdim(1)` (a fixed value);
+/// # `bias?` would take an optional argument as the `Option` it is.
+/// methods = ["sum_dim(dim)", "sum_keepdim(dim, keepdim=True)"]
+/// ```
+///
+/// A spec naming an unknown argument, leaving out one without a default, or
+/// reusing a method name of the table fails the build.
 ///
 /// Several files make one table (`op_table!("a.toml", "b.toml")`), and the TOML
 /// can be written inline (`op_table!(toml = r#"..."#)`).
