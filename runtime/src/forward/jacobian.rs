@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use crate::core::alloc::{check_alloc_in, checked_numel};
 use crate::grad::jacobian::chunks;
 use crate::grad::{grad, ops, ArgAt};
+use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
@@ -69,9 +70,10 @@ impl<F, A, const N: usize> std::fmt::Debug for Jacfwd<F, A, N> {
 /// assert_eq!(rows, vec![3.0, 2.0, 2.0f64.cos(), 0.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn jacfwd<F, A>(f: F) -> Jacfwd<F, A, 0>
+pub fn jacfwd<F, A, M>(f: F) -> Jacfwd<F, A, 0>
 where
-    F: Fn(A) -> Result<Tensor>,
+    F: TransformFn<A, Tensor, name::jacfwd, M>,
+    M: OneArgument<name::jacfwd>,
 {
     Jacfwd {
         f,
@@ -116,17 +118,17 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
     /// Errors if `f` errs or returns a non-float tensor, if the
     /// differentiated argument holds an integer or bool tensor, or if
     /// `chunk_size` is 0.
-    pub fn call<I>(&self, args: I) -> Result<I::Out>
+    pub fn call<I, M>(&self, args: I) -> Result<I::Out>
     where
         I: ArgAt<N, Inner = A>,
         A: TensorTree,
-        F: Fn(A) -> Result<Tensor>,
+        F: TransformFn<A, Tensor, name::jacfwd, M>,
     {
         let inner = args.inner("jacfwd")?;
         let range = I::leaf_range(&inner);
         let leaves = forward_jacobian(
             "jacfwd",
-            &self.f,
+            &|a| self.f.run(a),
             &inner,
             range,
             self.chunk_size,
@@ -303,9 +305,10 @@ impl<F> std::fmt::Debug for Hessian<F> {
 /// assert_eq!(h.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![6.0, 0.0, 0.0, 12.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn hessian<F>(f: F) -> Hessian<F>
+pub fn hessian<F, M>(f: F) -> Hessian<F>
 where
-    F: Fn(Tensor) -> Result<Tensor>,
+    F: TransformFn<Tensor, Tensor, name::hessian, M>,
+    M: OneArgument<name::hessian>,
 {
     Hessian {
         f,
@@ -314,10 +317,7 @@ where
     }
 }
 
-impl<F> Hessian<F>
-where
-    F: Fn(Tensor) -> Result<Tensor>,
-{
+impl<F> Hessian<F> {
     /// Pushes at most `size` columns forward at a time (see
     /// [`Jacfwd::chunk_size`]).
     pub fn chunk_size(mut self, size: usize) -> Self {
@@ -335,8 +335,17 @@ where
     /// The Hessian at `x`.
     ///
     /// Errors if `f` errs or does not return a 0-d float tensor.
-    pub fn call(&self, x: &Tensor) -> Result<Tensor> {
-        let g = grad(|x: Tensor| self.check_scalar(x));
+    pub fn call<M>(&self, x: &Tensor) -> Result<Tensor>
+    where
+        F: TransformFn<Tensor, Tensor, name::hessian, M>,
+    {
+        let g = grad(|x: Tensor| {
+            scalar_output(
+                "hessian",
+                self.f.run(x)?,
+                "use jacfwd or jacrev for the Jacobian of a vector function",
+            )
+        });
         let mut h = forward_jacobian(
             "hessian",
             &|x: Tensor| g.call(&x),
@@ -347,13 +356,5 @@ where
         )?;
         h.pop()
             .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
-    }
-
-    fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
-        scalar_output(
-            "hessian",
-            (self.f)(x)?,
-            "use jacfwd or jacrev for the Jacobian of a vector function",
-        )
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::core::tree::checked_copy;
 use crate::dispatch::{escaped, push_level, Interpreter};
+use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
 use super::graph::{backward, Node, NodeRef};
@@ -46,6 +47,12 @@ impl GradArgs for Tensor {
 /// argument forms that have an argument `N` (`&x` and `x` have argument 0; a
 /// tuple of `k` references has `0..k`), so an out-of-range
 /// [`argnums`](Grad::argnums) does not compile.
+#[diagnostic::on_unimplemented(
+    message = "argument {N} is out of range for the arguments `{Self}`: `argnums::<{N}>()` picks an element of the tuple given to `.call(...)`, counting from 0",
+    label = "no argument {N} here",
+    note = "a tuple of k references `(&a, &b, ...)` has arguments 0 to k - 1; a single `&x` or tensor has only argument 0",
+    note = "to differentiate several arguments at once, pass them as one tuple or struct, e.g. `.call((&(w, b), &x))` with `argnums::<0>()`"
+)]
 pub trait ArgAt<const N: usize>: GradArgs {
     /// The type of argument `N`: the gradient has the same type.
     type Out: TensorTree;
@@ -365,15 +372,16 @@ impl<G, C> std::fmt::Debug for VjpFn<G, C> {
 /// assert_eq!(g.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 4.0, 6.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn vjp<I, O, F>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>)>
+pub fn vjp<I, O, F, M>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>)>
 where
     I: GradArgs,
     O: TensorTree,
-    F: FnOnce(I::Inner) -> Result<O>,
+    F: TransformFnOnce<I::Inner, O, name::vjp, M>,
+    M: OneArgument<name::vjp>,
 {
     let inner = args.inner("vjp")?;
     let all = 0..inner.leaf_count();
-    let (out, pullback) = trace("vjp", f, &inner, all, false, outputs_of)?;
+    let (out, pullback) = trace("vjp", |a| f.run_once(a), &inner, all, false, outputs_of)?;
     Ok((
         out,
         VjpFn {
@@ -449,9 +457,10 @@ impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
 /// assert!(err.to_string().contains("jacrev"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn grad<F, A, R>(f: F) -> Grad<F, A, 0>
+pub fn grad<F, A, R, M>(f: F) -> Grad<F, A, 0>
 where
-    F: Fn(A) -> Result<R>,
+    F: TransformFn<A, R, name::grad, M>,
+    M: OneArgument<name::grad>,
     R: GradOutput,
 {
     Grad {
@@ -476,9 +485,10 @@ where
 /// assert_eq!(g.to_array::<f32>()?[[0]], 6.0);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn value_and_grad<F, A, R>(f: F) -> ValueAndGrad<F, A, 0>
+pub fn value_and_grad<F, A, R, M>(f: F) -> ValueAndGrad<F, A, 0>
 where
-    F: Fn(A) -> Result<R>,
+    F: TransformFn<A, R, name::value_and_grad, M>,
+    M: OneArgument<name::value_and_grad>,
     R: GradOutput,
 {
     ValueAndGrad(Grad {
@@ -513,14 +523,14 @@ impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
 
     /// The value and the gradient: `(value, gradient)`, or `((value, aux),
     /// gradient)` when `f` returns `(tensor, aux)`. Errors as [`Grad::call`].
-    pub fn call<I, R>(&self, args: I) -> Result<R::WithValue<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithValue<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
         A: TensorTree,
-        F: Fn(A) -> Result<R>,
+        F: TransformFn<A, R, name::value_and_grad, M>,
         R: GradOutput,
     {
-        let (value, aux, grad) = self.0.run(args)?;
+        let (value, aux, grad) = self.0.run(args, |a| self.0.f.run(a))?;
         Ok(R::with_value(value, grad, aux))
     }
 }
@@ -538,11 +548,13 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         }
     }
 
-    fn run<I, R>(&self, args: I) -> Result<(Tensor, R::Aux, I::Out)>
+    /// Differentiates `f` (this builder's function, which `call` passes in
+    /// as a closure so that `Grad` and `ValueAndGrad` may name it as
+    /// different transforms in their bounds).
+    fn run<I, R>(&self, args: I, f: impl FnOnce(A) -> Result<R>) -> Result<(Tensor, R::Aux, I::Out)>
     where
         I: ArgAt<N, Inner = A>,
         A: TensorTree,
-        F: Fn(A) -> Result<R>,
         R: GradOutput,
     {
         let what = if self.with_value {
@@ -554,7 +566,7 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         let range = I::leaf_range(&inner);
         let ((value, aux), pullback) = trace(
             what,
-            |a| (self.f)(a),
+            f,
             &inner,
             range,
             true,
@@ -584,14 +596,14 @@ impl<F, A, const N: usize> Grad<F, A, N> {
     ///
     /// Errors if `f` errs, if its output is not a 0-d float tensor, or if
     /// the differentiated argument has an integer or bool tensor.
-    pub fn call<I, R>(&self, args: I) -> Result<R::WithGrad<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithGrad<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
         A: TensorTree,
-        F: Fn(A) -> Result<R>,
+        F: TransformFn<A, R, name::grad, M>,
         R: GradOutput,
     {
-        let (_, aux, grad) = self.run(args)?;
+        let (_, aux, grad) = self.run(args, |a| self.f.run(a))?;
         Ok(R::with_grad(grad, aux))
     }
 }
