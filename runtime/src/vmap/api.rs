@@ -758,7 +758,7 @@ fn in_level(e: Error, depth: usize) -> Error {
     }
     Error::InVmap {
         level: depth,
-        source: Box::new(e),
+        inner: Box::new(e),
     }
 }
 
