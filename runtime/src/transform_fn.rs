@@ -82,7 +82,7 @@ pub enum Several<const N: usize> {}
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{T}` takes a function of one argument that returns `batchrules::Result<_>`, and `{Self}` is not one",
+    message = "`{T}` takes a function of one argument that returns `batchrules::Result<_>`",
     label = "not `Fn(_) -> batchrules::Result<_>`",
     note = "the function gets everything `.call(...)` is given as ONE argument, and returns `batchrules::Result<_>` (`Ok(...)`, or the result of an op, with `?` on the ops inside)",
     note = "several inputs go in one tuple: write `|(x, w): (Tensor, Tensor)| ...` and call `.call((&x, &w))`"
@@ -108,7 +108,7 @@ pub trait TransformFn<A, O, T, Arity> {
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{T}` takes a function of one argument that returns `batchrules::Result<_>`, and `{Self}` is not one",
+    message = "`{T}` takes a function of one argument that returns `batchrules::Result<_>`",
     label = "not `FnOnce(_) -> batchrules::Result<_>`",
     note = "the function gets all the primals as ONE argument, and returns `batchrules::Result<_>` (`Ok(...)`, or the result of an op, with `?` on the ops inside)",
     note = "several inputs go in one tuple: write `|(x, w): (Tensor, Tensor)| ...` with primals `(&x, &w)`"

@@ -23,11 +23,10 @@ fn a_nested_error_prints_each_part_once() {
     // of range. The loss is differentiated per example: vmap(grad(..)).
     let logits = Tensor::from(array![[0.5f32, 1.0, -1.0], [2.0, 0.0, 1.0]].into_dyn());
     let targets = Tensor::from(array![1i64, 7].into_dyn());
-    let err = vmap(|(z, t): (Tensor, Tensor)| {
-        grad(|z: Tensor| ops::cross_entropy(&z, &t, 1)).call(&z)
-    })
-    .call((&logits, &targets))
-    .unwrap_err();
+    let err =
+        vmap(|(z, t): (Tensor, Tensor)| grad(|z: Tensor| ops::cross_entropy(&z, &t, 1)).call(&z))
+            .call((&logits, &targets))
+            .unwrap_err();
 
     // A real nested error: cross_entropy names the op inside it that failed
     // (its decomposition's gather), under the user's vmap.

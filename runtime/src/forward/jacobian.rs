@@ -14,6 +14,7 @@ use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 use super::api::{push_forward, scalar_output};
 
 /// A function prepared for [`jacfwd`]; `N` is the argument differentiated.
+#[must_use = "`jacfwd(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Jacfwd<F, A, const N: usize = 0> {
     f: F,
     chunk_size: Option<usize>,
@@ -121,19 +122,20 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
     pub fn call<I, M>(&self, args: I) -> Result<I::Out>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
         F: TransformFn<A, Tensor, name::jacfwd, M>,
     {
+        self.at(args, &|a| self.f.run(a))
+    }
+
+    /// [`call`](Self::call), with the function taking `I::Inner` (bounded by
+    /// `ArgAt` to a [`TensorTree`]; `call` names it `A` for the closure's
+    /// sake, and bounding `A` there too would report a non-tree argument
+    /// twice).
+    fn at<I: ArgAt<N>>(&self, args: I, f: &impl Fn(I::Inner) -> Result<Tensor>) -> Result<I::Out> {
         let inner = args.inner("jacfwd")?;
         let range = I::leaf_range(&inner);
-        let leaves = forward_jacobian(
-            "jacfwd",
-            &|a| self.f.run(a),
-            &inner,
-            range,
-            self.chunk_size,
-            self.randomness,
-        )?;
+        let leaves =
+            forward_jacobian("jacfwd", f, &inner, range, self.chunk_size, self.randomness)?;
         I::arg(&inner).with_leaves(leaves)
     }
 }
@@ -274,6 +276,7 @@ fn unit_rows<T: Copy + Default>(
 }
 
 /// A function prepared for [`hessian`].
+#[must_use = "`hessian(f)` only prepares the transform: call `.call(&x)` to run it"]
 pub struct Hessian<F> {
     f: F,
     chunk_size: Option<usize>,

@@ -51,7 +51,8 @@ impl GradArgs for Tensor {
     message = "argument {N} is out of range for the arguments `{Self}`: `argnums::<{N}>()` picks an element of the tuple given to `.call(...)`, counting from 0",
     label = "no argument {N} here",
     note = "a tuple of k references `(&a, &b, ...)` has arguments 0 to k - 1; a single `&x` or tensor has only argument 0",
-    note = "to differentiate several arguments at once, pass them as one tuple or struct, e.g. `.call((&(w, b), &x))` with `argnums::<0>()`"
+    note = "to differentiate several arguments at once, pass them as one tuple or struct, e.g. `.call((&(w, b), &x))` with `argnums::<0>()`",
+    note = "each argument is a reference to a tensor or to a structure of tensors; a struct needs `#[derive(TensorTree)]`"
 )]
 pub trait ArgAt<const N: usize>: GradArgs {
     /// The type of argument `N`: the gradient has the same type.
@@ -323,6 +324,7 @@ fn outputs_of<O: TensorTree>(
 /// It holds the values the derivative needs, not the transform level that
 /// recorded them, so it can be called any number of times, later, and under
 /// other transforms: `vmap` over it gives a Jacobian ([`jacrev`](crate::jacrev)).
+#[must_use = "the pullback computes nothing until called: `.call(&cotangent)` gives the vector-Jacobian product"]
 pub struct VjpFn<G, C> {
     pullback: Pullback,
     /// The inputs, as the structure the gradients are put back into.
@@ -395,6 +397,7 @@ where
 /// A function prepared for reverse-mode differentiation; see [`grad`] and
 /// [`value_and_grad`]. `N` is the argument differentiated (see
 /// [`Grad::argnums`]).
+#[must_use = "`grad(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Grad<F, A, const N: usize = 0> {
     f: F,
     with_value: bool,
@@ -499,6 +502,7 @@ where
 }
 
 /// A function prepared by [`value_and_grad`].
+#[must_use = "`value_and_grad(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct ValueAndGrad<F, A, const N: usize = 0>(Grad<F, A, N>);
 
 impl<F: Clone, A, const N: usize> Clone for ValueAndGrad<F, A, N> {
@@ -526,7 +530,6 @@ impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
     pub fn call<I, R, M>(&self, args: I) -> Result<R::WithValue<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
         F: TransformFn<A, R, name::value_and_grad, M>,
         R: GradOutput,
     {
@@ -551,10 +554,13 @@ impl<F, A, const N: usize> Grad<F, A, N> {
     /// Differentiates `f` (this builder's function, which `call` passes in
     /// as a closure so that `Grad` and `ValueAndGrad` may name it as
     /// different transforms in their bounds).
-    fn run<I, R>(&self, args: I, f: impl FnOnce(A) -> Result<R>) -> Result<(Tensor, R::Aux, I::Out)>
+    fn run<I, R>(
+        &self,
+        args: I,
+        f: impl FnOnce(I::Inner) -> Result<R>,
+    ) -> Result<(Tensor, R::Aux, I::Out)>
     where
-        I: ArgAt<N, Inner = A>,
-        A: TensorTree,
+        I: ArgAt<N>,
         R: GradOutput,
     {
         let what = if self.with_value {
@@ -564,28 +570,21 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         };
         let inner = args.inner(what)?;
         let range = I::leaf_range(&inner);
-        let ((value, aux), pullback) = trace(
-            what,
-            f,
-            &inner,
-            range,
-            true,
-            |r: R, level| {
-                let (value, aux) = r.split();
-                let (value, root) = primal(&value, level)?;
-                if !value.shape().is_empty() || !value.dtype().is_float() {
-                    return Err(Error::Tensor(format!(
+        let ((value, aux), pullback) = trace(what, f, &inner, range, true, |r: R, level| {
+            let (value, aux) = r.split();
+            let (value, root) = primal(&value, level)?;
+            if !value.shape().is_empty() || !value.dtype().is_float() {
+                return Err(Error::Tensor(format!(
                         "{what}: the function returned a {} tensor of shape {:?}; {what} needs a scalar \
                          (0-d) floating-point output. For a non-scalar output use vjp (a \
                          vector-Jacobian product) or jacrev (the whole Jacobian)",
                         value.dtype(),
                         value.shape()
                     )));
-                }
-                let aux = R::unwrap_aux(aux, level)?;
-                Ok((vec![value.clone()], vec![root], (value, aux)))
-            },
-        )?;
+            }
+            let aux = R::unwrap_aux(aux, level)?;
+            Ok((vec![value.clone()], vec![root], (value, aux)))
+        })?;
         let one = ops::full_scalar(1.0, value.dtype())?;
         let grads = pullback.call(what, &[one])?;
         let grad = I::arg(&inner).with_leaves(grads)?;
@@ -599,7 +598,6 @@ impl<F, A, const N: usize> Grad<F, A, N> {
     pub fn call<I, R, M>(&self, args: I) -> Result<R::WithGrad<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
         F: TransformFn<A, R, name::grad, M>,
         R: GradOutput,
     {

@@ -11,6 +11,7 @@ use super::api::{primal, trace, ArgAt};
 use super::ops;
 
 /// A function prepared for [`jacrev`]; `N` is the argument differentiated.
+#[must_use = "`jacrev(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Jacrev<F, A, const N: usize = 0> {
     f: F,
     chunk_size: Option<usize>,
@@ -91,14 +92,24 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
     pub fn call<I, M>(&self, args: I) -> Result<I::Out>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
         F: TransformFn<A, Tensor, name::jacrev, M>,
     {
-        let inner = args.inner("jacrev")?;
-        let range = I::leaf_range(&inner);
-        let leaves = jacobian("jacrev", |a| self.f.run(a), &inner, range, self.chunk_size)?;
-        I::arg(&inner).with_leaves(leaves)
+        jacrev_at(args, |a| self.f.run(a), self.chunk_size)
     }
+}
+
+/// [`Jacrev::call`], with its function `f` taking `I::Inner` (bounded by
+/// `ArgAt` to a [`TensorTree`]; `call` names it `A` for the closure's sake,
+/// and bounding `A` there too would report a non-tree argument twice).
+fn jacrev_at<I: ArgAt<N>, const N: usize>(
+    args: I,
+    f: impl FnOnce(I::Inner) -> Result<Tensor>,
+    chunk_size: Option<usize>,
+) -> Result<I::Out> {
+    let inner = args.inner("jacrev")?;
+    let range = I::leaf_range(&inner);
+    let leaves = jacobian("jacrev", f, &inner, range, chunk_size)?;
+    I::arg(&inner).with_leaves(leaves)
 }
 
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range`, one

@@ -341,6 +341,7 @@ impl AsDim for usize {
 /// A function prepared for vmap; see [`vmap`]. `A` is what the function
 /// receives: a [`Tensor`], a struct of tensors, a tuple of them, or a `Vec`
 /// (see [`VmapInputs`]).
+#[must_use = "`vmap(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Vmap<F, A> {
     f: F,
     args: PhantomData<fn(A)>,
@@ -683,7 +684,10 @@ impl<F, A> Vmap<F, A> {
                 None => Ok(t),
             })
             .collect::<Result<_>>()?;
-        let out = self.f.run(args.rebuild(wrapped)?).map_err(|e| in_level(e, level.depth()))?;
+        let out = self
+            .f
+            .run(args.rebuild(wrapped)?)
+            .map_err(|e| in_level(e, level.depth()))?;
         let counts = out.output_leaf_counts();
         if let OutDims::Each(ds) = &self.out_dims {
             if ds.len() != counts.len() {
