@@ -1,18 +1,17 @@
 //! The functions a transform runs, and the compile errors for the wrong
 //! ones.
 //!
-//! Every transform ([`vmap`](crate::vmap()), [`grad`](crate::grad()),
-//! [`jacrev`](crate::jacrev()), [`jvp`](crate::jvp()), ...) runs a function
-//! of **one** argument that returns [`Result`]: several inputs reach it as one
+//! Every transform (`vmap`, `grad`, `jacrev`, `jvp`, ...) runs a function of
+//! **one** argument that returns [`Result`]: several inputs reach it as one
 //! tuple, `|(x, w): (Tensor, Tensor)| ...` called with `.call((&x, &w))`, as in
 //! JAX and torch.func, so that `in_dims` and `argnums` can count them.
 //!
 //! The transforms ask for that through [`TransformFn`] (and [`TransformFnOnce`]
-//! for [`vjp`](crate::vjp()) and [`jvp`](crate::jvp()), which run the function
-//! once) instead of a plain `Fn(A) -> Result<O>` bound, so that the first
-//! mistake most users make, a closure of two arguments `|x: Tensor, w: Tensor|`,
-//! fails to compile with a message that says what to write instead rather
-//! than rustc's "expected closure that takes 1 argument":
+//! for `vjp` and `jvp`, which run the function once) instead of a plain
+//! `Fn(A) -> Result<O>` bound, so that the first mistake most users make, a
+//! closure of two arguments `|x: Tensor, w: Tensor|`, fails to compile with a
+//! message that says what to write instead, rather than rustc's "expected
+//! closure that takes 1 argument":
 //!
 //! * the traits are implemented for closures (and functions) of one to four
 //!   arguments, each arity marked by a type ([`One`], [`Several<N>`]), so
@@ -26,8 +25,16 @@
 //!   [`TransformFn`]'s own message says so.
 //!
 //! None of these need to be named by users: every `Fn(A) -> Result<O>`
-//! implements them. A closure's parameter types are inferred as before, from
-//! what `.call` is given or from the ops the closure calls.
+//! implements them. A closure's parameter types are inferred from what
+//! `.call` is given or from the ops the closure calls, but only once the
+//! closure has been checked: to call a method on a parameter (`x.shape()`),
+//! give it a type (`|x: Tensor|`), as `vmap` and `grad` always needed (their
+//! function is given before their arguments).
+//!
+//! `hessian` keeps a plain `Fn(Tensor) -> Result<Tensor>` bound: it
+//! differentiates one tensor, so rustc knows the parameter's type before
+//! checking the closure, and its own message for a closure of two arguments
+//! ("expected closure that takes 1 argument") is accurate there.
 //!
 //! ```
 //! use batchrules::{grad, ops, Tensor};
@@ -93,8 +100,8 @@ pub trait TransformFn<A, O, T, Arity> {
     fn run(&self, args: A) -> Result<O>;
 }
 
-/// A function a transform runs once ([`vjp`](crate::vjp()),
-/// [`jvp`](crate::jvp())): implemented for every `F: FnOnce(A) -> Result<O>`,
+/// A function a transform runs once (`vjp`,
+/// `jvp`): implemented for every `F: FnOnce(A) -> Result<O>`,
 /// and for closures of 2 to 4 arguments as [`TransformFn`] is.
 ///
 /// ```
@@ -219,8 +226,8 @@ several!(3 Tuple3: T0 0, T1 1, T2 2);
 several!(4 Tuple4: T0 0, T1 1, T2 2, T3 3);
 
 macro_rules! names {
-    ($($name:ident: $doc:literal),+ $(,)?) => {$(
-        #[doc = concat!("Names [`", stringify!($name), "`](crate::", stringify!($name), "()) in the compile errors of [`TransformFn`] and [`OneArgument`]. ", $doc)]
+    ($($name:ident),+ $(,)?) => {$(
+        #[doc = concat!("Names the transform `", stringify!($name), "` in the compile errors of [`TransformFn`], [`TransformFnOnce`] and [`OneArgument`].")]
         ///
         /// ```
         #[doc = concat!("use batchrules::transform_fn::{", stringify!($name), ", One, OneArgument};")]
@@ -232,13 +239,12 @@ macro_rules! names {
     )+};
 }
 names! {
-    vmap: "Its function gets the batched inputs.",
-    grad: "Its function gets the point of differentiation.",
-    value_and_grad: "Its function gets the point of differentiation.",
-    vjp: "Its function gets the primals.",
-    jvp: "Its function gets the primals.",
-    hvp: "Its function gets the primals.",
-    jacrev: "Its function gets the point of differentiation.",
-    jacfwd: "Its function gets the point of differentiation.",
-    hessian: "Its function gets the point of differentiation.",
+    vmap,
+    grad,
+    value_and_grad,
+    vjp,
+    jvp,
+    hvp,
+    jacrev,
+    jacfwd,
 }

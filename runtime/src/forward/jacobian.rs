@@ -308,10 +308,9 @@ impl<F> std::fmt::Debug for Hessian<F> {
 /// assert_eq!(h.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![6.0, 0.0, 0.0, 12.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn hessian<F, M>(f: F) -> Hessian<F>
+pub fn hessian<F>(f: F) -> Hessian<F>
 where
-    F: TransformFn<Tensor, Tensor, name::hessian, M>,
-    M: OneArgument<name::hessian>,
+    F: Fn(Tensor) -> Result<Tensor>,
 {
     Hessian {
         f,
@@ -338,14 +337,14 @@ impl<F> Hessian<F> {
     /// The Hessian at `x`.
     ///
     /// Errors if `f` errs or does not return a 0-d float tensor.
-    pub fn call<M>(&self, x: &Tensor) -> Result<Tensor>
+    pub fn call(&self, x: &Tensor) -> Result<Tensor>
     where
-        F: TransformFn<Tensor, Tensor, name::hessian, M>,
+        F: Fn(Tensor) -> Result<Tensor>,
     {
         let g = grad(|x: Tensor| {
             scalar_output(
                 "hessian",
-                self.f.run(x)?,
+                (self.f)(x)?,
                 "use jacfwd or jacrev for the Jacobian of a vector function",
             )
         });

@@ -20,6 +20,11 @@ use super::tracked::Tracked;
 /// [`Grad::call`] or [`jacrev`](crate::jacrev): one tree by reference
 /// (`&x`, `&params`), or a tuple of up to four (`(&params, &x, &y)`). The
 /// function receives owned handles of the same shape.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the arguments of a differentiated function",
+    label = "not a tensor, a reference to a structure of tensors, or a tuple of references",
+    note = "give `&x` (a tensor, or a struct with `#[derive(TensorTree)]`), or several as one tuple of references: `(&params, &x)`"
+)]
 pub trait GradArgs {
     /// What the function receives: `Tensor`, a struct, a tuple of them.
     type Inner: TensorTree;
