@@ -90,6 +90,7 @@ pub mod private;
 pub mod registry; // the registrations of every op, audited
 pub mod schema; // op schemas as generated from op tables
 pub mod testing; // vmap against the per-example loop, for any op
+pub mod transform_fn; // the functions transforms run: one argument, returning Result
 mod vmap; // the vmap transform: its interpreter, fallback loop and API
 
 #[cfg(feature = "bench-internals")]

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! core → schema | io → checks → registry → dispatch → private (glue of the
-//! generated code) → vmap | batching → grad → forward → testing → library
-//! → coverage | owned → operators
+//! generated code) | transform_fn (the functions transforms run) → vmap |
+//! batching → grad → forward → testing → library → coverage | owned →
+//! operators
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -24,6 +25,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("registry", 3),
     ("dispatch", 4),
     ("private", 5),
+    ("transform_fn", 5),
     ("vmap", 6),
     ("batching", 6),
     ("grad", 7),

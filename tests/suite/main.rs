@@ -10,6 +10,7 @@ mod common;
 
 mod chunking;
 mod dense_ops;
+mod diagnostics;
 mod edge_cases;
 mod grad;
 mod grad_macro_hygiene;

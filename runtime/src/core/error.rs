@@ -8,6 +8,34 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong when calling an op, running `vmap`, or building
 /// the registry. Every variant renders as a message that says what happened,
 /// where, and what to do about it.
+///
+/// # The message and the chain
+///
+/// `Display` gives the whole message: for an error raised inside an op
+/// ([`Error::Inside`]) or inside a vmapped function ([`Error::InVmap`]), the
+/// context and the inner error, as in `cross_entropy: gather: index 7 is out
+/// of range ... (inside vmap level 1)`. Because the message already holds the
+/// inner error, [`std::error::Error::source`] returns `None` for every
+/// variant, so that reporters which print each error of the `source()` chain
+/// (anyhow's `{:#}`, `eyre`, ...) print each part once. The inner error is in
+/// the `inner` field, and [`Error::root`] reaches the innermost one.
+///
+/// ```
+/// use batchrules::{ops, Error, Tensor};
+/// use ndarray::array;
+///
+/// let logits = Tensor::from(array![[0.0f32, 1.0, 2.0]].into_dyn());
+/// let target = Tensor::from(array![7i64].into_dyn());
+/// let err = ops::cross_entropy(&logits, &target, 1).unwrap_err();
+/// // The whole message, the inner error included, and no source to repeat it.
+/// assert!(err.to_string().starts_with("cross_entropy: "));
+/// assert!(err.to_string().contains('7'));
+/// assert!(std::error::Error::source(&err).is_none());
+/// // The inner error is still at hand.
+/// assert!(matches!(err, Error::Inside { .. }));
+/// assert_ne!(err.root(), &err);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -82,21 +110,23 @@ pub enum Error {
     },
     /// An error raised by another op (or by a tensor method) while running
     /// `op`, the op the user called: a decomposition's constituent op, or an op
-    /// a batching rule calls. The inner error follows as context.
-    #[error("{op}: {source}")]
+    /// a batching rule calls. The inner error follows as context, in the
+    /// message (it is not returned by `source()`; see [`Error`]).
+    #[error("{op}: {inner}")]
     Inside {
         /// The op the user called.
         op: String,
         /// The error raised inside it.
-        source: Box<Error>,
+        inner: Box<Error>,
     },
-    /// An error raised inside a vmapped function, with the vmap level added.
-    #[error("{source} (inside vmap level {level})")]
+    /// An error raised inside a vmapped function, with the vmap level added
+    /// after its message (it is not returned by `source()`; see [`Error`]).
+    #[error("{inner} (inside vmap level {level})")]
     InVmap {
         /// The vmap level the error passed through.
         level: usize,
         /// The original error.
-        source: Box<Error>,
+        inner: Box<Error>,
     },
     /// Reading or writing a weights file (see [`crate::io`]) failed: a
     /// missing, extra or mismatched key, a corrupt file, a path that cannot
@@ -164,7 +194,7 @@ impl Error {
             | Error::Randomness { op, .. }
             | Error::RuleBug { op, .. }
             | Error::Inside { op, .. } => Some(op),
-            Error::InVmap { source, .. } => source.op(),
+            Error::InVmap { inner, .. } => inner.op(),
             _ => None,
         }
     }
@@ -176,12 +206,10 @@ impl Error {
     /// random op named as `transform`'s.
     pub(crate) fn reported_by(self, transform: &'static str, level: usize) -> Error {
         match self {
-            Error::InVmap { level: l, source } if l == level => {
-                source.reported_by(transform, level)
-            }
-            Error::Inside { op, source } => Error::Inside {
+            Error::InVmap { level: l, inner } if l == level => inner.reported_by(transform, level),
+            Error::Inside { op, inner } => Error::Inside {
                 op,
-                source: Box::new(source.reported_by(transform, level)),
+                inner: Box::new(inner.reported_by(transform, level)),
             },
             Error::Randomness { op, level: l, .. } if l == level => Error::Randomness {
                 op,
@@ -207,7 +235,7 @@ impl Error {
     /// error they wrap (recursively); otherwise `self`.
     pub fn root(&self) -> &Error {
         match self {
-            Error::Inside { source, .. } | Error::InVmap { source, .. } => source.root(),
+            Error::Inside { inner, .. } | Error::InVmap { inner, .. } => inner.root(),
             other => other,
         }
     }

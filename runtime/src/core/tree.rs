@@ -249,6 +249,12 @@ fn inconsistent_tree<T>(what: Option<&str>, detail: String) -> Error {
 /// `#[derive(TensorTree)]` implements it. For a struct whose `TensorTree` impl
 /// is written by hand, implement it too (it has no methods), or pass the value
 /// in a 1-tuple: `vmap(f).call((&value,))`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a struct of tensors: it needs `#[derive(TensorTree)]`",
+    label = "`{Self}` does not derive `TensorTree`",
+    note = "put `#[derive(TensorTree)]` on the struct (with `use batchrules::TensorTree;`); a field that holds no tensor (a size, a flag) takes `#[tree(skip)]`",
+    note = "for a struct whose `TensorTree` impl is written by hand, also write `impl batchrules::StructTree for {Self} {{}}`"
+)]
 pub trait StructTree: TensorTree {}
 
 fn leaf_count_error(want: usize, got: usize, more: bool) -> Error {

@@ -362,7 +362,7 @@ pub(crate) fn attribute(e: Error, op: &str) -> Error {
             e @ (Error::Registry { .. } | Error::InVmap { .. }) => e,
             e => Error::Inside {
                 op: op.to_string(),
-                source: Box::new(e),
+                inner: Box::new(e),
             },
         },
     }

@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use crate::dispatch::{escaped, push_level, Interpreter};
 use crate::grad::{grad, ops, GradArgs};
+use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
 use super::dual::Dual;
@@ -87,13 +88,14 @@ fn unwrap(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<Tensor>)> {
 /// ```
 ///
 /// Errors if `f` errs, or a tangent's shape or dtype differs from its primal's.
-pub fn jvp<I, O, F>(f: F, primals: I, tangents: I) -> Result<(O, O)>
+pub fn jvp<I, O, F, M>(f: F, primals: I, tangents: I) -> Result<(O, O)>
 where
     I: GradArgs,
     O: TensorTree,
-    F: FnOnce(I::Inner) -> Result<O>,
+    F: TransformFnOnce<I::Inner, O, name::jvp, M>,
+    M: OneArgument<name::jvp>,
 {
-    jvp_as("jvp", f, primals, tangents)
+    jvp_as("jvp", |a| f.run_once(a), primals, tangents)
 }
 
 /// [`jvp`], with its errors named `what` (the transform the user called:
@@ -160,15 +162,16 @@ where
 /// ```
 ///
 /// Errors as [`grad`](crate::grad()) and [`jvp`].
-pub fn hvp<I, F>(f: F, primals: I, tangents: I) -> Result<I::Inner>
+pub fn hvp<I, F, M>(f: F, primals: I, tangents: I) -> Result<I::Inner>
 where
     I: GradArgs,
-    F: Fn(I::Inner) -> Result<Tensor>,
+    F: TransformFn<I::Inner, Tensor, name::hvp, M>,
+    M: OneArgument<name::hvp>,
 {
     let g = grad(|a: I::Inner| {
         scalar_output(
             "hvp",
-            f(a)?,
+            f.run(a)?,
             "for a vector function, use jvp of vjp, or jacfwd and jacrev",
         )
     });

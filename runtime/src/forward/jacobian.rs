@@ -7,12 +7,14 @@ use std::marker::PhantomData;
 use crate::core::alloc::{check_alloc_in, checked_numel};
 use crate::grad::jacobian::chunks;
 use crate::grad::{grad, ops, ArgAt};
+use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::{push_forward, scalar_output};
 
 /// A function prepared for [`jacfwd`]; `N` is the argument differentiated.
+#[must_use = "`jacfwd(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Jacfwd<F, A, const N: usize = 0> {
     f: F,
     chunk_size: Option<usize>,
@@ -69,9 +71,10 @@ impl<F, A, const N: usize> std::fmt::Debug for Jacfwd<F, A, N> {
 /// assert_eq!(rows, vec![3.0, 2.0, 2.0f64.cos(), 0.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn jacfwd<F, A>(f: F) -> Jacfwd<F, A, 0>
+pub fn jacfwd<F, A, M>(f: F) -> Jacfwd<F, A, 0>
 where
-    F: Fn(A) -> Result<Tensor>,
+    F: TransformFn<A, Tensor, name::jacfwd, M>,
+    M: OneArgument<name::jacfwd>,
 {
     Jacfwd {
         f,
@@ -116,22 +119,23 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
     /// Errors if `f` errs or returns a non-float tensor, if the
     /// differentiated argument holds an integer or bool tensor, or if
     /// `chunk_size` is 0.
-    pub fn call<I>(&self, args: I) -> Result<I::Out>
+    pub fn call<I, M>(&self, args: I) -> Result<I::Out>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
-        F: Fn(A) -> Result<Tensor>,
+        F: TransformFn<A, Tensor, name::jacfwd, M>,
     {
+        self.at(args, &|a| self.f.run(a))
+    }
+
+    /// [`call`](Self::call), with the function taking `I::Inner` (bounded by
+    /// `ArgAt` to a [`TensorTree`]; `call` names it `A` for the closure's
+    /// sake, and bounding `A` there too would report a non-tree argument
+    /// twice).
+    fn at<I: ArgAt<N>>(&self, args: I, f: &impl Fn(I::Inner) -> Result<Tensor>) -> Result<I::Out> {
         let inner = args.inner("jacfwd")?;
         let range = I::leaf_range(&inner);
-        let leaves = forward_jacobian(
-            "jacfwd",
-            &self.f,
-            &inner,
-            range,
-            self.chunk_size,
-            self.randomness,
-        )?;
+        let leaves =
+            forward_jacobian("jacfwd", f, &inner, range, self.chunk_size, self.randomness)?;
         I::arg(&inner).with_leaves(leaves)
     }
 }
@@ -272,6 +276,7 @@ fn unit_rows<T: Copy + Default>(
 }
 
 /// A function prepared for [`hessian`].
+#[must_use = "`hessian(f)` only prepares the transform: call `.call(&x)` to run it"]
 pub struct Hessian<F> {
     f: F,
     chunk_size: Option<usize>,
@@ -314,10 +319,7 @@ where
     }
 }
 
-impl<F> Hessian<F>
-where
-    F: Fn(Tensor) -> Result<Tensor>,
-{
+impl<F> Hessian<F> {
     /// Pushes at most `size` columns forward at a time (see
     /// [`Jacfwd::chunk_size`]).
     pub fn chunk_size(mut self, size: usize) -> Self {
@@ -335,8 +337,17 @@ where
     /// The Hessian at `x`.
     ///
     /// Errors if `f` errs or does not return a 0-d float tensor.
-    pub fn call(&self, x: &Tensor) -> Result<Tensor> {
-        let g = grad(|x: Tensor| self.check_scalar(x));
+    pub fn call(&self, x: &Tensor) -> Result<Tensor>
+    where
+        F: Fn(Tensor) -> Result<Tensor>,
+    {
+        let g = grad(|x: Tensor| {
+            scalar_output(
+                "hessian",
+                (self.f)(x)?,
+                "use jacfwd or jacrev for the Jacobian of a vector function",
+            )
+        });
         let mut h = forward_jacobian(
             "hessian",
             &|x: Tensor| g.call(&x),
@@ -347,13 +358,5 @@ where
         )?;
         h.pop()
             .ok_or_else(|| Error::Tensor("hessian: no Jacobian".to_string()))
-    }
-
-    fn check_scalar(&self, x: Tensor) -> Result<Tensor> {
-        scalar_output(
-            "hessian",
-            (self.f)(x)?,
-            "use jacfwd or jacrev for the Jacobian of a vector function",
-        )
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::core::tree::checked_copy;
 use crate::dispatch::{escaped, push_level, Interpreter};
+use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
 use super::graph::{backward, Node, NodeRef};
@@ -19,6 +20,11 @@ use super::tracked::Tracked;
 /// [`Grad::call`] or [`jacrev`](crate::jacrev): one tree by reference
 /// (`&x`, `&params`), or a tuple of up to four (`(&params, &x, &y)`). The
 /// function receives owned handles of the same shape.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the arguments of a differentiated function",
+    label = "not a tensor, a reference to a structure of tensors, or a tuple of references",
+    note = "give `&x` (a tensor, or a struct with `#[derive(TensorTree)]`), or several as one tuple of references: `(&params, &x)`"
+)]
 pub trait GradArgs {
     /// What the function receives: `Tensor`, a struct, a tuple of them.
     type Inner: TensorTree;
@@ -46,6 +52,13 @@ impl GradArgs for Tensor {
 /// argument forms that have an argument `N` (`&x` and `x` have argument 0; a
 /// tuple of `k` references has `0..k`), so an out-of-range
 /// [`argnums`](Grad::argnums) does not compile.
+#[diagnostic::on_unimplemented(
+    message = "argument {N} is out of range for the arguments `{Self}`: `argnums::<{N}>()` picks an element of the tuple given to `.call(...)`, counting from 0",
+    label = "no argument {N} here",
+    note = "a tuple of k references `(&a, &b, ...)` has arguments 0 to k - 1; a single `&x` or tensor has only argument 0",
+    note = "to differentiate several arguments at once, pass them as one tuple or struct, e.g. `.call((&(w, b), &x))` with `argnums::<0>()`",
+    note = "each argument is a reference to a tensor or to a structure of tensors; a struct needs `#[derive(TensorTree)]`"
+)]
 pub trait ArgAt<const N: usize>: GradArgs {
     /// The type of argument `N`: the gradient has the same type.
     type Out: TensorTree;
@@ -316,6 +329,7 @@ fn outputs_of<O: TensorTree>(
 /// It holds the values the derivative needs, not the transform level that
 /// recorded them, so it can be called any number of times, later, and under
 /// other transforms: `vmap` over it gives a Jacobian ([`jacrev`](crate::jacrev)).
+#[must_use = "the pullback computes nothing until called: `.call(&cotangent)` gives the vector-Jacobian product"]
 pub struct VjpFn<G, C> {
     pullback: Pullback,
     /// The inputs, as the structure the gradients are put back into.
@@ -365,15 +379,16 @@ impl<G, C> std::fmt::Debug for VjpFn<G, C> {
 /// assert_eq!(g.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 4.0, 6.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn vjp<I, O, F>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>)>
+pub fn vjp<I, O, F, M>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>)>
 where
     I: GradArgs,
     O: TensorTree,
-    F: FnOnce(I::Inner) -> Result<O>,
+    F: TransformFnOnce<I::Inner, O, name::vjp, M>,
+    M: OneArgument<name::vjp>,
 {
     let inner = args.inner("vjp")?;
     let all = 0..inner.leaf_count();
-    let (out, pullback) = trace("vjp", f, &inner, all, false, outputs_of)?;
+    let (out, pullback) = trace("vjp", |a| f.run_once(a), &inner, all, false, outputs_of)?;
     Ok((
         out,
         VjpFn {
@@ -387,6 +402,7 @@ where
 /// A function prepared for reverse-mode differentiation; see [`grad`] and
 /// [`value_and_grad`]. `N` is the argument differentiated (see
 /// [`Grad::argnums`]).
+#[must_use = "`grad(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Grad<F, A, const N: usize = 0> {
     f: F,
     with_value: bool,
@@ -449,9 +465,10 @@ impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
 /// assert!(err.to_string().contains("jacrev"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn grad<F, A, R>(f: F) -> Grad<F, A, 0>
+pub fn grad<F, A, R, M>(f: F) -> Grad<F, A, 0>
 where
-    F: Fn(A) -> Result<R>,
+    F: TransformFn<A, R, name::grad, M>,
+    M: OneArgument<name::grad>,
     R: GradOutput,
 {
     Grad {
@@ -476,9 +493,10 @@ where
 /// assert_eq!(g.to_array::<f32>()?[[0]], 6.0);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn value_and_grad<F, A, R>(f: F) -> ValueAndGrad<F, A, 0>
+pub fn value_and_grad<F, A, R, M>(f: F) -> ValueAndGrad<F, A, 0>
 where
-    F: Fn(A) -> Result<R>,
+    F: TransformFn<A, R, name::value_and_grad, M>,
+    M: OneArgument<name::value_and_grad>,
     R: GradOutput,
 {
     ValueAndGrad(Grad {
@@ -489,6 +507,7 @@ where
 }
 
 /// A function prepared by [`value_and_grad`].
+#[must_use = "`value_and_grad(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct ValueAndGrad<F, A, const N: usize = 0>(Grad<F, A, N>);
 
 impl<F: Clone, A, const N: usize> Clone for ValueAndGrad<F, A, N> {
@@ -513,14 +532,13 @@ impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
 
     /// The value and the gradient: `(value, gradient)`, or `((value, aux),
     /// gradient)` when `f` returns `(tensor, aux)`. Errors as [`Grad::call`].
-    pub fn call<I, R>(&self, args: I) -> Result<R::WithValue<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithValue<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
-        F: Fn(A) -> Result<R>,
+        F: TransformFn<A, R, name::value_and_grad, M>,
         R: GradOutput,
     {
-        let (value, aux, grad) = self.0.run(args)?;
+        let (value, aux, grad) = self.0.run(args, |a| self.0.f.run(a))?;
         Ok(R::with_value(value, grad, aux))
     }
 }
@@ -538,11 +556,16 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         }
     }
 
-    fn run<I, R>(&self, args: I) -> Result<(Tensor, R::Aux, I::Out)>
+    /// Differentiates `f` (this builder's function, which `call` passes in
+    /// as a closure so that `Grad` and `ValueAndGrad` may name it as
+    /// different transforms in their bounds).
+    fn run<I, R>(
+        &self,
+        args: I,
+        f: impl FnOnce(I::Inner) -> Result<R>,
+    ) -> Result<(Tensor, R::Aux, I::Out)>
     where
-        I: ArgAt<N, Inner = A>,
-        A: TensorTree,
-        F: Fn(A) -> Result<R>,
+        I: ArgAt<N>,
         R: GradOutput,
     {
         let what = if self.with_value {
@@ -552,28 +575,21 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         };
         let inner = args.inner(what)?;
         let range = I::leaf_range(&inner);
-        let ((value, aux), pullback) = trace(
-            what,
-            |a| (self.f)(a),
-            &inner,
-            range,
-            true,
-            |r: R, level| {
-                let (value, aux) = r.split();
-                let (value, root) = primal(&value, level)?;
-                if !value.shape().is_empty() || !value.dtype().is_float() {
-                    return Err(Error::Tensor(format!(
+        let ((value, aux), pullback) = trace(what, f, &inner, range, true, |r: R, level| {
+            let (value, aux) = r.split();
+            let (value, root) = primal(&value, level)?;
+            if !value.shape().is_empty() || !value.dtype().is_float() {
+                return Err(Error::Tensor(format!(
                         "{what}: the function returned a {} tensor of shape {:?}; {what} needs a scalar \
                          (0-d) floating-point output. For a non-scalar output use vjp (a \
                          vector-Jacobian product) or jacrev (the whole Jacobian)",
                         value.dtype(),
                         value.shape()
                     )));
-                }
-                let aux = R::unwrap_aux(aux, level)?;
-                Ok((vec![value.clone()], vec![root], (value, aux)))
-            },
-        )?;
+            }
+            let aux = R::unwrap_aux(aux, level)?;
+            Ok((vec![value.clone()], vec![root], (value, aux)))
+        })?;
         let one = ops::full_scalar(1.0, value.dtype())?;
         let grads = pullback.call(what, &[one])?;
         let grad = I::arg(&inner).with_leaves(grads)?;
@@ -584,14 +600,13 @@ impl<F, A, const N: usize> Grad<F, A, N> {
     ///
     /// Errors if `f` errs, if its output is not a 0-d float tensor, or if
     /// the differentiated argument has an integer or bool tensor.
-    pub fn call<I, R>(&self, args: I) -> Result<R::WithGrad<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithGrad<I::Out>>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
-        F: Fn(A) -> Result<R>,
+        F: TransformFn<A, R, name::grad, M>,
         R: GradOutput,
     {
-        let (_, aux, grad) = self.run(args)?;
+        let (_, aux, grad) = self.run(args, |a| self.f.run(a))?;
         Ok(R::with_grad(grad, aux))
     }
 }

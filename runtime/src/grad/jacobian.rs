@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
 
@@ -10,6 +11,7 @@ use super::api::{primal, trace, ArgAt};
 use super::ops;
 
 /// A function prepared for [`jacrev`]; `N` is the argument differentiated.
+#[must_use = "`jacrev(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Jacrev<F, A, const N: usize = 0> {
     f: F,
     chunk_size: Option<usize>,
@@ -53,9 +55,10 @@ impl<F, A, const N: usize> std::fmt::Debug for Jacrev<F, A, N> {
 /// assert_eq!(j.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 0.0, 0.0, 6.0]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn jacrev<F, A>(f: F) -> Jacrev<F, A, 0>
+pub fn jacrev<F, A, M>(f: F) -> Jacrev<F, A, 0>
 where
-    F: Fn(A) -> Result<Tensor>,
+    F: TransformFn<A, Tensor, name::jacrev, M>,
+    M: OneArgument<name::jacrev>,
 {
     Jacrev {
         f,
@@ -86,17 +89,27 @@ impl<F, A, const N: usize> Jacrev<F, A, N> {
     ///
     /// Errors if `f` errs, returns a non-float tensor, or the differentiated
     /// argument holds an integer or bool tensor.
-    pub fn call<I>(&self, args: I) -> Result<I::Out>
+    pub fn call<I, M>(&self, args: I) -> Result<I::Out>
     where
         I: ArgAt<N, Inner = A>,
-        A: TensorTree,
-        F: Fn(A) -> Result<Tensor>,
+        F: TransformFn<A, Tensor, name::jacrev, M>,
     {
-        let inner = args.inner("jacrev")?;
-        let range = I::leaf_range(&inner);
-        let leaves = jacobian("jacrev", |a| (self.f)(a), &inner, range, self.chunk_size)?;
-        I::arg(&inner).with_leaves(leaves)
+        jacrev_at(args, |a| self.f.run(a), self.chunk_size)
     }
+}
+
+/// [`Jacrev::call`], with its function `f` taking `I::Inner` (bounded by
+/// `ArgAt` to a [`TensorTree`]; `call` names it `A` for the closure's sake,
+/// and bounding `A` there too would report a non-tree argument twice).
+fn jacrev_at<I: ArgAt<N>, const N: usize>(
+    args: I,
+    f: impl FnOnce(I::Inner) -> Result<Tensor>,
+    chunk_size: Option<usize>,
+) -> Result<I::Out> {
+    let inner = args.inner("jacrev")?;
+    let range = I::leaf_range(&inner);
+    let leaves = jacobian("jacrev", f, &inner, range, chunk_size)?;
+    I::arg(&inner).with_leaves(leaves)
 }
 
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range`, one

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use crate::core::tree::TensorTree;
 use crate::dispatch::{self, push_level};
+use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
@@ -340,6 +341,7 @@ impl AsDim for usize {
 /// A function prepared for vmap; see [`vmap`]. `A` is what the function
 /// receives: a [`Tensor`], a struct of tensors, a tuple of them, or a `Vec`
 /// (see [`VmapInputs`]).
+#[must_use = "`vmap(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Vmap<F, A> {
     f: F,
     args: PhantomData<fn(A)>,
@@ -421,9 +423,10 @@ pub struct Vmap<F, A> {
 /// assert_eq!(grown.w.shape(), &[2, 2, 2]);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn vmap<F, A, O>(f: F) -> Vmap<F, A>
+pub fn vmap<F, A, O, M>(f: F) -> Vmap<F, A>
 where
-    F: Fn(A) -> Result<O>,
+    F: TransformFn<A, O, name::vmap, M>,
+    M: OneArgument<name::vmap>,
 {
     Vmap {
         f,
@@ -550,10 +553,10 @@ impl<F, A> Vmap<F, A> {
     /// Errors if `in_dims`/`out_dims` do not fit the inputs/outputs, if batched
     /// inputs disagree on the batch size, if nothing is batched and no batch size
     /// was given, or if the function itself errors (with the vmap level added).
-    pub fn call<I, O>(&self, args: I) -> Result<O>
+    pub fn call<I, O, M>(&self, args: I) -> Result<O>
     where
         I: VmapInputs<Inner = A>,
-        F: Fn(A) -> Result<O>,
+        F: TransformFn<A, O, name::vmap, M>,
         O: VmapOutputs,
     {
         let inputs = args.tensors();
@@ -571,7 +574,7 @@ impl<F, A> Vmap<F, A> {
     }
 
     /// One vmap call over chunks of `chunk` examples, joined.
-    fn call_chunked<I, O>(
+    fn call_chunked<I, O, M>(
         &self,
         args: &I,
         inputs: &[Tensor],
@@ -581,7 +584,7 @@ impl<F, A> Vmap<F, A> {
     ) -> Result<O>
     where
         I: VmapInputs<Inner = A>,
-        F: Fn(A) -> Result<O>,
+        F: TransformFn<A, O, name::vmap, M>,
         O: VmapOutputs,
     {
         // The first chunk's output gives the structure of the result; its
@@ -652,7 +655,7 @@ impl<F, A> Vmap<F, A> {
 
     /// One vmap call over `size` examples, the first of which is example
     /// `offset` of the whole batch.
-    fn call_level<I, O>(
+    fn call_level<I, O, M>(
         &self,
         args: &I,
         inputs: Inputs,
@@ -662,7 +665,7 @@ impl<F, A> Vmap<F, A> {
     ) -> Result<O>
     where
         I: VmapInputs<Inner = A>,
-        F: Fn(A) -> Result<O>,
+        F: TransformFn<A, O, name::vmap, M>,
         O: VmapOutputs,
     {
         let config = LevelConfig {
@@ -681,7 +684,10 @@ impl<F, A> Vmap<F, A> {
                 None => Ok(t),
             })
             .collect::<Result<_>>()?;
-        let out = (self.f)(args.rebuild(wrapped)?).map_err(|e| in_level(e, level.depth()))?;
+        let out = self
+            .f
+            .run(args.rebuild(wrapped)?)
+            .map_err(|e| in_level(e, level.depth()))?;
         let counts = out.output_leaf_counts();
         if let OutDims::Each(ds) = &self.out_dims {
             if ds.len() != counts.len() {
@@ -756,7 +762,7 @@ fn in_level(e: Error, depth: usize) -> Error {
     }
     Error::InVmap {
         level: depth,
-        source: Box::new(e),
+        inner: Box::new(e),
     }
 }
 

@@ -38,6 +38,12 @@ pub type LeafCounts = smallvec::SmallVec<[usize; 4]>;
 /// the function's argument from new leaves.
 ///
 /// [`Vmap::call`]: super::Vmap::call
+#[diagnostic::on_unimplemented(
+    message = "`vmap` cannot take `{Self}` as its inputs",
+    label = "not a tensor, a reference to a struct with `#[derive(TensorTree)]`, a tuple of references, or a list",
+    note = "a struct of tensors needs `#[derive(TensorTree)]` (with `use batchrules::TensorTree;`) to be an input",
+    note = "several inputs go in one tuple of references: `.call((&params, &x))`, with a closure `|(params, x): (Params, Tensor)| ...`"
+)]
 pub trait VmapInputs {
     /// What the vmapped function receives.
     type Inner;
@@ -242,6 +248,11 @@ tuple_inputs!(A 0, B 1, C 2, D 3);
 ///
 /// `out_dims` has one entry per top-level output, applied to every leaf of
 /// that output; vmap returns the same structure with each leaf batched.
+#[diagnostic::on_unimplemented(
+    message = "a vmapped function cannot return `{Self}`",
+    label = "not a tensor, a struct with `#[derive(TensorTree)]`, a tuple of them, or a `Vec`",
+    note = "a struct of tensors needs `#[derive(TensorTree)]` (with `use batchrules::TensorTree;`) to be an output"
+)]
 pub trait VmapOutputs: TensorTree {
     /// The number of leaves of each top-level output, in order.
     fn output_leaf_counts(&self) -> LeafCounts;
