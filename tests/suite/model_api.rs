@@ -346,13 +346,9 @@ fn the_readme_snippet_runs() -> Result<()> {
     let ys = Tensor::from((0..8).map(|i| i % 10).collect::<Vec<i64>>());
     let (w1, b1, w2, b2) = params0;
     // README-BEGIN
+    #[rustfmt::skip] // README-HIDDEN
     #[derive(Clone, TensorTree)]
-    struct Mlp {
-        w1: Tensor,
-        b1: Tensor,
-        w2: Tensor,
-        b2: Tensor,
-    }
+    struct Mlp { w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor }
 
     /// The loss of one example: x is [64], y a 0-d class index.
     fn loss((p, x, y): (Mlp, Tensor, Tensor)) -> Result<Tensor> {
@@ -385,7 +381,8 @@ fn the_readme_snippet_runs() -> Result<()> {
     }
 }
 
-/// The lines between the markers above, as the README must show them.
+/// The code between the markers above is the README's first snippet (up to
+/// whitespace, which rustfmt lays out here).
 #[test]
 fn the_readme_shows_the_snippet_that_runs() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -393,19 +390,22 @@ fn the_readme_shows_the_snippet_that_runs() {
     let open = readme.find("```rust").expect("a rust block in the README");
     let start = open + readme[open..].find('\n').unwrap();
     let block = &readme[start..start + readme[start..].find("```").unwrap()];
-    let shown: Vec<&str> = block
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("use "))
-        .collect();
+    let compact = |lines: Vec<&str>| -> String { lines.concat().split_whitespace().collect() };
+    let shown = compact(
+        block
+            .lines()
+            .filter(|l| !l.trim().starts_with("use "))
+            .collect(),
+    );
     let this = std::fs::read_to_string(format!("{root}/tests/suite/model_api.rs")).unwrap();
     let region = this.split("// README-BEGIN").nth(1).unwrap();
     let region = region.split("// README-END").next().unwrap();
-    let tested: Vec<&str> = region
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.ends_with("// README-HIDDEN"))
-        .collect();
+    let tested = compact(
+        region
+            .lines()
+            .filter(|l| !l.ends_with("// README-HIDDEN"))
+            .collect(),
+    );
     assert_eq!(
         shown, tested,
         "the README's first snippet differs from the one tested here"

@@ -21,12 +21,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// the `inner` field, and [`Error::root`] reaches the innermost one.
 ///
 /// ```
-/// use batchrules::{ops, Error, Tensor};
+/// use batchrules::{ops, Error, Reduction, Tensor};
 /// use ndarray::array;
 ///
-/// let logits = Tensor::from(array![[0.0f32, 1.0, 2.0]].into_dyn());
-/// let target = Tensor::from(array![7i64].into_dyn());
-/// let err = ops::cross_entropy(&logits, &target, 1).unwrap_err();
+/// let logits = Tensor::from(array![[0.0f32, 1.0, 2.0]]);
+/// let target = Tensor::from(array![7i64]);
+/// let err = ops::cross_entropy(&logits, &target, Reduction::Mean).unwrap_err();
 /// // The whole message, the inner error included, and no source to repeat it.
 /// assert!(err.to_string().starts_with("cross_entropy: "));
 /// assert!(err.to_string().contains('7'));

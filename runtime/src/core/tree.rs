@@ -38,6 +38,7 @@ use crate::{Error, Result, Tensor};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a structure of tensors (`TensorTree`)",
     label = "not a tensor, nor a `Vec`, array, `Option`, `Box` or tuple of tensors, nor a struct with `#[derive(TensorTree)]`",
+    note = "a struct of tensors needs `#[derive(TensorTree)]` (with `use batchrules::TensorTree;`)",
     note = "in a struct with `#[derive(TensorTree)]`, mark a field that holds no tensor (a size, a flag, a choice) with `#[tree(skip)]`: it is then cloned as it is"
 )]
 pub trait TensorTree: Sized {
