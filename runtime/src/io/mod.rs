@@ -922,15 +922,90 @@ fn from_bytes(
         Stored::I64 => build(shape, convert!(8, i64::from_le_bytes), fortran),
         Stored::F16 => build(
             shape,
-            convert!(2, |b| half::f16::from_le_bytes(b).to_f32()),
+            convert!(2, |b| f16_to_f32(u16::from_le_bytes(b))),
             fortran,
         ),
         Stored::BF16 => build(
             shape,
-            convert!(2, |b| half::bf16::from_le_bytes(b).to_f32()),
+            convert!(2, |b| bf16_to_f32(u16::from_le_bytes(b))),
             fortran,
         ),
         Stored::F32 => build(shape, convert!(4, f32::from_le_bytes), fortran),
         Stored::F64 => build(shape, convert!(8, f64::from_le_bytes), fortran),
+    }
+}
+
+/// An IEEE 754 half-precision value (its bits) as the `f32` of the same
+/// value: every f16 is exactly representable in f32, subnormals, infinities
+/// and NaN included (a NaN keeps its sign and payload, shifted into place).
+pub(crate) fn f16_to_f32(bits: u16) -> f32 {
+    let sign = u32::from(bits & 0x8000) << 16;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x3ff);
+    let magnitude = match (exponent, mantissa) {
+        (0, 0) => 0,
+        // Subnormal: mantissa * 2^-24, normalized for f32 (whose exponent
+        // range holds it): shift the mantissa's leading 1 to bit 10.
+        (0, m) => {
+            let shift = m.leading_zeros() - 21; // leading 1 moves to bit 10
+            let m = (m << shift) & 0x3ff;
+            let e = 127 - 15 + 1 - shift;
+            (e << 23) | (m << 13)
+        }
+        (0x1f, m) => 0x7f80_0000 | (m << 13),
+        (e, m) => ((e + 127 - 15) << 23) | (m << 13),
+    };
+    f32::from_bits(sign | magnitude)
+}
+
+/// A bfloat16 value (its bits) as the `f32` of the same value: bfloat16 is
+/// the top half of an f32.
+pub(crate) fn bf16_to_f32(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bf16_to_f32, f16_to_f32};
+
+    /// Every f16 bit pattern against its value computed from the format's
+    /// definition in f64: (-1)^s * 2^(e - 15) * (1 + m / 1024), or
+    /// (-1)^s * 2^-14 * (m / 1024) for e = 0.
+    #[test]
+    fn f16_converts_exactly_for_every_bit_pattern() {
+        for bits in 0..=u16::MAX {
+            let negative = bits & 0x8000 != 0;
+            let e = i32::from((bits >> 10) & 0x1f);
+            let m = f64::from(bits & 0x3ff);
+            let got = f16_to_f32(bits);
+            if e == 0x1f {
+                if m == 0.0 {
+                    assert!(
+                        got.is_infinite() && got.is_sign_negative() == negative,
+                        "{bits:#x}"
+                    );
+                } else {
+                    assert!(got.is_nan(), "{bits:#x}");
+                }
+                continue;
+            }
+            let magnitude = if e == 0 {
+                2f64.powi(-14) * (m / 1024.0)
+            } else {
+                2f64.powi(e - 15) * (1.0 + m / 1024.0)
+            };
+            let want = if negative { -magnitude } else { magnitude };
+            assert_eq!(f64::from(got), want, "{bits:#x}");
+            assert_eq!(got.is_sign_negative(), negative, "{bits:#x}");
+        }
+    }
+
+    #[test]
+    fn bf16_is_the_top_half_of_an_f32() {
+        assert_eq!(bf16_to_f32(0x3f80), 1.0);
+        assert_eq!(bf16_to_f32(0xc000), -2.0);
+        assert_eq!(bf16_to_f32(0x0001), f32::from_bits(0x0001_0000)); // subnormal
+        assert!(bf16_to_f32(0x7fc0).is_nan());
+        assert_eq!(bf16_to_f32(0xff80), f32::NEG_INFINITY);
     }
 }
