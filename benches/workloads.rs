@@ -1,4 +1,4 @@
-//! The batchrules workloads W1-W11 (see README "Benchmarks"). Each workload
+//! The batchrules workloads W1-W11 (see docs/benchmarks.md). Each workload
 //! measures batchrules and its baseline in the same run; after criterion has
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
