@@ -297,13 +297,32 @@ fn display_is_numpy_like_and_debug_is_short() {
     let t = Tensor::from(array![[1.5f32, -2.0], [3.0, 4.25]]);
     assert_eq!(
         format!("{t}"),
-        "tensor([[1.5, -2],\n        [3, 4.25]], dtype=f32)"
+        "tensor([[1.5, -2.],\n        [3., 4.25]], dtype=f32)"
     );
     assert_eq!(
         format!("{t:.2}"),
         "tensor([[1.50, -2.00],\n        [3.00, 4.25]], dtype=f32)"
     );
     assert_eq!(format!("{}", Tensor::scalar(3i64)), "tensor(3, dtype=i64)");
+    assert_eq!(
+        format!("{}", Tensor::scalar(-0.0f64)),
+        "tensor(-0., dtype=f64)"
+    );
+    assert_eq!(
+        format!("{}", Tensor::scalar(0.1f32)),
+        "tensor(0.1, dtype=f32)"
+    );
+    assert_eq!(
+        format!(
+            "{}",
+            Tensor::from(array![f64::NAN, f64::NEG_INFINITY, 1e20])
+        ),
+        "tensor([NaN, -inf, 100000000000000000000], dtype=f64)"
+    );
+    assert_eq!(
+        format!("{}", Tensor::from(array![true, false])),
+        "tensor([true, false], dtype=bool)"
+    );
     assert_eq!(format!("{t:?}"), "Tensor[2, 2] f32 [1.5, -2.0, 3.0, 4.25]");
     let big = Tensor::from(ArrayD::<f64>::zeros(IxDyn(&[100, 100])));
     assert_eq!(format!("{big:?}"), "Tensor[100, 100] f64");

@@ -7,7 +7,7 @@ use ndarray::{Array, Array1, Array2, Dimension, IxDyn};
 
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::cast;
-use crate::{DType, Element, Error, Result, Tensor};
+use crate::{DType, Data, Element, Error, Result, Tensor};
 
 impl Tensor {
     /// Copies the data out as an `ndarray` array of element type `T` and
@@ -149,20 +149,56 @@ impl<T: Element, D: Dimension> TryFrom<&Tensor> for Array<T, D> {
 }
 
 impl fmt::Display for Tensor {
-    /// numpy-like: `tensor([[1, 2], [3, 4]], dtype=f32)`, with ndarray's
-    /// layout (rows on lines of their own, long dims elided with `...`).
-    /// Precision and width flags apply to the elements: `{:.3}`. A tensor at
-    /// a transform level shows its logical shape and its level.
+    /// numpy-like: `tensor([[1., 2.5], [3., 4.]], dtype=f32)`, with ndarray's
+    /// layout (rows on lines of their own, long dims elided with `...`). A
+    /// whole float shows a trailing `.`, as numpy shows it. Precision and
+    /// width flags apply to the elements: `{:.3}`. A tensor at a transform
+    /// level shows its logical shape and its level.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Ok(data) = self.data() else {
             return write!(f, "{self:?}");
         };
-        let body = crate::each_dtype!(data, a => match f.precision() {
-            Some(p) => format!("{a:.p$}"),
-            None => format!("{a}"),
-        });
+        let body = match data {
+            Data::F32(a) => elements(&a.map(|&v| Float(v)), f),
+            Data::F64(a) => elements(&a.map(|&v| Float(v)), f),
+            Data::I64(a) => elements(a, f),
+            Data::Bool(a) => elements(a, f),
+        };
         // Continuation lines line up under the first element.
         let body = body.replace('\n', "\n       ");
         write!(f, "tensor({body}, dtype={})", self.dtype())
     }
 }
+
+/// The array as ndarray's `Display` lays it out, with `f`'s precision.
+fn elements<A, S, D>(a: &ndarray::ArrayBase<S, D>, f: &fmt::Formatter<'_>) -> String
+where
+    A: fmt::Display,
+    S: ndarray::Data<Elem = A>,
+    D: Dimension,
+{
+    match f.precision() {
+        Some(p) => format!("{a:.p$}"),
+        None => format!("{a}"),
+    }
+}
+
+/// A float element as numpy shows it: `2.` for a whole number.
+struct Float<T>(T);
+
+macro_rules! float_display {
+    ($t:ty) => {
+        impl fmt::Display for Float<$t> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let v = self.0;
+                if f.precision().is_none() && v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
+                    write!(f, "{v}.")
+                } else {
+                    fmt::Display::fmt(&v, f)
+                }
+            }
+        }
+    };
+}
+float_display!(f32);
+float_display!(f64);
