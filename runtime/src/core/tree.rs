@@ -286,6 +286,21 @@ pub fn push_key_segment(key: &mut String, segment: &str) {
     key.push_str(segment);
 }
 
+/// [`TensorTree::write_leaf_names`] of a sequence (`Vec`, array): element
+/// `i`'s leaves under `[i]` in the path and `i` in the key.
+fn write_names_in<T: TensorTree>(
+    items: &[T],
+    path: &mut String,
+    key: &mut String,
+    out: &mut Vec<(String, String)>,
+) {
+    for (i, item) in items.iter().enumerate() {
+        with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
+            item.write_leaf_names(p, k, out)
+        });
+    }
+}
+
 /// The (path, key) of every leaf of `tree`, in leaf order.
 pub(crate) fn leaf_names<T: TensorTree>(tree: &T) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -547,11 +562,7 @@ impl<T: TensorTree> TensorTree for Vec<T> {
         key: &mut String,
         out: &mut Vec<(String, String)>,
     ) {
-        for (i, item) in self.iter().enumerate() {
-            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
-                item.write_leaf_names(p, k, out)
-            });
-        }
+        write_names_in(self, path, key, out);
     }
 }
 
@@ -586,11 +597,7 @@ impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
         key: &mut String,
         out: &mut Vec<(String, String)>,
     ) {
-        for (i, item) in self.iter().enumerate() {
-            with_segments(path, key, format_args!("[{i}]"), &i.to_string(), |p, k| {
-                item.write_leaf_names(p, k, out)
-            });
-        }
+        write_names_in(self, path, key, out);
     }
 }
 
