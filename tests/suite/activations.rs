@@ -30,14 +30,13 @@ fn floats(v: &serde_json::Value) -> Vec<f64> {
         .collect()
 }
 
+/// An activation with its arguments applied.
+type Activation = Box<dyn Fn(&Tensor) -> Result<Tensor>>;
+
 /// The op `name` with the recorded arguments `args`, through the function
 /// (`method: false`) or through the generated method. The method takes
 /// PyTorch's defaults, so it is `None` for other arguments.
-fn activation(
-    name: &str,
-    args: &[serde_json::Value],
-    method: bool,
-) -> Option<Box<dyn Fn(&Tensor) -> Result<Tensor>>> {
+fn activation(name: &str, args: &[serde_json::Value], method: bool) -> Option<Activation> {
     let f = |i: usize| args[i].as_f64().expect("a float argument");
     let defaults = |d: &[f64]| (0..d.len()).all(|i| f(i) == d[i]);
     Some(match (name, method) {
@@ -127,8 +126,7 @@ fn f32_expected(
     for i in 0..inputs.len() {
         if disagreement(&f32_values[i..=i], &f64_values[i..=i], 1e-5).is_some() {
             let listed = TORCH_F32_ODDITIES.iter().any(|&(op, args, which, x)| {
-                (op, args, which) == key
-                    && (x == inputs[i] || (x.is_nan() && inputs[i].is_nan()))
+                (op, args, which) == key && (x == inputs[i] || (x.is_nan() && inputs[i].is_nan()))
             });
             assert!(
                 listed,
@@ -227,16 +225,28 @@ fn activations_reject_integers_and_bad_arguments_naming_the_op() {
         ("erf", "floating-point", ops::erf(&ints)),
         ("gelu", "floating-point", ops::gelu(&ints, true)),
         ("silu", "floating-point", ops::silu(&ints)),
-        ("softplus", "floating-point", ops::softplus(&ints, 1.0, 20.0)),
+        (
+            "softplus",
+            "floating-point",
+            ops::softplus(&ints, 1.0, 20.0),
+        ),
         ("elu", "floating-point", ops::elu(&ints, 1.0)),
         ("leaky_relu", "floating-point", ops::leaky_relu(&ints, 0.01)),
         ("logsigmoid", "floating-point", ops::logsigmoid(&ints)),
-        ("hardtanh", "floating-point", ops::hardtanh(&ints, -1.0, 1.0)),
+        (
+            "hardtanh",
+            "floating-point",
+            ops::hardtanh(&ints, -1.0, 1.0),
+        ),
         ("softplus", "beta", ops::softplus(&x, 0.0, 20.0)),
         ("softplus", "beta", ops::softplus(&x, f64::NAN, 20.0)),
         ("softplus", "threshold", ops::softplus(&x, 1.0, f64::NAN)),
         ("elu", "alpha", ops::elu(&x, f64::INFINITY)),
-        ("leaky_relu", "negative_slope", ops::leaky_relu(&x, f64::NAN)),
+        (
+            "leaky_relu",
+            "negative_slope",
+            ops::leaky_relu(&x, f64::NAN),
+        ),
         ("hardtanh", "min_val", ops::hardtanh(&x, 1.0, -1.0)),
         ("hardtanh", "max_val", ops::hardtanh(&x, -1.0, f64::NAN)),
     ];

@@ -304,7 +304,12 @@ fn softplus_samples() -> Vec<crate::testing::Sample> {
 fn softplus_errors() -> Vec<crate::testing::Sample> {
     errors_with(
         &[1.0, 20.0],
-        &[&[0.0, 20.0], &[f64::NAN, 20.0], &[f64::INFINITY, 20.0], &[1.0, f64::NAN]],
+        &[
+            &[0.0, 20.0],
+            &[f64::NAN, 20.0],
+            &[f64::INFINITY, 20.0],
+            &[1.0, f64::NAN],
+        ],
     )
 }
 
@@ -357,7 +362,11 @@ fn hardtanh_errors() -> Vec<crate::testing::Sample> {
 }
 
 crate::op_samples!(op = "erf", samples = erf_samples, errors = erf_errors);
-crate::op_samples!(op = "logsigmoid", samples = erf_samples, errors = erf_errors);
+crate::op_samples!(
+    op = "logsigmoid",
+    samples = erf_samples,
+    errors = erf_errors
+);
 crate::op_samples!(op = "silu", samples = erf_samples, errors = erf_errors);
 crate::op_samples!(
     op = "softplus",
