@@ -221,6 +221,7 @@ fn activations_match_torch_forward_grad_and_jvp_on_edge_inputs() {
 fn activations_reject_integers_and_bad_arguments_naming_the_op() {
     let ints = Tensor::from_shape_vec(&[2], vec![1i64, -2]).unwrap();
     let x = Tensor::from_shape_vec(&[2], vec![0.5f64, -2.0]).unwrap();
+    let x32 = Tensor::from_shape_vec(&[2], vec![0.5f32, -2.0]).unwrap();
     let calls: Vec<(&str, &str, Result<Tensor>)> = vec![
         ("erf", "floating-point", ops::erf(&ints)),
         ("gelu", "floating-point", ops::gelu(&ints, true)),
@@ -241,6 +242,9 @@ fn activations_reject_integers_and_bad_arguments_naming_the_op() {
         ("softplus", "beta", ops::softplus(&x, 0.0, 20.0)),
         ("softplus", "beta", ops::softplus(&x, f64::NAN, 20.0)),
         ("softplus", "threshold", ops::softplus(&x, 1.0, f64::NAN)),
+        // Finite in f64, but 0 or infinite in an f32 tensor's dtype.
+        ("softplus", "beta", ops::softplus(&x32, 1e-60, 20.0)),
+        ("elu", "alpha", ops::elu(&x32, 1e300)),
         ("elu", "alpha", ops::elu(&x, f64::INFINITY)),
         (
             "leaky_relu",

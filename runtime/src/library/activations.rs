@@ -55,20 +55,29 @@ impl Erf for f64 {
     }
 }
 
-/// Rejects a float argument `name` that is NaN, or infinite unless
-/// `infinite_ok`.
-fn check_arg(name: &str, value: f64, infinite_ok: bool) -> Result<()> {
-    if value.is_nan() || (!infinite_ok && value.is_infinite()) {
+/// The float argument `value` as the kernel uses it for a tensor like `x`:
+/// converted to f32 for an f32 tensor (as PyTorch converts it to the
+/// tensor's dtype). Rejects it if that is NaN, or infinite unless
+/// `infinite_ok` (a value beyond the f32 range is infinite for an f32
+/// tensor).
+fn check_arg(x: &TensorMeta, name: &str, value: f64, infinite_ok: bool) -> Result<f64> {
+    let used = if x.dtype() == crate::DType::F32 {
+        value as f32 as f64
+    } else {
+        value
+    };
+    if used.is_nan() || (!infinite_ok && used.is_infinite()) {
         let allowed = if infinite_ok {
             "a number (not NaN)"
         } else {
             "a finite number"
         };
         return Err(Error::invalid(format!(
-            "`{name}` must be {allowed}, got {value}"
+            "`{name}` must be {allowed} in the tensor's dtype {}, got {value}",
+            x.dtype()
         )));
     }
-    Ok(())
+    Ok(used)
 }
 
 // ---------------------------------------------------------------------------
@@ -94,13 +103,13 @@ fn erf_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> 
 #[meta(op = "softplus")]
 fn softplus_meta(x: &TensorMeta, beta: f64, threshold: f64) -> Result<TensorMeta> {
     require_float(x)?;
-    check_arg("beta", beta, false)?;
-    if beta == 0.0 {
-        return Err(Error::invalid(
-            "`beta` must not be 0 (the result divides by it)",
-        ));
+    if check_arg(x, "beta", beta, false)? == 0.0 {
+        return Err(Error::invalid(format!(
+            "`beta` must not be 0 in the tensor's dtype {} (the result divides by it), got {beta}",
+            x.dtype()
+        )));
     }
-    check_arg("threshold", threshold, true)?;
+    check_arg(x, "threshold", threshold, true)?;
     Ok(x.clone())
 }
 
@@ -132,7 +141,7 @@ fn softplus_rule(
 #[meta(op = "elu")]
 fn elu_meta(x: &TensorMeta, alpha: f64) -> Result<TensorMeta> {
     require_float(x)?;
-    check_arg("alpha", alpha, false)?;
+    check_arg(x, "alpha", alpha, false)?;
     Ok(x.clone())
 }
 
@@ -215,7 +224,7 @@ fn silu_decomposition(x: &Tensor) -> Result<Tensor> {
 #[meta(op = "leaky_relu")]
 fn leaky_relu_meta(x: &TensorMeta, negative_slope: f64) -> Result<TensorMeta> {
     require_float(x)?;
-    check_arg("negative_slope", negative_slope, false)?;
+    check_arg(x, "negative_slope", negative_slope, false)?;
     Ok(x.clone())
 }
 
@@ -231,8 +240,8 @@ fn leaky_relu_decomposition(x: &Tensor, negative_slope: f64) -> Result<Tensor> {
 #[meta(op = "hardtanh")]
 fn hardtanh_meta(x: &TensorMeta, min_val: f64, max_val: f64) -> Result<TensorMeta> {
     require_float(x)?;
-    check_arg("min_val", min_val, true)?;
-    check_arg("max_val", max_val, true)?;
+    check_arg(x, "min_val", min_val, true)?;
+    check_arg(x, "max_val", max_val, true)?;
     if min_val > max_val {
         return Err(Error::invalid(format!(
             "`min_val` ({min_val}) must not be greater than `max_val` ({max_val})"

@@ -53,7 +53,9 @@ fn softplus_jvp(
 ) -> Result<Option<Tensor>> {
     output(
         y,
-        through(y, x_tangent, |t| derivative::softplus(x, beta, threshold, t))?,
+        through(y, x_tangent, |t| {
+            derivative::softplus(x, beta, threshold, t)
+        })?,
     )
 }
 
