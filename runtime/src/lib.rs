@@ -733,5 +733,6 @@ pub mod ops {
         "ops/composites.toml",
         "ops/factories.toml",
         "ops/random.toml",
+        "ops/activations.toml",
     );
 }

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod activations;
 mod chunking;
 mod dense_ops;
 mod diagnostics;

@@ -71,6 +71,37 @@ diagonal! {
     cos: |x, _y, v| ops::neg(&ops::mul(v, &ops::sin(x)?)?);
     tanh: |_x, y, v| ops::mul(v, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
     sigmoid: |_x, y, v| ops::mul(&ops::mul(v, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
+    /// `2/sqrt(pi) * exp(-x^2)`: 0 at ±inf (the `exp` underflows), NaN at NaN.
+    erf: |x, _y, v| {
+        let e = ops::exp(&ops::neg(&ops::mul(x, x)?)?)?;
+        ops::mul(v, &ops::mul(&scalar(x, std::f64::consts::FRAC_2_SQRT_PI)?, &e)?)
+    };
+    /// `sigmoid(-x)`, whose kernel is finite for every `x` (0 at `+inf`).
+    logsigmoid: |x, _y, v| ops::mul(v, &ops::sigmoid(&ops::neg(x)?)?);
+}
+
+/// `v` times the derivative of `softplus(x, beta, threshold)`: 1 where
+/// `beta * x > threshold` (where the op is `x`), else `sigmoid(beta * x)`,
+/// finite for every `x`, so the branch `where` discards is finite too (no `0
+/// * inf` in a second derivative). `beta * x` and the comparison are computed
+/// in `x`'s dtype, as the kernel (and PyTorch) does.
+pub(super) fn softplus(x: &Tensor, beta: f64, threshold: f64, v: &Tensor) -> Result<Tensor> {
+    let bx = ops::mul(x, &scalar(x, beta)?)?;
+    let linear = ops::gt(&bx, &scalar(x, threshold)?)?;
+    ops::where_(&linear, v, &ops::mul(v, &ops::sigmoid(&bx)?)?)
+}
+
+/// `v` times the derivative of `elu(x, alpha)`: `alpha * exp(x)` where `x <=
+/// 0`, else 1 (at NaN too, as PyTorch). The `exp` is of `min(x, 0)`, so it
+/// never overflows, not even where `where` discards it.
+pub(super) fn elu(x: &Tensor, alpha: f64, v: &Tensor) -> Result<Tensor> {
+    let zero = scalar(x, 0.0)?;
+    let positive = ops::gt(x, &zero)?;
+    let e = ops::exp(&ops::where_(&positive, &zero, x)?)?;
+    let negative_side = ops::mul(v, &ops::mul(&scalar(x, alpha)?, &e)?)?;
+    // `x <= 0` is "not positive and not NaN".
+    let not_nan = ops::eq(x, x)?;
+    ops::where_(&positive, v, &ops::where_(&not_nan, &negative_side, v)?)
 }
 
 /// `v` times `d(a / b)/db = -a / b^2` (not `-y / b`, which is NaN where `b`

@@ -2,6 +2,7 @@
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
 //! a downstream crate uses.
 
+mod activations;
 pub(crate) mod binary;
 mod composites;
 mod derivative;

@@ -21,7 +21,7 @@ macro_rules! map_float {
 
 /// `f` applied to every element (on rayon's pool for large arrays, with the
 /// `rayon` feature).
-fn map_array<T: crate::Element + crate::core::buffers::Cached>(
+pub(super) fn map_array<T: crate::Element + crate::core::buffers::Cached>(
     a: &ndarray::ArcArray<T, ndarray::IxDyn>,
     f: impl Fn(T) -> T + Sync + Send,
 ) -> ndarray::ArrayD<T> {

@@ -371,6 +371,18 @@ mod tests {
         for op in ["log", "sqrt"] {
             cases.push(case(op, args![&p23]));
         }
+        // The activations: softplus with its threshold inside the values'
+        // range too (the linear part taken above beta * x = 0.5), and with a
+        // negative beta; elu with alpha 1 (continuous derivative) and not.
+        for op in ["erf", "logsigmoid"] {
+            cases.push(case(op, args![&m23]));
+        }
+        for (beta, threshold) in [(1.0, 20.0), (2.0, 0.5), (-1.5, 20.0)] {
+            cases.push(case("softplus", args![&m23, beta, threshold]));
+        }
+        for alpha in [1.0, 0.3] {
+            cases.push(case("elu", args![&m23, alpha]));
+        }
         // abs at 0: central differences are 0 there too (abs is even).
         let zeros = t(&[4], &[0.0, 1.5, -0.7, 0.0]);
         cases.push(case("abs", args![&zeros]));

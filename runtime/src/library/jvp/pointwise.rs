@@ -38,6 +38,36 @@ unary_jvp! {
     cos_jvp "cos" => derivative::cos;
     tanh_jvp "tanh" => derivative::tanh;
     sigmoid_jvp "sigmoid" => derivative::sigmoid;
+    erf_jvp "erf" => derivative::erf;
+    logsigmoid_jvp "logsigmoid" => derivative::logsigmoid;
+}
+
+/// `softplus`: the tangent times the vjp's factor ([`derivative::softplus`]).
+#[jvp(op = "softplus")]
+fn softplus_jvp(
+    x: &Tensor,
+    beta: f64,
+    threshold: f64,
+    y: &Tensor,
+    x_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    output(
+        y,
+        through(y, x_tangent, |t| {
+            derivative::softplus(x, beta, threshold, t)
+        })?,
+    )
+}
+
+/// `elu`: the tangent times the vjp's factor ([`derivative::elu`]).
+#[jvp(op = "elu")]
+fn elu_jvp(
+    x: &Tensor,
+    alpha: f64,
+    y: &Tensor,
+    x_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    output(y, through(y, x_tangent, |t| derivative::elu(x, alpha, t))?)
 }
 
 bilinear_jvp! {

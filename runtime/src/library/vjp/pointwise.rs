@@ -37,6 +37,27 @@ unary_vjp! {
     cos_vjp "cos" => derivative::cos;
     tanh_vjp "tanh" => derivative::tanh;
     sigmoid_vjp "sigmoid" => derivative::sigmoid;
+    erf_vjp "erf" => derivative::erf;
+    logsigmoid_vjp "logsigmoid" => derivative::logsigmoid;
+}
+
+/// `softplus`: `sigmoid(beta * x)`, 1 above the threshold
+/// ([`derivative::softplus`]).
+#[vjp(op = "softplus")]
+fn softplus_vjp(
+    x: &Tensor,
+    beta: f64,
+    threshold: f64,
+    _y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || derivative::softplus(x, beta, threshold, g))
+}
+
+/// `elu`: `alpha * exp(x)` where `x <= 0`, else 1 ([`derivative::elu`]).
+#[vjp(op = "elu")]
+fn elu_vjp(x: &Tensor, alpha: f64, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    grad_for(x, || derivative::elu(x, alpha, g))
 }
 
 /// `to_dtype`: the cotangent converted back to the input's dtype; nothing

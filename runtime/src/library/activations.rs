@@ -1,0 +1,396 @@
+//! Activation functions (`ops/activations.toml`). `erf`, `softplus`, `elu` and
+//! `logsigmoid` are primitives: their kernels are written to stay finite where
+//! a composite would overflow (`exp` of a large argument), and their
+//! derivatives (in `vjp/pointwise.rs` and `jvp/pointwise.rs`, from
+//! `derivative.rs`) never evaluate such an `exp`, not even in a branch a
+//! `where` discards (whose zero cotangent times an infinity would be NaN).
+//! `gelu`, `silu`, `leaky_relu` and `hardtanh` are composites over ops whose
+//! derivatives are finite wherever PyTorch's are, so they are batched and
+//! differentiated through their decompositions.
+//!
+//! Every kernel computes in the tensor's own dtype, with the float arguments
+//! converted to it first, as PyTorch does, so f32 results round as its do.
+
+use super::unary::map_array;
+use crate::core::cast::scalar_like;
+use crate::core::meta_rules::require_float;
+use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
+
+/// Applies `$body` to every element `$v` of an f32 or f64 tensor; inside it,
+/// `$c(p)` converts the f64 argument `p` to the element type.
+macro_rules! map_real {
+    ($x:expr, |$v:ident, $c:ident| $body:expr) => {
+        match $x.data()? {
+            Data::F32(a) => {
+                let $c = |p: f64| p as f32;
+                Ok(Tensor::from(map_array(a, |$v: f32| $body)))
+            }
+            Data::F64(a) => {
+                let $c = |p: f64| p;
+                Ok(Tensor::from(map_array(a, |$v: f64| $body)))
+            }
+            other => Err(Error::invalid(format!(
+                "needs a floating-point tensor, got {}",
+                other.dtype()
+            ))),
+        }
+    };
+}
+
+/// The error function of one element, from `libm` (an inherent `erf` on
+/// `f32`/`f64` is not stable Rust).
+trait Erf {
+    fn gauss_erf(self) -> Self;
+}
+
+impl Erf for f32 {
+    fn gauss_erf(self) -> f32 {
+        libm::erff(self)
+    }
+}
+
+impl Erf for f64 {
+    fn gauss_erf(self) -> f64 {
+        libm::erf(self)
+    }
+}
+
+/// The float argument `value` as the kernel uses it for a tensor like `x`:
+/// converted to f32 for an f32 tensor (as PyTorch converts it to the
+/// tensor's dtype). Rejects it if that is NaN, or infinite unless
+/// `infinite_ok` (a value beyond the f32 range is infinite for an f32
+/// tensor).
+fn check_arg(x: &TensorMeta, name: &str, value: f64, infinite_ok: bool) -> Result<f64> {
+    let used = if x.dtype() == crate::DType::F32 {
+        value as f32 as f64
+    } else {
+        value
+    };
+    if used.is_nan() || (!infinite_ok && used.is_infinite()) {
+        let allowed = if infinite_ok {
+            "a number (not NaN)"
+        } else {
+            "a finite number"
+        };
+        return Err(Error::invalid(format!(
+            "`{name}` must be {allowed} in the tensor's dtype {}, got {value}",
+            x.dtype()
+        )));
+    }
+    Ok(used)
+}
+
+// ---------------------------------------------------------------------------
+// The primitives: meta, kernel and batching rule (the op applied to the
+// physical tensor as it is).
+
+#[meta(op = "erf")]
+fn erf_meta(x: &TensorMeta) -> Result<TensorMeta> {
+    require_float(x)?;
+    Ok(x.clone())
+}
+
+#[kernel(op = "erf")]
+fn erf_kernel(x: &Tensor) -> Result<Tensor> {
+    map_real!(x, |v, _c| v.gauss_erf())
+}
+
+#[batching_rule(op = "erf")]
+fn erf_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+    crate::batching::unary_pointwise(ops::erf, x, bdim)
+}
+
+#[meta(op = "softplus")]
+fn softplus_meta(x: &TensorMeta, beta: f64, threshold: f64) -> Result<TensorMeta> {
+    require_float(x)?;
+    if check_arg(x, "beta", beta, false)? == 0.0 {
+        return Err(Error::invalid(format!(
+            "`beta` must not be 0 in the tensor's dtype {} (the result divides by it), got {beta}",
+            x.dtype()
+        )));
+    }
+    check_arg(x, "threshold", threshold, true)?;
+    Ok(x.clone())
+}
+
+/// `log1p(exp(beta * x)) / beta`, or `x` where `beta * x > threshold` (where
+/// the two agree to the dtype's precision, and `exp` could overflow).
+#[kernel(op = "softplus")]
+fn softplus_kernel(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
+    map_real!(x, |v, c| {
+        let (b, t) = (c(beta), c(threshold));
+        let bx = v * b;
+        if bx > t {
+            v
+        } else {
+            bx.exp().ln_1p() / b
+        }
+    })
+}
+
+#[batching_rule(op = "softplus")]
+fn softplus_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    beta: f64,
+    threshold: f64,
+) -> Result<(Tensor, Option<usize>)> {
+    crate::batching::unary_pointwise(|t| ops::softplus(t, beta, threshold), x, bdim)
+}
+
+#[meta(op = "elu")]
+fn elu_meta(x: &TensorMeta, alpha: f64) -> Result<TensorMeta> {
+    require_float(x)?;
+    check_arg(x, "alpha", alpha, false)?;
+    Ok(x.clone())
+}
+
+/// `x` where `x > 0`, else `alpha * expm1(x)`: `exp` only ever sees `x <= 0`.
+#[kernel(op = "elu")]
+fn elu_kernel(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    map_real!(x, |v, c| if v > 0.0 { v } else { c(alpha) * v.exp_m1() })
+}
+
+#[batching_rule(op = "elu")]
+fn elu_rule(x: &Tensor, bdim: Option<usize>, alpha: f64) -> Result<(Tensor, Option<usize>)> {
+    crate::batching::unary_pointwise(|t| ops::elu(t, alpha), x, bdim)
+}
+
+#[meta(op = "logsigmoid")]
+fn logsigmoid_meta(x: &TensorMeta) -> Result<TensorMeta> {
+    require_float(x)?;
+    Ok(x.clone())
+}
+
+/// `min(x, 0) - log1p(exp(-|x|))`: `exp` only ever sees `-|x| <= 0`. The
+/// minimum is written out (`f64::min` would turn NaN into 0; here NaN stays
+/// NaN through the second term).
+#[kernel(op = "logsigmoid")]
+fn logsigmoid_kernel(x: &Tensor) -> Result<Tensor> {
+    map_real!(x, |v, _c| (if v < 0.0 { v } else { 0.0 })
+        - (-v.abs()).exp().ln_1p())
+}
+
+#[batching_rule(op = "logsigmoid")]
+fn logsigmoid_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
+    crate::batching::unary_pointwise(ops::logsigmoid, x, bdim)
+}
+
+// ---------------------------------------------------------------------------
+// The composites: a meta (the checks, once, naming the op) and the
+// decomposition.
+
+/// A 0-d tensor holding `value` in the dtype of `x`, so it does not promote
+/// `x` (PyTorch computes with the arguments converted to the tensor's dtype).
+fn like(x: &Tensor, value: f64) -> Tensor {
+    scalar_like(&TensorMeta::of(x), value)
+}
+
+#[meta(op = "gelu")]
+fn gelu_meta(x: &TensorMeta, _approximate: bool) -> Result<TensorMeta> {
+    require_float(x)?;
+    Ok(x.clone())
+}
+
+/// Exact: `x * 0.5 * (1 + erf(x / sqrt(2)))`. Tanh: `0.5 * x * (1 +
+/// tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`. Both in PyTorch's order of
+/// operations.
+#[decompose(op = "gelu")]
+fn gelu_decomposition(x: &Tensor, approximate: bool) -> Result<Tensor> {
+    let half_x = ops::mul(x, &like(x, 0.5))?;
+    let inner = if approximate {
+        // sqrt(2) * (2 / sqrt(pi)) * 0.5 = sqrt(2 / pi), as PyTorch's kBeta.
+        let beta = std::f64::consts::SQRT_2 * std::f64::consts::FRAC_2_SQRT_PI * 0.5;
+        let cube = ops::mul(&ops::mul(x, x)?, x)?;
+        let arg = ops::add(x, &ops::mul(&like(x, 0.044715), &cube)?)?;
+        ops::tanh(&ops::mul(&like(x, beta), &arg)?)?
+    } else {
+        ops::erf(&ops::mul(x, &like(x, std::f64::consts::FRAC_1_SQRT_2))?)?
+    };
+    ops::mul(&half_x, &ops::add(&like(x, 1.0), &inner)?)
+}
+
+#[meta(op = "silu")]
+fn silu_meta(x: &TensorMeta) -> Result<TensorMeta> {
+    require_float(x)?;
+    Ok(x.clone())
+}
+
+#[decompose(op = "silu")]
+fn silu_decomposition(x: &Tensor) -> Result<Tensor> {
+    ops::mul(x, &ops::sigmoid(x)?)
+}
+
+#[meta(op = "leaky_relu")]
+fn leaky_relu_meta(x: &TensorMeta, negative_slope: f64) -> Result<TensorMeta> {
+    require_float(x)?;
+    check_arg(x, "negative_slope", negative_slope, false)?;
+    Ok(x.clone())
+}
+
+/// `where(x > 0, x, negative_slope * x)`: both branches are finite wherever
+/// `x` is, so the gradient of the branch not taken is an exact 0; at 0 and at
+/// NaN the second branch is taken (derivative `negative_slope`, as PyTorch).
+#[decompose(op = "leaky_relu")]
+fn leaky_relu_decomposition(x: &Tensor, negative_slope: f64) -> Result<Tensor> {
+    let positive = ops::gt(x, &like(x, 0.0))?;
+    ops::where_(&positive, x, &ops::mul(x, &like(x, negative_slope))?)
+}
+
+#[meta(op = "hardtanh")]
+fn hardtanh_meta(x: &TensorMeta, min_val: f64, max_val: f64) -> Result<TensorMeta> {
+    require_float(x)?;
+    check_arg(x, "min_val", min_val, true)?;
+    check_arg(x, "max_val", max_val, true)?;
+    if min_val > max_val {
+        return Err(Error::invalid(format!(
+            "`min_val` ({min_val}) must not be greater than `max_val` ({max_val})"
+        )));
+    }
+    Ok(x.clone())
+}
+
+/// `clamp`, whose derivative is already hardtanh's: 1 strictly between the
+/// bounds, 0 at and beyond them, and at NaN.
+#[decompose(op = "hardtanh")]
+fn hardtanh_decomposition(x: &Tensor, min_val: f64, max_val: f64) -> Result<Tensor> {
+    ops::clamp(x, Some(min_val), Some(max_val))
+}
+
+// ---------------------------------------------------------------------------
+// Samples for the sweeps: few and small (the sweeps run each through every
+// transform). The sample values lie in about [-2, 2], away from the kinks at 0
+// and from the bounds of hardtanh's samples.
+
+/// The sample `t` followed by the float arguments `a`.
+fn with(t: Tensor, a: &[f64]) -> crate::testing::Sample {
+    let mut s = crate::args![&t];
+    s.extend(a.iter().map(|&v| crate::Arg::Float(v)));
+    s
+}
+
+/// Float samples of several shapes with the arguments `args[0]`, and an f32
+/// one with each of `args`.
+fn samples_with(args: &[&[f64]]) -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let a0 = args[0];
+    let mut s = vec![
+        with(f64s(&[3, 4]), a0),
+        with(f64s(&[]), a0),
+        with(f64s(&[2, 0]), a0),
+    ];
+    for a in args {
+        s.push(with(f32s(&[5]), a));
+    }
+    s
+}
+
+/// An i64 and a bool tensor with the valid arguments `args`, and a float
+/// tensor with each of the invalid ones, `bad`.
+fn errors_with(args: &[f64], bad: &[&[f64]]) -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let mut s = vec![with(i64s(&[3], 5), args), with(bools(&[2, 2]), args)];
+    for a in bad {
+        s.push(with(f64s(&[3]), a));
+    }
+    s
+}
+
+fn erf_samples() -> Vec<crate::testing::Sample> {
+    samples_with(&[&[]])
+}
+
+fn erf_errors() -> Vec<crate::testing::Sample> {
+    errors_with(&[], &[])
+}
+
+fn softplus_samples() -> Vec<crate::testing::Sample> {
+    // The second: a threshold inside the values' range (the linear part is
+    // taken for some elements, x > 0.75); the third: a negative beta.
+    samples_with(&[&[1.0, 20.0], &[2.0, 1.5], &[-0.5, 20.0]])
+}
+
+fn softplus_errors() -> Vec<crate::testing::Sample> {
+    errors_with(
+        &[1.0, 20.0],
+        &[
+            &[0.0, 20.0],
+            &[f64::NAN, 20.0],
+            &[f64::INFINITY, 20.0],
+            &[1.0, f64::NAN],
+        ],
+    )
+}
+
+fn elu_samples() -> Vec<crate::testing::Sample> {
+    samples_with(&[&[1.0], &[0.3]])
+}
+
+fn elu_errors() -> Vec<crate::testing::Sample> {
+    errors_with(&[1.0], &[&[f64::NAN], &[f64::NEG_INFINITY]])
+}
+
+fn gelu_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3, 4]), false],
+        crate::args![&f64s(&[3, 4]), true],
+        crate::args![&f64s(&[]), false],
+        crate::args![&f64s(&[2, 0]), true],
+        crate::args![&f32s(&[5]), false],
+        crate::args![&f32s(&[5]), true],
+    ]
+}
+
+fn gelu_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&i64s(&[3], 5), false],
+        crate::args![&bools(&[2, 2]), true],
+    ]
+}
+
+fn leaky_relu_samples() -> Vec<crate::testing::Sample> {
+    samples_with(&[&[0.01], &[0.2]])
+}
+
+fn leaky_relu_errors() -> Vec<crate::testing::Sample> {
+    errors_with(&[0.01], &[&[f64::NAN], &[f64::INFINITY]])
+}
+
+fn hardtanh_samples() -> Vec<crate::testing::Sample> {
+    // Bounds away from every sample value, some clipped on each side.
+    samples_with(&[&[-1.05, 0.95], &[-0.33, 1.55]])
+}
+
+fn hardtanh_errors() -> Vec<crate::testing::Sample> {
+    errors_with(
+        &[-1.0, 1.0],
+        &[&[1.0, -1.0], &[f64::NAN, 1.0], &[-1.0, f64::NAN]],
+    )
+}
+
+crate::op_samples!(op = "erf", samples = erf_samples, errors = erf_errors);
+crate::op_samples!(
+    op = "logsigmoid",
+    samples = erf_samples,
+    errors = erf_errors
+);
+crate::op_samples!(op = "silu", samples = erf_samples, errors = erf_errors);
+crate::op_samples!(
+    op = "softplus",
+    samples = softplus_samples,
+    errors = softplus_errors
+);
+crate::op_samples!(op = "elu", samples = elu_samples, errors = elu_errors);
+crate::op_samples!(op = "gelu", samples = gelu_samples, errors = gelu_errors);
+crate::op_samples!(
+    op = "leaky_relu",
+    samples = leaky_relu_samples,
+    errors = leaky_relu_errors
+);
+crate::op_samples!(
+    op = "hardtanh",
+    samples = hardtanh_samples,
+    errors = hardtanh_errors
+);
