@@ -267,16 +267,42 @@ pub fn load_safetensors_with<T: TensorTree>(
     load_safetensors_as("load_safetensors_with", template, path.as_ref(), options)
 }
 
+/// The tensors of a weights file, by key, as a format's decoder reads them.
+type Decode = fn(&[u8], &Site) -> Result<BTreeMap<String, Tensor>>;
+
+/// The tensors of the file at `path`, read with `decode`, and the site its
+/// errors name (`function` and the file).
+fn decode_file(
+    function: &'static str,
+    decode: Decode,
+    path: &Path,
+) -> Result<(Site, BTreeMap<String, Tensor>)> {
+    let site = Site::file(function, path);
+    let bytes = read_file(path, &site)?;
+    let found = decode(&bytes, &site)?;
+    Ok((site, found))
+}
+
+/// Reads the file at `path` with `decode` and puts its tensors into a copy of
+/// `template`; every error names `function` and the file.
+fn load_file_as<T: TensorTree>(
+    function: &'static str,
+    decode: Decode,
+    template: &T,
+    path: &Path,
+    options: LoadOptions,
+) -> Result<T> {
+    let (site, found) = decode_file(function, decode, path)?;
+    assign(template, found, &site, options)
+}
+
 fn load_safetensors_as<T: TensorTree>(
     function: &'static str,
     template: &T,
     path: &Path,
     options: LoadOptions,
 ) -> Result<T> {
-    let site = Site::file(function, path);
-    let bytes = read_file(path, &site)?;
-    let found = safetensors::decode(&bytes, &site)?;
-    assign(template, found, &site, options)
+    load_file_as(function, safetensors::decode, template, path, options)
 }
 
 /// [`load_safetensors_with`] from bytes in memory.
@@ -322,9 +348,7 @@ pub fn load_safetensors_bytes<T: TensorTree>(
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn read_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
-    let site = Site::file("read_safetensors", path.as_ref());
-    let bytes = read_file(path.as_ref(), &site)?;
-    safetensors::decode(&bytes, &site)
+    decode_file("read_safetensors", safetensors::decode, path.as_ref()).map(|(_, found)| found)
 }
 
 /// [`read_safetensors`] from bytes in memory.
@@ -493,10 +517,7 @@ fn load_npz_as<T: TensorTree>(
     path: &Path,
     options: LoadOptions,
 ) -> Result<T> {
-    let site = Site::file(function, path);
-    let bytes = read_file(path, &site)?;
-    let found = decode_npz(&bytes, &site)?;
-    assign(template, found, &site, options)
+    load_file_as(function, decode_npz, template, path, options)
 }
 
 /// Every array of a numpy `.npz` file, by name (the entry's name without
@@ -512,9 +533,7 @@ fn load_npz_as<T: TensorTree>(
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
-    let site = Site::file("read_npz", path.as_ref());
-    let bytes = read_file(path.as_ref(), &site)?;
-    decode_npz(&bytes, &site)
+    decode_file("read_npz", decode_npz, path.as_ref()).map(|(_, found)| found)
 }
 
 fn decode_npz(bytes: &[u8], site: &Site) -> Result<BTreeMap<String, Tensor>> {
