@@ -11,31 +11,10 @@
 //! Every kernel computes in the tensor's own dtype, with the float arguments
 //! converted to it first, as PyTorch does, so f32 results round as its do.
 
-use super::unary::map_array;
+use super::unary::{float_meta, map_array, map_float};
 use crate::core::cast::scalar_like;
 use crate::core::meta_rules::require_float;
 use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
-
-/// Applies `$body` to every element `$v` of an f32 or f64 tensor; inside it,
-/// `$c(p)` converts the f64 argument `p` to the element type.
-macro_rules! map_real {
-    ($x:expr, |$v:ident, $c:ident| $body:expr) => {
-        match $x.data()? {
-            Data::F32(a) => {
-                let $c = |p: f64| p as f32;
-                Ok(Tensor::from(map_array(a, |$v: f32| $body)))
-            }
-            Data::F64(a) => {
-                let $c = |p: f64| p;
-                Ok(Tensor::from(map_array(a, |$v: f64| $body)))
-            }
-            other => Err(Error::invalid(format!(
-                "needs a floating-point tensor, got {}",
-                other.dtype()
-            ))),
-        }
-    };
-}
 
 /// The error function of one element, from `libm` (an inherent `erf` on
 /// `f32`/`f64` is not stable Rust).
@@ -86,13 +65,12 @@ fn check_arg(x: &TensorMeta, name: &str, value: f64, infinite_ok: bool) -> Resul
 
 #[meta(op = "erf")]
 fn erf_meta(x: &TensorMeta) -> Result<TensorMeta> {
-    require_float(x)?;
-    Ok(x.clone())
+    float_meta(x)
 }
 
 #[kernel(op = "erf")]
 fn erf_kernel(x: &Tensor) -> Result<Tensor> {
-    map_real!(x, |v, _c| v.gauss_erf())
+    map_float!(x, |v, _c| v.gauss_erf())
 }
 
 #[batching_rule(op = "erf")]
@@ -117,7 +95,7 @@ fn softplus_meta(x: &TensorMeta, beta: f64, threshold: f64) -> Result<TensorMeta
 /// the two agree to the dtype's precision, and `exp` could overflow).
 #[kernel(op = "softplus")]
 fn softplus_kernel(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
-    map_real!(x, |v, c| {
+    map_float!(x, |v, c| {
         let (b, t) = (c(beta), c(threshold));
         let bx = v * b;
         if bx > t {
@@ -148,7 +126,7 @@ fn elu_meta(x: &TensorMeta, alpha: f64) -> Result<TensorMeta> {
 /// `x` where `x > 0`, else `alpha * expm1(x)`: `exp` only ever sees `x <= 0`.
 #[kernel(op = "elu")]
 fn elu_kernel(x: &Tensor, alpha: f64) -> Result<Tensor> {
-    map_real!(x, |v, c| if v > 0.0 { v } else { c(alpha) * v.exp_m1() })
+    map_float!(x, |v, c| if v > 0.0 { v } else { c(alpha) * v.exp_m1() })
 }
 
 #[batching_rule(op = "elu")]
@@ -158,8 +136,7 @@ fn elu_rule(x: &Tensor, bdim: Option<usize>, alpha: f64) -> Result<(Tensor, Opti
 
 #[meta(op = "logsigmoid")]
 fn logsigmoid_meta(x: &TensorMeta) -> Result<TensorMeta> {
-    require_float(x)?;
-    Ok(x.clone())
+    float_meta(x)
 }
 
 /// `min(x, 0) - log1p(exp(-|x|))`: `exp` only ever sees `-|x| <= 0`. The
@@ -167,7 +144,7 @@ fn logsigmoid_meta(x: &TensorMeta) -> Result<TensorMeta> {
 /// NaN through the second term).
 #[kernel(op = "logsigmoid")]
 fn logsigmoid_kernel(x: &Tensor) -> Result<Tensor> {
-    map_real!(x, |v, _c| (if v < 0.0 { v } else { 0.0 })
+    map_float!(x, |v, _c| (if v < 0.0 { v } else { 0.0 })
         - (-v.abs()).exp().ln_1p())
 }
 
@@ -188,8 +165,7 @@ fn like(x: &Tensor, value: f64) -> Tensor {
 
 #[meta(op = "gelu")]
 fn gelu_meta(x: &TensorMeta, _approximate: bool) -> Result<TensorMeta> {
-    require_float(x)?;
-    Ok(x.clone())
+    float_meta(x)
 }
 
 /// Exact: `x * 0.5 * (1 + erf(x / sqrt(2)))`. Tanh: `0.5 * x * (1 +
@@ -212,8 +188,7 @@ fn gelu_decomposition(x: &Tensor, approximate: bool) -> Result<Tensor> {
 
 #[meta(op = "silu")]
 fn silu_meta(x: &TensorMeta) -> Result<TensorMeta> {
-    require_float(x)?;
-    Ok(x.clone())
+    float_meta(x)
 }
 
 #[decompose(op = "silu")]

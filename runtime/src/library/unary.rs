@@ -6,11 +6,24 @@ use crate::core::meta_rules::require_float;
 use crate::{Data, Error, Result, Tensor, TensorMeta};
 
 /// Applies `$f` to an f32 or f64 tensor (the closure body is instantiated for both).
+///
+/// With a second name, `|$v, $c| $body`, `$c(p)` converts an f64 argument `p`
+/// of the op to the element type inside `$body` (as PyTorch converts it to
+/// the tensor's dtype).
 macro_rules! map_float {
     ($x:expr, |$v:ident| $body:expr) => {
+        map_float!($x, |$v, _c| $body)
+    };
+    ($x:expr, |$v:ident, $c:ident| $body:expr) => {
         match $x.data()? {
-            Data::F32(a) => Ok(Tensor::from(map_array(a, |$v: f32| $body))),
-            Data::F64(a) => Ok(Tensor::from(map_array(a, |$v: f64| $body))),
+            Data::F32(a) => {
+                let $c = |p: f64| p as f32;
+                Ok(Tensor::from(map_array(a, |$v: f32| $body)))
+            }
+            Data::F64(a) => {
+                let $c = |p: f64| p;
+                Ok(Tensor::from(map_array(a, |$v: f64| $body)))
+            }
             other => Err(Error::invalid(format!(
                 "needs a floating-point tensor, got {}",
                 other.dtype()
@@ -18,6 +31,7 @@ macro_rules! map_float {
         }
     };
 }
+pub(super) use map_float;
 
 /// `f` applied to every element (on rayon's pool for large arrays, with the
 /// `rayon` feature).
@@ -138,7 +152,7 @@ fn numeric_meta(x: &TensorMeta) -> Result<TensorMeta> {
 }
 
 /// Meta of an op defined on floats only.
-fn float_meta(x: &TensorMeta) -> Result<TensorMeta> {
+pub(super) fn float_meta(x: &TensorMeta) -> Result<TensorMeta> {
     require_float(x)?;
     Ok(x.clone())
 }
