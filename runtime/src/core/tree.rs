@@ -538,40 +538,44 @@ fn write_key_in<'a, T: TensorTree + 'a>(
     }
 }
 
-impl<T: TensorTree> TensorTree for Vec<T> {
-    fn leaves(&self, out: &mut Vec<Tensor>) {
-        for item in self {
-            item.leaves(out);
+/// The methods a sequence of trees (`Vec`, array) shares: its elements'
+/// leaves in order, element `i` under `[i]` in the path and `i` in the key.
+macro_rules! sequence_tree_methods {
+    () => {
+        fn leaves(&self, out: &mut Vec<Tensor>) {
+            for item in self {
+                item.leaves(out);
+            }
         }
-    }
+        fn leaf_count(&self) -> usize {
+            self.iter().map(TensorTree::leaf_count).sum()
+        }
+        fn write_leaf_path(&self, index: usize, path: &mut String) {
+            write_path_in(self, index, path, index_segment);
+        }
+        fn write_leaf_key(&self, index: usize, key: &mut String) {
+            write_key_in(self, index, key);
+        }
+        fn write_leaf_names(
+            &self,
+            path: &mut String,
+            key: &mut String,
+            out: &mut Vec<(String, String)>,
+        ) {
+            write_names_in(self, path, key, out);
+        }
+    };
+}
+
+impl<T: TensorTree> TensorTree for Vec<T> {
+    sequence_tree_methods!();
     fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self> {
         self.iter().map(|item| item.map_leaves(f)).collect()
-    }
-    fn leaf_count(&self) -> usize {
-        self.iter().map(TensorTree::leaf_count).sum()
-    }
-    fn write_leaf_path(&self, index: usize, path: &mut String) {
-        write_path_in(self, index, path, index_segment);
-    }
-    fn write_leaf_key(&self, index: usize, key: &mut String) {
-        write_key_in(self, index, key);
-    }
-    fn write_leaf_names(
-        &self,
-        path: &mut String,
-        key: &mut String,
-        out: &mut Vec<(String, String)>,
-    ) {
-        write_names_in(self, path, key, out);
     }
 }
 
 impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
-    fn leaves(&self, out: &mut Vec<Tensor>) {
-        for item in self {
-            item.leaves(out);
-        }
-    }
+    sequence_tree_methods!();
     fn map_leaves(&self, f: &mut dyn FnMut(&Tensor) -> Result<Tensor>) -> Result<Self> {
         let mut mapped = Vec::with_capacity(N);
         for item in self {
@@ -581,23 +585,6 @@ impl<T: TensorTree, const N: usize> TensorTree for [T; N] {
         mapped
             .try_into()
             .map_err(|_| Error::Tensor(format!("rebuilding an array of {N} trees")))
-    }
-    fn leaf_count(&self) -> usize {
-        self.iter().map(TensorTree::leaf_count).sum()
-    }
-    fn write_leaf_path(&self, index: usize, path: &mut String) {
-        write_path_in(self, index, path, index_segment);
-    }
-    fn write_leaf_key(&self, index: usize, key: &mut String) {
-        write_key_in(self, index, key);
-    }
-    fn write_leaf_names(
-        &self,
-        path: &mut String,
-        key: &mut String,
-        out: &mut Vec<(String, String)>,
-    ) {
-        write_names_in(self, path, key, out);
     }
 }
 
