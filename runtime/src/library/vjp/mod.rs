@@ -26,6 +26,7 @@ mod linalg;
 mod pointwise;
 mod reduce;
 mod views;
+mod pooling;
 
 /// The gradient of `input`, computed by `grad` only when `input` is a float
 /// tensor (integer and bool tensors get `None`) whose gradient the backward

@@ -1,0 +1,1013 @@
+//! Pooling (`ops/pooling.toml`).
+//!
+//! `max_pool2d_with_indices` is the one primitive: its kernel scans each
+//! window as PyTorch's CPU kernel does (row-major, the first maximum on a
+//! tie, a NaN always taken), and returns the maxima with their positions in
+//! the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
+//! (one kernel call, no loop); its vjp (`vjp/pooling.rs`) is a `scatter_add`
+//! of the cotangent at those positions and its jvp (`jvp/pooling.rs`) a
+//! `gather` of the tangent there, both ops with batching rules and
+//! derivatives of their own. `max_pool2d` is a composite returning the
+//! values.
+//!
+//! Average pooling, plain and adaptive, is separable: the sum over a window
+//! of rows `R` and columns `S` is `A @ x @ B` with `A[i, h] = 1` for `h` in
+//! row window `i` and `B[w, j] = 1` for `w` in column window `j` (padding
+//! contributes zeros, so it is left out of the matrices), and every
+//! divisor PyTorch uses (`divisor_override`, the window's size with or
+//! without the padding, the adaptive window's size) is a fixed number per
+//! output element. So `avg_pool2d` and `adaptive_avg_pool2d` are composites:
+//! two `matmul`s with constant 0/1 matrices and a `div` by a constant
+//! tensor, which batch (batched GEMMs) and differentiate to every order
+//! through those ops. The sums are exact selections, so the results round as
+//! PyTorch's (a sum, then one division). The cost is `O(H * W * (h + w))`
+//! per plane for an `h x w` output, more than the `O(h * w * kernel)` of a
+//! direct loop, which is fine at the feature-map sizes of small CNNs.
+//!
+//! The 1-d forms are composites over the 2-d ones, with a window of height
+//! 1 on the input unsqueezed at dim -2.
+//!
+//! The window geometry (sizes, checks, output size, each window's valid
+//! positions) is computed in `i128`, so no argument, however large, can
+//! overflow it, and the kernel visits only a window's positions inside the
+//! input (a kernel of `i64::MAX` with matching padding costs what the input
+//! does).
+
+use ndarray::IxDyn;
+
+use crate::batching::{bdim_to_front, logical_rank};
+use crate::core::cast::scalar_like;
+use crate::core::meta_rules::require_float;
+use crate::{
+    batching_rule, decompose, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
+    TensorMeta,
+};
+
+// ---------------------------------------------------------------------------
+// Window geometry
+
+/// One of the two pooled dims: its input size and pooling arguments, and the
+/// output size they give.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Axis1 {
+    pub size: usize,
+    kernel: i128,
+    stride: i128,
+    pad: i128,
+    dilation: i128,
+    pub out: usize,
+}
+
+impl Axis1 {
+    /// The start of window `i` in input coordinates (negative in the left
+    /// padding).
+    fn start(&self, i: usize) -> i128 {
+        i as i128 * self.stride - self.pad
+    }
+
+    /// The valid positions of window `i` (inside the input, every
+    /// `dilation`-th from its start, `kernel` of them at most): the first
+    /// and how many.
+    fn taps(&self, i: usize) -> (usize, usize) {
+        let start = self.start(i);
+        let size = self.size as i128;
+        // The first tap index j with start + j*dilation >= 0.
+        let j0 = if start >= 0 {
+            0
+        } else {
+            (-start + self.dilation - 1) / self.dilation
+        };
+        if j0 >= self.kernel {
+            return (0, 0);
+        }
+        let first = start + j0 * self.dilation;
+        if first >= size {
+            return (0, 0);
+        }
+        // Taps first, first + d, ... below size, and below the kernel's end.
+        let in_input = (size - 1 - first) / self.dilation + 1;
+        let count = in_input.min(self.kernel - j0);
+        (first as usize, count as usize)
+    }
+
+    /// The `[start, end)` rows of average-pooling window `i` inside the
+    /// input, and its size counting the padding (up to the padding's end,
+    /// as PyTorch's `count_include_pad`).
+    fn avg_window(&self, i: usize) -> (usize, usize, i128) {
+        let start = self.start(i);
+        let size = self.size as i128;
+        let end = (start + self.kernel).min(size + self.pad);
+        let with_pad = end - start;
+        let (s, e) = (start.max(0), end.min(size));
+        (s as usize, e.max(s) as usize, with_pad)
+    }
+}
+
+/// The pooled dims of an input, and what precedes them (`[N, C]` or `[C]`).
+#[derive(Clone, Debug)]
+pub(crate) struct Geometry {
+    pub lead: Vec<usize>,
+    pub h: Axis1,
+    pub w: Axis1,
+}
+
+impl Geometry {
+    /// Whether a window holds no input position (possible with dilation):
+    /// its max is `-inf` at the position one past the plane.
+    pub(crate) fn has_empty_window(&self) -> bool {
+        let empty = |a: &Axis1| (0..a.out).any(|i| a.taps(i).1 == 0);
+        empty(&self.h) || empty(&self.w)
+    }
+
+    /// The elements of one plane, `H * W`.
+    pub(crate) fn plane(&self) -> usize {
+        self.h.size * self.w.size
+    }
+
+    fn out_shape(&self) -> Vec<usize> {
+        let mut s = self.lead.clone();
+        s.extend([self.h.out, self.w.out]);
+        s
+    }
+}
+
+/// A size argument as `[h, w]`: one value for both dims or two. `dims` is 1
+/// for the 1-d ops (one value, applied to the last dim; the first is 1 or
+/// 0, `one`).
+fn pair(name: &str, v: &[i64], dims: usize, one: i64) -> Result<[i64; 2]> {
+    match (dims, v) {
+        (2, [a]) => Ok([*a, *a]),
+        (2, [a, b]) => Ok([*a, *b]),
+        (1, [a]) => Ok([one, *a]),
+        (2, _) => Err(Error::invalid(format!(
+            "`{name}` must be one int or two ints, got {} ({v:?})",
+            v.len()
+        ))),
+        _ => Err(Error::invalid(format!(
+            "`{name}` must be one int, got {} ({v:?})",
+            v.len()
+        ))),
+    }
+}
+
+/// The output size of one pooled dim (PyTorch's `pooling_output_shape`):
+/// `floor((size + 2*pad - dilation*(kernel-1) - 1 [+ stride-1 with
+/// ceil_mode]) / stride) + 1`, less one with `ceil_mode` if the last window
+/// would start past the input and its left padding. Negative when the input
+/// is too small.
+fn out_size(size: i128, k: i128, s: i128, p: i128, d: i128, ceil_mode: bool) -> i128 {
+    let span = size + 2 * p - d * (k - 1) - 1 + if ceil_mode { s - 1 } else { 0 };
+    let mut out = span.div_euclid(s) + 1;
+    if ceil_mode && (out - 1) * s >= size + p {
+        out -= 1;
+    }
+    out
+}
+
+/// The arguments of a max or average pooling, as the user wrote them.
+struct PoolArgs<'a> {
+    kernel_size: &'a [i64],
+    stride: Option<&'a [i64]>,
+    padding: &'a [i64],
+    dilation: &'a [i64],
+    ceil_mode: bool,
+}
+
+/// Checks the input's rank (`dims + 1` or `dims + 2`), dtype and sizes (the
+/// pooled dims and, for a batched input, the channels, not empty), and the
+/// pooling arguments as PyTorch does, and returns the geometry of the 2-d
+/// pooling they amount to (`dims` 1: a window of height 1 over a height of
+/// 1).
+fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
+    require_float(x)?;
+    let shape = x.shape();
+    let r = shape.len();
+    if r != dims + 1 && r != dims + 2 {
+        return Err(Error::invalid(format!(
+            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
+            dims + 1,
+            dims + 2
+        )));
+    }
+    // PyTorch: every dim may be empty but a batched input's first.
+    if shape[usize::from(r == dims + 2)..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "`input` of shape {shape:?} is empty in a dim other than the batch dim"
+        )));
+    }
+    let k = pair("kernel_size", a.kernel_size, dims, 1)?;
+    let s = match a.stride {
+        None | Some([]) => k,
+        Some(s) => pair("stride", s, dims, 1)?,
+    };
+    let p = pair("padding", a.padding, dims, 0)?;
+    let d = pair("dilation", a.dilation, dims, 1)?;
+    if k.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(format!(
+            "`kernel_size` must be greater than zero, got {:?}",
+            a.kernel_size
+        )));
+    }
+    if s.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(format!(
+            "`stride` must be greater than zero, got {:?}",
+            a.stride.unwrap_or_default()
+        )));
+    }
+    if d.iter().any(|&v| v <= 0) {
+        return Err(Error::invalid(format!(
+            "`dilation` must be greater than zero, got {:?}",
+            a.dilation
+        )));
+    }
+    if p.iter().any(|&v| v < 0) {
+        return Err(Error::invalid(format!(
+            "`padding` must be non-negative, got {:?}",
+            a.padding
+        )));
+    }
+    if (0..2).any(|i| p[i] > k[i] / 2) {
+        return Err(Error::invalid(format!(
+            "`padding` must be at most half of `kernel_size`, got padding {:?} and kernel_size {:?}",
+            a.padding, a.kernel_size
+        )));
+    }
+    let (hs, ws) = if dims == 1 {
+        (1, shape[r - 1])
+    } else {
+        (shape[r - 2], shape[r - 1])
+    };
+    let axis = |i: usize, size: usize| -> Axis1 {
+        let (k, s, p, d) = (k[i] as i128, s[i] as i128, p[i] as i128, d[i] as i128);
+        let out = out_size(size as i128, k, s, p, d, a.ceil_mode);
+        Axis1 {
+            size,
+            kernel: k,
+            stride: s,
+            pad: p,
+            dilation: d,
+            out: usize::try_from(out).unwrap_or(0),
+        }
+    };
+    let (h, w) = (axis(0, hs), axis(1, ws));
+    if h.out == 0 || w.out == 0 {
+        return Err(Error::invalid(format!(
+            "the output would be empty: an input of size {:?} with kernel_size {:?}, \
+             padding {:?}, dilation {:?} and stride {:?} leaves no window",
+            &shape[r - dims..],
+            a.kernel_size,
+            a.padding,
+            a.dilation,
+            a.stride.unwrap_or(a.kernel_size),
+        )));
+    }
+    let lead = shape[..r - dims].to_vec();
+    let g = Geometry { lead, h, w };
+    checked_numel(&g.out_shape())?;
+    Ok(g)
+}
+
+/// The number of elements of `shape`, or an error if it overflows `usize`.
+fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &s| n.checked_mul(s))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "the output of shape {shape:?} has more elements than fit in usize"
+            ))
+        })
+}
+
+/// The geometry of a `max_pool2d_with_indices` call on an input of logical
+/// shape `shape` (for its vjp and jvp), whose arguments were checked.
+pub(crate) fn max_pool2d_geometry(
+    shape: &[usize],
+    dtype: DType,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Geometry> {
+    geometry(
+        &TensorMeta::new(shape, dtype),
+        2,
+        &PoolArgs {
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------
+// max_pool2d_with_indices: the primitive
+
+#[meta(op = "max_pool2d_with_indices")]
+fn max_pool2d_with_indices_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(TensorMeta, TensorMeta)> {
+    let g = max_pool2d_geometry(
+        x.shape(),
+        x.dtype(),
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )?;
+    let out = g.out_shape();
+    Ok((
+        TensorMeta::new(&out, x.dtype()),
+        TensorMeta::new(&out, DType::I64),
+    ))
+}
+
+/// The maxima and their positions over every plane of `x` (standard layout,
+/// planes of `g.plane()` elements), into `values` and `indices`. `neg_inf`
+/// is the element type's `-inf`.
+fn max_pool_planes<T: Element + PartialOrd>(
+    x: &[T],
+    g: &Geometry,
+    neg_inf: T,
+    values: &mut Vec<T>,
+    indices: &mut Vec<i64>,
+) {
+    let (h, w) = (&g.h, &g.w);
+    let rows: Vec<(usize, usize)> = (0..h.out).map(|i| h.taps(i)).collect();
+    let cols: Vec<(usize, usize)> = (0..w.out).map(|j| w.taps(j)).collect();
+    let (dh, dw) = (h.dilation as usize, w.dilation as usize);
+    let width = w.size;
+    let past_plane = g.plane() as i64;
+    for plane in x.chunks_exact(g.plane()) {
+        for &(r0, nr) in &rows {
+            for &(c0, nc) in &cols {
+                if nr == 0 || nc == 0 {
+                    values.push(neg_inf);
+                    indices.push(past_plane);
+                    continue;
+                }
+                // As PyTorch: start at -inf with the first valid position; a
+                // greater value or a NaN replaces the maximum.
+                let mut best = neg_inf;
+                let mut at = r0 * width + c0;
+                for r in (0..nr).map(|t| r0 + t * dh) {
+                    let row = r * width;
+                    for c in (0..nc).map(|t| c0 + t * dw) {
+                        let v = plane[row + c];
+                        #[allow(clippy::eq_op)]
+                        let is_nan = v != v;
+                        if v > best || is_nan {
+                            best = v;
+                            at = row + c;
+                        }
+                    }
+                }
+                values.push(best);
+                indices.push(at as i64);
+            }
+        }
+    }
+}
+
+#[kernel(op = "max_pool2d_with_indices")]
+fn max_pool2d_with_indices_kernel(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let g = max_pool2d_geometry(
+        x.shape(),
+        x.dtype(),
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    )?;
+    let out = g.out_shape();
+    let n = checked_numel(&out)?;
+    let mut indices = Vec::with_capacity(n);
+    fn run<T: Element + PartialOrd>(
+        a: &ndarray::ArcArray<T, IxDyn>,
+        g: &Geometry,
+        neg_inf: T,
+        out: &[usize],
+        n: usize,
+        indices: &mut Vec<i64>,
+    ) -> Result<Tensor> {
+        let a = a.as_standard_layout();
+        let x = a
+            .as_slice()
+            .ok_or_else(|| Error::invalid("max_pool2d: the input is not contiguous"))?;
+        let mut values = Vec::with_capacity(n);
+        max_pool_planes(x, g, neg_inf, &mut values, indices);
+        Tensor::from_shape_vec(out, values)
+    }
+    let values = match x.data()? {
+        Data::F32(a) => run(a, &g, f32::NEG_INFINITY, &out, n, &mut indices)?,
+        Data::F64(a) => run(a, &g, f64::NEG_INFINITY, &out, n, &mut indices)?,
+        other => {
+            return Err(Error::invalid(format!(
+                "needs a floating-point tensor, got {}",
+                other.dtype()
+            )))
+        }
+    };
+    Ok((values, Tensor::from_shape_vec(&out, indices)?))
+}
+
+/// The vmap dim folded into `N`: a logically unbatched `[C, H, W]` example
+/// is one image of a `[B, C, H, W]` batch, a batched `[N, C, H, W]` one is
+/// `N` of `B * N` images. One kernel call for the whole batch.
+#[batching_rule(op = "max_pool2d_with_indices")]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
+fn max_pool2d_with_indices_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
+    let pool = |t: &Tensor| {
+        ops::max_pool2d_with_indices(t, kernel_size, stride, padding, dilation, ceil_mode)
+    };
+    if bdim.is_none() {
+        let (v, i) = pool(x)?;
+        return Ok(((v, None), (i, None)));
+    }
+    let rank = logical_rank(x, bdim)?;
+    let x = bdim_to_front(x, bdim)?;
+    let (v, i) = if rank == 4 {
+        let s = x.shape().to_vec();
+        let folded = [(s[0] * s[1]) as i64, s[2] as i64, s[3] as i64, s[4] as i64];
+        let (v, i) = pool(&ops::reshape(&x, &folded)?)?;
+        let unfold = |t: &Tensor| {
+            let o = t.shape();
+            ops::reshape(t, &[s[0] as i64, s[1] as i64, o[1] as i64, o[2] as i64, o[3] as i64])
+        };
+        (unfold(&v)?, unfold(&i)?)
+    } else {
+        pool(&x)?
+    };
+    Ok(((v, Some(0)), (i, Some(0))))
+}
+
+// ---------------------------------------------------------------------------
+// The composites: a meta (the checks, once, naming the op) and the
+// decomposition.
+
+#[meta(op = "max_pool2d")]
+fn max_pool2d_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<TensorMeta> {
+    max_pool2d_with_indices_meta(x, kernel_size, stride, padding, dilation, ceil_mode)
+        .map(|(v, _)| v)
+}
+
+#[decompose(op = "max_pool2d")]
+fn max_pool2d_decomposition(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    ops::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).map(|r| r.0)
+}
+
+/// A size argument of a 1-d op as the 2-d op's `[1, v]` (or `[fill, v]`),
+/// for one value (checked by the meta).
+fn widen(v: &[i64], fill: i64) -> [i64; 2] {
+    [fill, v.first().copied().unwrap_or(fill)]
+}
+
+#[meta(op = "max_pool1d")]
+fn max_pool1d_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<TensorMeta> {
+    let a = PoolArgs {
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        ceil_mode,
+    };
+    let g = geometry(x, 1, &a)?;
+    let mut out = g.lead.clone();
+    out.push(g.w.out);
+    Ok(TensorMeta::new(out, x.dtype()))
+}
+
+#[decompose(op = "max_pool1d")]
+fn max_pool1d_decomposition(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    let stride = match stride {
+        None | Some([]) => widen(kernel_size, 1),
+        Some(s) => widen(s, 1),
+    };
+    let y = ops::max_pool2d(
+        &ops::unsqueeze(x, -2)?,
+        &widen(kernel_size, 1),
+        Some(&stride),
+        &widen(padding, 0),
+        &widen(dilation, 1),
+        ceil_mode,
+    )?;
+    ops::squeeze(&y, Some(-2))
+}
+
+/// `x @ ...`: the sum over the windows `rows` (along dim -2) and `cols`
+/// (along dim -1), each `[start, end)` in the input, divided by `divisor`
+/// (of shape `[rows.len(), cols.len()]`, or 0-d).
+fn window_sums(
+    x: &Tensor,
+    rows: &[(usize, usize)],
+    cols: &[(usize, usize)],
+    divisor: Tensor,
+) -> Result<Tensor> {
+    let shape = x.shape();
+    let (hs, ws) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let m = TensorMeta::of(x);
+    // A[i, h] = 1 for h in rows[i]; B[w, j] = 1 for w in cols[j].
+    let matrix = |n: usize, size: usize, windows: &[(usize, usize)], transposed: bool| {
+        let mut v = vec![0.0f64; n * size];
+        for (i, &(s, e)) in windows.iter().enumerate() {
+            for p in s..e {
+                let at = if transposed { p * n + i } else { i * size + p };
+                v[at] = 1.0;
+            }
+        }
+        let dims = if transposed { [size, n] } else { [n, size] };
+        ops::to_dtype(&Tensor::from_shape_vec(&dims, v)?, m.dtype())
+    };
+    let a = matrix(rows.len(), hs, rows, false)?;
+    let b = matrix(cols.len(), ws, cols, true)?;
+    let sums = ops::matmul(&ops::matmul(&a, x)?, &b)?;
+    ops::div(&sums, &divisor)
+}
+
+/// `values` (row-major, `[rows, cols]`) as a tensor of `like`'s dtype.
+fn divisor_tensor(like: &Tensor, rows: usize, cols: usize, values: Vec<f64>) -> Result<Tensor> {
+    ops::to_dtype(
+        &Tensor::from_shape_vec(&[rows, cols], values)?,
+        like.dtype(),
+    )
+}
+
+fn check_divisor(divisor_override: Option<i64>) -> Result<()> {
+    if divisor_override == Some(0) {
+        return Err(Error::invalid("`divisor_override` must not be zero"));
+    }
+    Ok(())
+}
+
+/// The geometry of an average pooling (dilation 1).
+fn avg_geometry(
+    x: &TensorMeta,
+    dims: usize,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    ceil_mode: bool,
+) -> Result<Geometry> {
+    let dilation: &[i64] = if dims == 1 { &[1] } else { &[1, 1] };
+    geometry(
+        x,
+        dims,
+        &PoolArgs {
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        },
+    )
+}
+
+#[meta(op = "avg_pool2d")]
+#[allow(clippy::too_many_arguments)]
+fn avg_pool2d_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<TensorMeta> {
+    check_divisor(divisor_override)?;
+    let g = avg_geometry(x, 2, kernel_size, stride, padding, ceil_mode)?;
+    Ok(TensorMeta::new(g.out_shape(), x.dtype()))
+}
+
+#[decompose(op = "avg_pool2d")]
+#[allow(clippy::too_many_arguments)]
+fn avg_pool2d_decomposition(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    let m = TensorMeta::of(x);
+    let g = avg_geometry(&m, 2, kernel_size, stride, padding, ceil_mode)?;
+    let windows = |a: &Axis1| (0..a.out).map(|i| a.avg_window(i)).collect::<Vec<_>>();
+    let (rows, cols) = (windows(&g.h), windows(&g.w));
+    let span = |w: &[(usize, usize, i128)]| w.iter().map(|&(s, e, _)| (s, e)).collect::<Vec<_>>();
+    let divisor = match divisor_override {
+        Some(d) => scalar_like(&m, d as f64),
+        None => {
+            let count = |w: &(usize, usize, i128)| {
+                if count_include_pad {
+                    w.2 as f64
+                } else {
+                    (w.1 - w.0) as f64
+                }
+            };
+            let values = rows
+                .iter()
+                .flat_map(|r| cols.iter().map(move |c| count(r) * count(c)))
+                .collect();
+            divisor_tensor(x, rows.len(), cols.len(), values)?
+        }
+    };
+    window_sums(x, &span(&rows), &span(&cols), divisor)
+}
+
+#[meta(op = "avg_pool1d")]
+fn avg_pool1d_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    ceil_mode: bool,
+    _count_include_pad: bool,
+) -> Result<TensorMeta> {
+    let g = avg_geometry(x, 1, kernel_size, stride, padding, ceil_mode)?;
+    let mut out = g.lead.clone();
+    out.push(g.w.out);
+    Ok(TensorMeta::new(out, x.dtype()))
+}
+
+#[decompose(op = "avg_pool1d")]
+fn avg_pool1d_decomposition(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    let stride = match stride {
+        None | Some([]) => widen(kernel_size, 1),
+        Some(s) => widen(s, 1),
+    };
+    let y = ops::avg_pool2d(
+        &ops::unsqueeze(x, -2)?,
+        &widen(kernel_size, 1),
+        Some(&stride),
+        &widen(padding, 0),
+        ceil_mode,
+        count_include_pad,
+        None,
+    )?;
+    ops::squeeze(&y, Some(-2))
+}
+
+/// The adaptive windows of one dim: `[floor(i*size/out), ceil((i+1)*size/out))`.
+fn adaptive_windows(size: usize, out: usize) -> Vec<(usize, usize)> {
+    let (s, o) = (size as u128, out as u128);
+    (0..o)
+        .map(|i| ((i * s / o) as usize, ((i + 1) * s).div_ceil(o) as usize))
+        .collect()
+}
+
+/// Checks an adaptive pooling's input (`dims + 1` or `dims + 2` dims, float,
+/// the pooled dims not empty) and `output_size` (`dims` values, or one for
+/// both dims in 2-d; not negative); returns the output sizes of the pooled
+/// dims.
+fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Vec<usize>> {
+    require_float(x)?;
+    let shape = x.shape();
+    let r = shape.len();
+    if r != dims + 1 && r != dims + 2 {
+        return Err(Error::invalid(format!(
+            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
+            dims + 1,
+            dims + 2
+        )));
+    }
+    if shape[r - dims..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "`input` of shape {shape:?} is empty in a pooled dim"
+        )));
+    }
+    let sizes = match (dims, output_size) {
+        (2, [a]) => vec![*a, *a],
+        (2, [a, b]) => vec![*a, *b],
+        (1, [a]) => vec![*a],
+        _ => {
+            return Err(Error::invalid(format!(
+                "`output_size` must be {}, got {output_size:?}",
+                if dims == 2 { "one int or two" } else { "one int" }
+            )))
+        }
+    };
+    let sizes = sizes
+        .iter()
+        .map(|&v| usize::try_from(v))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| {
+            Error::invalid(format!(
+                "`output_size` must not be negative, got {output_size:?}"
+            ))
+        })?;
+    let mut out = shape[..r - dims].to_vec();
+    out.extend(&sizes);
+    checked_numel(&out)?;
+    // The window matrices hold size * out elements.
+    for (k, &o) in sizes.iter().enumerate() {
+        shape[r - dims + k].checked_mul(o).ok_or_else(|| {
+            Error::invalid(format!("`output_size` {output_size:?} is too large"))
+        })?;
+    }
+    Ok(sizes)
+}
+
+#[meta(op = "adaptive_avg_pool2d")]
+fn adaptive_avg_pool2d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<TensorMeta> {
+    let sizes = adaptive_sizes(x, 2, output_size)?;
+    let r = x.shape().len();
+    let mut out = x.shape()[..r - 2].to_vec();
+    out.extend(sizes);
+    Ok(TensorMeta::new(out, x.dtype()))
+}
+
+#[decompose(op = "adaptive_avg_pool2d")]
+fn adaptive_avg_pool2d_decomposition(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let sizes = adaptive_sizes(&TensorMeta::of(x), 2, output_size)?;
+    let r = x.shape().len();
+    let rows = adaptive_windows(x.shape()[r - 2], sizes[0]);
+    let cols = adaptive_windows(x.shape()[r - 1], sizes[1]);
+    let values = rows
+        .iter()
+        .flat_map(|r| cols.iter().map(move |c| ((r.1 - r.0) * (c.1 - c.0)) as f64))
+        .collect();
+    let divisor = divisor_tensor(x, rows.len(), cols.len(), values)?;
+    window_sums(x, &rows, &cols, divisor)
+}
+
+#[meta(op = "adaptive_avg_pool1d")]
+fn adaptive_avg_pool1d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<TensorMeta> {
+    let sizes = adaptive_sizes(x, 1, output_size)?;
+    let r = x.shape().len();
+    let mut out = x.shape()[..r - 1].to_vec();
+    out.extend(sizes);
+    Ok(TensorMeta::new(out, x.dtype()))
+}
+
+#[decompose(op = "adaptive_avg_pool1d")]
+fn adaptive_avg_pool1d_decomposition(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
+    let y = ops::adaptive_avg_pool2d(&ops::unsqueeze(x, -2)?, &widen(output_size, 1))?;
+    ops::squeeze(&y, Some(-2))
+}
+
+// ---------------------------------------------------------------------------
+// Samples for the sweeps: few and small (the sweeps run each through every
+// transform). The sample values are distinct (no ties, where the max has no
+// derivative); the tie rules are pinned by tests/suite/pooling.rs against
+// PyTorch.
+
+use crate::testing::Sample;
+
+/// A max pooling sample: `x`, kernel, stride, padding, dilation, ceil_mode.
+fn max_args(x: Tensor, k: &[i64], s: Option<&[i64]>, p: &[i64], d: &[i64], ceil: bool) -> Sample {
+    crate::args![&x, k, s, p, d, ceil]
+}
+
+fn max_pool2d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        // Overlapping windows, batched.
+        max_args(f64s(&[1, 2, 3, 3]), &[2], Some(&[1]), &[0], &[1], false),
+        // Unbatched; padding, a 2x3 kernel, ceil_mode (a last, partial window).
+        max_args(f64s(&[2, 3, 4]), &[2, 3], Some(&[2, 1]), &[1], &[1], true),
+        // Dilation, in f32.
+        max_args(f32s(&[1, 1, 3, 4]), &[2], Some(&[]), &[1], &[2], false),
+        // An empty batch.
+        max_args(f64s(&[0, 1, 2, 2]), &[2], None, &[0], &[1], false),
+    ]
+}
+
+fn max_pool2d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    let x = || f64s(&[1, 1, 3, 3]);
+    vec![
+        max_args(i64s(&[1, 2, 2], 5), &[2], None, &[0], &[1], false),
+        max_args(f64s(&[3, 3]), &[2], None, &[0], &[1], false),
+        max_args(f64s(&[1, 0, 3, 3]), &[2], None, &[0], &[1], false),
+        max_args(x(), &[0], None, &[0], &[1], false),
+        max_args(x(), &[2, 2, 2], None, &[0], &[1], false),
+        max_args(x(), &[2], Some(&[-1]), &[0], &[1], false),
+        max_args(x(), &[2], None, &[2], &[1], false),
+        max_args(x(), &[2], None, &[-1], &[1], false),
+        max_args(x(), &[2], None, &[0], &[0], false),
+        max_args(x(), &[4], None, &[0], &[1], false),
+        max_args(x(), &[i64::MAX], None, &[0], &[i64::MAX], false),
+    ]
+}
+
+fn max_pool1d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        max_args(f64s(&[2, 1, 5]), &[2], Some(&[1]), &[1], &[1], false),
+        max_args(f64s(&[2, 5]), &[2], None, &[0], &[2], true),
+        max_args(f32s(&[1, 4]), &[3], Some(&[1]), &[1], &[1], false),
+    ]
+}
+
+fn max_pool1d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        max_args(f64s(&[4]), &[2], None, &[0], &[1], false),
+        max_args(f64s(&[1, 4]), &[2, 2], None, &[0], &[1], false),
+        max_args(f64s(&[1, 4]), &[5], None, &[0], &[1], false),
+        max_args(i64s(&[1, 4], 3), &[2], None, &[0], &[1], false),
+    ]
+}
+
+/// An average pooling sample: `x`, kernel, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override.
+fn avg_args(
+    x: Tensor,
+    k: &[i64],
+    s: Option<&[i64]>,
+    p: &[i64],
+    flags: (bool, bool),
+    divisor: Option<i64>,
+) -> Sample {
+    crate::args![&x, k, s, p, flags.0, flags.1, divisor]
+}
+
+fn avg_pool2d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        avg_args(f64s(&[1, 2, 3, 3]), &[2], Some(&[1]), &[0], (false, true), None),
+        // Padding not counted, ceil_mode, unbatched.
+        avg_args(f64s(&[1, 3, 4]), &[3, 2], Some(&[2]), &[1], (true, false), None),
+        avg_args(f32s(&[1, 1, 3, 3]), &[2], None, &[1], (true, true), Some(3)),
+        avg_args(f64s(&[0, 1, 2, 2]), &[2], None, &[0], (false, true), None),
+    ]
+}
+
+fn avg_pool2d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    let x = || f64s(&[1, 1, 3, 3]);
+    vec![
+        avg_args(i64s(&[1, 2, 2], 5), &[2], None, &[0], (false, true), None),
+        avg_args(f64s(&[1, 1, 1, 3, 3]), &[2], None, &[0], (false, true), None),
+        avg_args(x(), &[2], None, &[0], (false, true), Some(0)),
+        avg_args(x(), &[2], None, &[2], (false, true), None),
+        avg_args(x(), &[-2], None, &[0], (false, true), None),
+        avg_args(x(), &[4], None, &[0], (false, true), None),
+    ]
+}
+
+/// An `avg_pool1d` sample: `x`, kernel, stride, padding, ceil_mode,
+/// count_include_pad.
+fn avg1_args(x: Tensor, k: &[i64], s: Option<&[i64]>, p: &[i64], flags: (bool, bool)) -> Sample {
+    crate::args![&x, k, s, p, flags.0, flags.1]
+}
+
+/// An adaptive pooling sample: `x`, output_size.
+fn adaptive_args(x: Tensor, size: &[i64]) -> Sample {
+    crate::args![&x, size]
+}
+
+fn avg_pool1d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        avg1_args(f64s(&[2, 1, 5]), &[3], Some(&[2]), &[1], (true, false)),
+        avg1_args(f64s(&[2, 4]), &[2], None, &[0], (false, true)),
+        avg1_args(f32s(&[1, 5]), &[2], Some(&[1]), &[1], (false, true)),
+    ]
+}
+
+fn avg_pool1d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        avg1_args(f64s(&[4]), &[2], None, &[0], (false, true)),
+        avg1_args(f64s(&[1, 4]), &[2, 1], None, &[0], (false, true)),
+        avg1_args(f64s(&[1, 4]), &[2], Some(&[0]), &[0], (false, true)),
+    ]
+}
+
+fn adaptive_avg_pool2d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        // Sizes that do not divide: overlapping windows.
+        adaptive_args(f64s(&[1, 2, 3, 5]), &[2, 3]),
+        adaptive_args(f64s(&[2, 3, 2]), &[2]),
+        adaptive_args(f32s(&[1, 1, 2, 3]), &[3, 1]),
+        adaptive_args(f64s(&[0, 1, 2, 2]), &[1]),
+    ]
+}
+
+fn adaptive_avg_pool2d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        adaptive_args(i64s(&[1, 2, 2], 5), &[1]),
+        adaptive_args(f64s(&[2, 2]), &[1]),
+        adaptive_args(f64s(&[1, 0, 2]), &[1]),
+        adaptive_args(f64s(&[1, 2, 2]), &[-1]),
+        adaptive_args(f64s(&[1, 2, 2]), &[1, 1, 1]),
+        adaptive_args(f64s(&[1, 2, 2]), &[i64::MAX, i64::MAX]),
+    ]
+}
+
+fn adaptive_avg_pool1d_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        adaptive_args(f64s(&[2, 1, 5]), &[3]),
+        adaptive_args(f64s(&[2, 3]), &[4]),
+        adaptive_args(f32s(&[1, 4]), &[3]),
+    ]
+}
+
+fn adaptive_avg_pool1d_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        adaptive_args(f64s(&[3]), &[1]),
+        adaptive_args(f64s(&[1, 3]), &[1, 1]),
+        adaptive_args(f64s(&[1, 3]), &[-2]),
+    ]
+}
+
+crate::op_samples!(
+    op = "max_pool2d_with_indices",
+    samples = max_pool2d_samples,
+    errors = max_pool2d_errors
+);
+crate::op_samples!(
+    op = "max_pool2d",
+    samples = max_pool2d_samples,
+    errors = max_pool2d_errors
+);
+crate::op_samples!(
+    op = "max_pool1d",
+    samples = max_pool1d_samples,
+    errors = max_pool1d_errors
+);
+crate::op_samples!(
+    op = "avg_pool2d",
+    samples = avg_pool2d_samples,
+    errors = avg_pool2d_errors
+);
+crate::op_samples!(
+    op = "avg_pool1d",
+    samples = avg_pool1d_samples,
+    errors = avg_pool1d_errors
+);
+crate::op_samples!(
+    op = "adaptive_avg_pool2d",
+    samples = adaptive_avg_pool2d_samples,
+    errors = adaptive_avg_pool2d_errors
+);
+crate::op_samples!(
+    op = "adaptive_avg_pool1d",
+    samples = adaptive_avg_pool1d_samples,
+    errors = adaptive_avg_pool1d_errors
+);

@@ -1,0 +1,57 @@
+//! The vjp of `max_pool2d_with_indices`: each window's cotangent goes to
+//! the position of its maximum (the first one on a tie, as PyTorch), summed
+//! where windows overlap: a `scatter_add` over the flattened `H x W` planes
+//! at the recorded indices. The indices carry no gradient.
+
+use super::grad_for;
+use crate::library::pooling::max_pool2d_geometry;
+use crate::{ops, vjp, Result, Tensor};
+
+#[vjp(op = "max_pool2d_with_indices")]
+#[allow(clippy::too_many_arguments)]
+fn max_pool2d_with_indices_vjp(
+    x: &Tensor,
+    kernel_size: &[i64],
+    stride: Option<&[i64]>,
+    padding: &[i64],
+    dilation: &[i64],
+    ceil_mode: bool,
+    _values: &Tensor,
+    indices: &Tensor,
+    grad: &Tensor,
+    _indices_grad: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        let g = max_pool2d_geometry(
+            x.shape(),
+            x.dtype(),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+        let (plane, windows) = (g.plane(), g.h.out * g.w.out);
+        // A window of padding only points one past the plane: scatter into a
+        // plane one longer, then drop that element.
+        let padded = plane + usize::from(g.has_empty_window());
+        let flat = |n: usize| {
+            let mut s: Vec<i64> = g.lead.iter().map(|&v| v as i64).collect();
+            s.push(n as i64);
+            s
+        };
+        let d = g.lead.len() as i64;
+        let zeros = ops::zeros(&flat(padded), x.dtype())?;
+        let mut out = ops::scatter_add(
+            &zeros,
+            d,
+            &ops::reshape(indices, &flat(windows))?,
+            &ops::reshape(grad, &flat(windows))?,
+        )?;
+        if padded != plane {
+            out = ops::narrow(&out, d, 0, plane as i64)?;
+        }
+        let shape: Vec<i64> = x.shape().iter().map(|&v| v as i64).collect();
+        ops::reshape(&out, &shape)
+    })
+}
