@@ -24,6 +24,7 @@ mod model_api;
 mod op_table;
 mod owned;
 mod parallel;
+mod pooling;
 mod properties;
 mod randomness;
 mod registry;

@@ -36,6 +36,7 @@
 use ndarray::IxDyn;
 
 use crate::batching::{bdim_to_front, logical_rank};
+use crate::core::alloc::checked_numel;
 use crate::core::cast::scalar_like;
 use crate::core::meta_rules::require_float;
 use crate::{
@@ -267,18 +268,6 @@ fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
     Ok(g)
 }
 
-/// The number of elements of `shape`, or an error if it overflows `usize`.
-fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |n, &s| n.checked_mul(s))
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "the output of shape {shape:?} has more elements than fit in usize"
-            ))
-        })
-}
-
 /// The geometry of a `max_pool2d_with_indices` call on an input of logical
 /// shape `shape` (for its vjp and jvp), whose arguments were checked.
 pub(crate) fn max_pool2d_geometry(
@@ -457,7 +446,16 @@ fn max_pool2d_with_indices_rule(
         let (v, i) = pool(&ops::reshape(&x, &folded)?)?;
         let unfold = |t: &Tensor| {
             let o = t.shape();
-            ops::reshape(t, &[s[0] as i64, s[1] as i64, o[1] as i64, o[2] as i64, o[3] as i64])
+            ops::reshape(
+                t,
+                &[
+                    s[0] as i64,
+                    s[1] as i64,
+                    o[1] as i64,
+                    o[2] as i64,
+                    o[3] as i64,
+                ],
+            )
         };
         (unfold(&v)?, unfold(&i)?)
     } else {
@@ -577,6 +575,14 @@ fn window_sums(
     ops::div(&sums, &divisor)
 }
 
+/// Checks that the `[out, size]` window matrix of a pooled dim may be
+/// allocated (under the allocation limit), before the decomposition builds
+/// it.
+fn check_window_matrix(out: usize, size: usize, dtype: DType) -> Result<()> {
+    crate::core::alloc::check_alloc(&[out, size], DType::F64)?;
+    crate::core::alloc::check_alloc(&[out, size], dtype).map(|_| ())
+}
+
 /// `values` (row-major, `[rows, cols]`) as a tensor of `like`'s dtype.
 fn divisor_tensor(like: &Tensor, rows: usize, cols: usize, values: Vec<f64>) -> Result<Tensor> {
     ops::to_dtype(
@@ -628,6 +634,8 @@ fn avg_pool2d_meta(
 ) -> Result<TensorMeta> {
     check_divisor(divisor_override)?;
     let g = avg_geometry(x, 2, kernel_size, stride, padding, ceil_mode)?;
+    check_window_matrix(g.h.out, g.h.size, x.dtype())?;
+    check_window_matrix(g.w.out, g.w.size, x.dtype())?;
     Ok(TensorMeta::new(g.out_shape(), x.dtype()))
 }
 
@@ -677,6 +685,7 @@ fn avg_pool1d_meta(
     _count_include_pad: bool,
 ) -> Result<TensorMeta> {
     let g = avg_geometry(x, 1, kernel_size, stride, padding, ceil_mode)?;
+    check_window_matrix(g.w.out, g.w.size, x.dtype())?;
     let mut out = g.lead.clone();
     out.push(g.w.out);
     Ok(TensorMeta::new(out, x.dtype()))
@@ -742,7 +751,11 @@ fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Ve
         _ => {
             return Err(Error::invalid(format!(
                 "`output_size` must be {}, got {output_size:?}",
-                if dims == 2 { "one int or two" } else { "one int" }
+                if dims == 2 {
+                    "one int or two"
+                } else {
+                    "one int"
+                }
             )))
         }
     };
@@ -757,11 +770,11 @@ fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Ve
         })?;
     let mut out = shape[..r - dims].to_vec();
     out.extend(&sizes);
-    checked_numel(&out)?;
-    // The window matrices hold size * out elements.
+    checked_numel(&out)
+        .map_err(|e| Error::invalid(format!("`output_size` {output_size:?} is too large: {e}")))?;
     for (k, &o) in sizes.iter().enumerate() {
-        shape[r - dims + k].checked_mul(o).ok_or_else(|| {
-            Error::invalid(format!("`output_size` {output_size:?} is too large"))
+        check_window_matrix(o, shape[r - dims + k], x.dtype()).map_err(|e| {
+            Error::invalid(format!("`output_size` {output_size:?} is too large: {e}"))
         })?;
     }
     Ok(sizes)
@@ -885,9 +898,23 @@ fn avg_args(
 fn avg_pool2d_samples() -> Vec<Sample> {
     use crate::library::samples::*;
     vec![
-        avg_args(f64s(&[1, 2, 3, 3]), &[2], Some(&[1]), &[0], (false, true), None),
+        avg_args(
+            f64s(&[1, 2, 3, 3]),
+            &[2],
+            Some(&[1]),
+            &[0],
+            (false, true),
+            None,
+        ),
         // Padding not counted, ceil_mode, unbatched.
-        avg_args(f64s(&[1, 3, 4]), &[3, 2], Some(&[2]), &[1], (true, false), None),
+        avg_args(
+            f64s(&[1, 3, 4]),
+            &[3, 2],
+            Some(&[2]),
+            &[1],
+            (true, false),
+            None,
+        ),
         avg_args(f32s(&[1, 1, 3, 3]), &[2], None, &[1], (true, true), Some(3)),
         avg_args(f64s(&[0, 1, 2, 2]), &[2], None, &[0], (false, true), None),
     ]
@@ -898,7 +925,14 @@ fn avg_pool2d_errors() -> Vec<Sample> {
     let x = || f64s(&[1, 1, 3, 3]);
     vec![
         avg_args(i64s(&[1, 2, 2], 5), &[2], None, &[0], (false, true), None),
-        avg_args(f64s(&[1, 1, 1, 3, 3]), &[2], None, &[0], (false, true), None),
+        avg_args(
+            f64s(&[1, 1, 1, 3, 3]),
+            &[2],
+            None,
+            &[0],
+            (false, true),
+            None,
+        ),
         avg_args(x(), &[2], None, &[0], (false, true), Some(0)),
         avg_args(x(), &[2], None, &[2], (false, true), None),
         avg_args(x(), &[-2], None, &[0], (false, true), None),

@@ -38,8 +38,8 @@ use crate::{ops, Result, Tensor};
 
 mod linalg;
 mod pointwise;
-mod reduce;
 mod pooling;
+mod reduce;
 
 /// The sum of two tangent contributions, `None` being zero.
 fn add_tangents(a: Option<Tensor>, b: Option<Tensor>) -> Result<Option<Tensor>> {

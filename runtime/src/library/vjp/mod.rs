@@ -24,9 +24,9 @@ use crate::{ops, Result, Tensor};
 
 mod linalg;
 mod pointwise;
+mod pooling;
 mod reduce;
 mod views;
-mod pooling;
 
 /// The gradient of `input`, computed by `grad` only when `input` is a float
 /// tensor (integer and bool tensors get `None`) whose gradient the backward
