@@ -78,14 +78,31 @@ fn values(t: &Tensor) -> Vec<f64> {
     t.to_array::<f64>().unwrap().iter().copied().collect()
 }
 
-/// `<g, f(sample with tensor k moved by s * v)>`, or `None` if the call fails.
+/// The cotangents of an op's outputs: `filled` for a float output, zeros
+/// for an integer or bool one (as grad gives it: it carries no gradient).
+fn cotangents(ys: &[Tensor]) -> Vec<Tensor> {
+    ys.iter()
+        .map(|y| {
+            if y.dtype().is_float() {
+                filled(y.shape(), y.dtype(), 0.3)
+            } else {
+                let shape: Vec<i64> = y.shape().iter().map(|&d| d as i64).collect();
+                ops::zeros(&shape, y.dtype()).unwrap()
+            }
+        })
+        .collect()
+}
+
+/// `<g, f(sample with tensor k moved by s * v)>` summed over the float
+/// outputs (`g` holds their cotangents' values, in order), or `None` if the
+/// call fails.
 fn projected(
     entry: &'static OpEntry,
     sample: &Sample,
     k: usize,
     v: &[f64],
     s: f64,
-    g: &[f64],
+    g: &[Vec<f64>],
 ) -> Option<f64> {
     let mut tensors = sample_tensors(sample);
     let moved: Vec<f64> = values(&tensors[k])
@@ -97,7 +114,13 @@ fn projected(
     let y = call_op(entry, &with_tensors(sample, &tensors).ok()?)
         .ok()?
         .into_vec();
-    Some(values(&y[0]).iter().zip(g).map(|(a, b)| a * b).sum())
+    let floats = y.iter().filter(|y| y.dtype().is_float());
+    Some(
+        floats
+            .zip(g)
+            .map(|(y, g)| values(y).iter().zip(g).map(|(a, b)| a * b).sum::<f64>())
+            .sum(),
+    )
 }
 
 /// Checks the vjp of `entry` on one sample: every float input gets a
@@ -111,13 +134,13 @@ fn check_sample(
     sample: &Sample,
 ) -> Result<(usize, usize), String> {
     let case = format!("{} {}", entry.name(), describe(sample));
-    let y = call_op(entry, sample).unwrap().into_vec().remove(0);
-    if !y.dtype().is_float() {
+    let ys = call_op(entry, sample).unwrap().into_vec();
+    if !ys.iter().any(|y| y.dtype().is_float()) {
         return Ok((0, 0));
     }
-    let g = filled(y.shape(), y.dtype(), 0.3);
-    let grads = vjp(sample, std::slice::from_ref(&y), std::slice::from_ref(&g))
-        .map_err(|e| format!("{case}: the vjp failed: {e}"))?;
+    let gs = cotangents(&ys);
+    let grads = vjp(sample, &ys, &gs).map_err(|e| format!("{case}: the vjp failed: {e}"))?;
+    let y = &ys[0];
     let tensors = sample_tensors(sample);
     if grads.len() != tensors.len() {
         return Err(format!(
@@ -126,7 +149,11 @@ fn check_sample(
             tensors.len()
         ));
     }
-    let g = values(&g);
+    let g: Vec<Vec<f64>> = gs
+        .iter()
+        .filter(|g| g.dtype().is_float())
+        .map(values)
+        .collect();
     let (mut compared, mut skipped) = (0, 0);
     for (k, (x, grad)) in tensors.iter().zip(&grads).enumerate() {
         let Some(grad) = grad else {
@@ -226,17 +253,18 @@ fn vjps_batch_under_vmap_without_the_fallback() {
             continue;
         };
         for sample in (info.samples)() {
-            let y = call_op(entry, &sample).unwrap().into_vec().remove(0);
-            if !y.dtype().is_float() {
+            let ys = call_op(entry, &sample).unwrap().into_vec();
+            if !ys.iter().any(|y| y.dtype().is_float()) {
                 continue;
             }
-            let g = filled(y.shape(), y.dtype(), 0.3);
+            let gs = cotangents(&ys);
             let mut inputs = sample_tensors(&sample);
-            let n = inputs.len();
-            inputs.extend([y, g]);
+            let (n, m) = (inputs.len(), ys.len());
+            inputs.extend(ys);
+            inputs.extend(gs);
             let pullback = |ts: &[Tensor]| -> batchrules::Result<Vec<Tensor>> {
                 let args = with_tensors(&sample, &ts[..n])?;
-                let grads = vjp(&args, &ts[n..n + 1], &ts[n + 1..])?;
+                let grads = vjp(&args, &ts[n..n + m], &ts[n + m..])?;
                 Ok(grads.into_iter().flatten().collect())
             };
             match check_vmap(pullback, &inputs) {
