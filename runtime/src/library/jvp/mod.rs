@@ -258,15 +258,21 @@ mod tests {
         let entry = entry(case.op)?;
         let jvp = entry.jvp.ok_or_else(|| format!("{}: no #[jvp]", case.op))?;
         let vjp = entry.vjp.ok_or_else(|| format!("{}: no #[vjp]", case.op))?;
-        let y = output(entry, &case.sample).map_err(e)?;
+        // Every output (an op may return indices after its values, which
+        // carry no tangent); the first is the one checked.
+        let ys = call_op(entry, &case.sample).map_err(e)?.into_vec();
+        let y = ys[0].clone();
         let lists: Vec<Vec<Option<Tensor>>> = tangents.iter().map(|u| vec![u.clone()]).collect();
-        let out = jvp(&case.sample, std::slice::from_ref(&y), &lists).map_err(e)?;
-        let [Some(ty)] = out.as_slice() else {
+        let out = jvp(&case.sample, &ys, &lists).map_err(e)?;
+        let [Some(ty), rest @ ..] = out.as_slice() else {
             return Err(format!(
                 "{}: expected one nonzero tangent, got {out:?}",
                 case.op
             ));
         };
+        if rest.iter().any(Option::is_some) {
+            return Err(format!("{}: a tangent for an integer output", case.op));
+        }
         if ty.shape() != y.shape() || ty.dtype() != y.dtype() {
             return Err(format!(
                 "{}: tangent {:?} {} for a result {:?} {}",
@@ -281,12 +287,12 @@ mod tests {
 
         // Transpose of the vjp: ⟨J u, v⟩ = ⟨u, Jᵀ v⟩.
         let v = probe(y.shape(), y.dtype(), 99).map_err(e)?;
-        let grads = vjp(
-            &case.sample,
-            std::slice::from_ref(&y),
-            std::slice::from_ref(&v),
-        )
-        .map_err(e)?;
+        let mut cotangents = vec![v.clone()];
+        for other in &ys[1..] {
+            let shape: Vec<i64> = other.shape().iter().map(|&d| d as i64).collect();
+            cotangents.push(ops::zeros(&shape, other.dtype()).map_err(e)?);
+        }
+        let grads = vjp(&case.sample, &ys, &cotangents).map_err(e)?;
         let lhs = dot(ty, &v).map_err(e)?;
         let mut rhs = 0.0;
         for (u, g) in tangents.iter().zip(&grads) {
@@ -484,6 +490,28 @@ mod tests {
             cases.push(case("addmm", args![&v4, &v3, &m34, relu]));
             cases.push(case("addmm", args![&b4, &m23, &m34, relu]));
         }
+
+        // max_pool2d_with_indices: overlapping windows with padding,
+        // dilation with ceil_mode, and ties (a constant input) with the tied
+        // elements moving together.
+        let (k2, one, zero): (&[i64], &[i64], &[i64]) = (&[2], &[1], &[0]);
+        let x = r(&[1, 2, 3, 4], 19);
+        cases.push(case(
+            "max_pool2d_with_indices",
+            args![&x, k2, Some(one), one, one, false],
+        ));
+        let x = r(&[2, 4, 5], 20);
+        cases.push(case(
+            "max_pool2d_with_indices",
+            args![&x, k2, Some(k2), zero, k2, true],
+        ));
+        let flat = t(&[1, 2, 3], &[0.5; 6]);
+        let u = t(&[1, 2, 3], &[0.25; 6]);
+        cases.push(at_kink(
+            "max_pool2d_with_indices",
+            args![&flat, k2, Some(one), zero, one, false],
+            vec![Some(u)],
+        ));
         cases
     }
 
