@@ -18,3 +18,4 @@ pub(crate) mod samples;
 mod shape;
 pub(crate) mod unary;
 mod vjp;
+mod attention;
