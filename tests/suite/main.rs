@@ -33,3 +33,4 @@ mod tree_utils;
 mod trees;
 mod vmap;
 mod weights;
+mod attention;
