@@ -41,7 +41,10 @@ fn recorded(v: &serde_json::Value) -> (Vec<usize>, Vec<f64>) {
         .iter()
         .map(|d| d.as_u64().unwrap() as usize)
         .collect();
-    (shape, v["values"].as_array().unwrap().iter().map(number).collect())
+    (
+        shape,
+        v["values"].as_array().unwrap().iter().map(number).collect(),
+    )
 }
 
 /// A recorded tensor in its dtype (bool, or the case's float dtype).
@@ -108,7 +111,12 @@ fn apply(op: &str, args: &serde_json::Value, inputs: &[Tensor]) -> Result<Tensor
             let dim: Option<Vec<i64>> = args[1]
                 .as_array()
                 .map(|d| d.iter().map(|v| v.as_i64().unwrap()).collect());
-            ops::vector_norm(&inputs[0], float(0), dim.as_deref(), args[2].as_bool().unwrap())
+            ops::vector_norm(
+                &inputs[0],
+                float(0),
+                dim.as_deref(),
+                args[2].as_bool().unwrap(),
+            )
         }
         other => panic!("no op {other}"),
     }
@@ -140,7 +148,12 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
 
         // Forward.
         let y = apply(op, args, &inputs).unwrap();
-        assert_close(&format!("{what}, forward"), &y, &recorded(&case["forward"]), tol);
+        assert_close(
+            &format!("{what}, forward"),
+            &y,
+            &recorded(&case["forward"]),
+            tol,
+        );
 
         // The loss as a function of the float inputs, the others held.
         let with_floats = |xs: &[Tensor], held: &[Tensor]| -> Vec<Tensor> {
@@ -156,8 +169,17 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
         };
 
         // Reverse mode.
-        let want: Vec<_> = case["grads"].as_array().unwrap().iter().map(recorded).collect();
-        assert_eq!(want.len(), floats.len(), "{what}: one gradient per float input");
+        let want: Vec<_> = case["grads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(recorded)
+            .collect();
+        assert_eq!(
+            want.len(),
+            floats.len(),
+            "{what}: one gradient per float input"
+        );
         let grads: Vec<Tensor> = grad(|xs: Vec<Tensor>| loss(xs, &inputs, &w))
             .call(&floats)
             .unwrap();
@@ -169,28 +191,43 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
         // halved (held inputs, a bool mask, shared), with no fallback loop.
         let halved: Vec<Tensor> = floats
             .iter()
-            .map(|x| ops::mul(x, &ops::to_dtype(&Tensor::scalar(0.5f64), x.dtype()).unwrap()).unwrap())
+            .map(|x| {
+                ops::mul(
+                    x,
+                    &ops::to_dtype(&Tensor::scalar(0.5f64), x.dtype()).unwrap(),
+                )
+                .unwrap()
+            })
             .collect();
         let stacked: Vec<Tensor> = floats
             .iter()
             .zip(&halved)
             .map(|(a, b)| ops::stack(&[a.clone(), b.clone()], 0).unwrap())
             .collect();
-        let per_example: Vec<Tensor> = vmap(|xs: Vec<Tensor>| {
-            grad(|xs: Vec<Tensor>| loss(xs, &inputs, &w)).call(&xs)
-        })
-        .fallback(FallbackPolicy::Error)
-        .call(stacked)
-        .unwrap_or_else(|e| panic!("{what}, vmap(grad): {e}"));
+        let per_example: Vec<Tensor> =
+            vmap(|xs: Vec<Tensor>| grad(|xs: Vec<Tensor>| loss(xs, &inputs, &w)).call(&xs))
+                .fallback(FallbackPolicy::Error)
+                .call(stacked)
+                .unwrap_or_else(|e| panic!("{what}, vmap(grad): {e}"));
         let halved_grads: Vec<Tensor> = grad(|xs: Vec<Tensor>| loss(xs, &inputs, &w))
             .call(&halved)
             .unwrap();
         for (j, g) in per_example.iter().enumerate() {
             let first = g.select(0, 0).unwrap();
-            assert_close(&format!("{what}, vmap(grad) example 0, input {j}"), &first, &want[j], tol);
+            assert_close(
+                &format!("{what}, vmap(grad) example 0, input {j}"),
+                &first,
+                &want[j],
+                tol,
+            );
             let second = g.select(0, 1).unwrap();
             let direct = (halved_grads[j].shape().to_vec(), values(&halved_grads[j]));
-            assert_close(&format!("{what}, vmap(grad) example 1, input {j}"), &second, &direct, tol);
+            assert_close(
+                &format!("{what}, vmap(grad) example 1, input {j}"),
+                &second,
+                &direct,
+                tol,
+            );
         }
 
         // Forward mode: <w, J t> = sum_i <grad_i, t_i>, for the tangents
@@ -199,7 +236,9 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
             .iter()
             .map(|x| {
                 let k = x.shape().iter().product::<usize>();
-                let t: Vec<f64> = (0..k).map(|i| if i % 3 == 0 { -0.5 } else { 1.0 }).collect();
+                let t: Vec<f64> = (0..k)
+                    .map(|i| if i % 3 == 0 { -0.5 } else { 1.0 })
+                    .collect();
                 ops::to_dtype(&Tensor::from_shape_vec(x.shape(), t).unwrap(), x.dtype()).unwrap()
             })
             .collect();
@@ -218,7 +257,12 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
         let pulled: f64 = want
             .iter()
             .zip(&tangents)
-            .flat_map(|((_, g), t)| g.iter().zip(values(t)).map(|(a, b)| a * b).collect::<Vec<_>>())
+            .flat_map(|((_, g), t)| {
+                g.iter()
+                    .zip(values(t))
+                    .map(|(a, b)| a * b)
+                    .collect::<Vec<_>>()
+            })
             .filter(|v| !v.is_nan())
             .sum();
         let scale = pulled.abs().max(1.0);
@@ -230,7 +274,13 @@ fn attention_family_matches_torch_forward_grad_vmap_grad_and_jvp() {
     let counts: Vec<(&str, usize)> = seen.into_iter().collect();
     assert_eq!(
         counts,
-        [("baddbmm", 6), ("cumsum", 10), ("einsum", 26), ("sdpa", 16), ("vector_norm", 60)]
+        [
+            ("baddbmm", 6),
+            ("cumsum", 10),
+            ("einsum", 26),
+            ("sdpa", 16),
+            ("vector_norm", 60)
+        ]
     );
 }
 
@@ -272,9 +322,17 @@ fn einsum_names_the_position_of_a_bad_subscript() {
         rejects("einsum", ops::einsum(equation, operands), words);
     }
     // A diagonal of unequal dims, mixed dtypes, no operand.
-    rejects("einsum", ops::einsum("ii", &[a.clone()]), &["repeated", "diagonal"]);
+    rejects(
+        "einsum",
+        ops::einsum("ii", &[a.clone()]),
+        &["repeated", "diagonal"],
+    );
     let ints = Tensor::from_shape_vec(&[3, 4], vec![1i64; 12]).unwrap();
-    rejects("einsum", ops::einsum("ij,jk", &[a.clone(), ints]), &["one dtype"]);
+    rejects(
+        "einsum",
+        ops::einsum("ij,jk", &[a.clone(), ints]),
+        &["one dtype"],
+    );
     rejects("einsum", ops::einsum("", &[] as &[Tensor]), &["operand"]);
     // The same errors under vmap (the meta sees logical shapes).
     let batch = f64s(&[5, 2, 3]);
@@ -289,7 +347,14 @@ fn einsum_names_the_position_of_a_bad_subscript() {
     assert_eq!(values(&same), values(&a));
     let m = Tensor::from_shape_vec(&[2, 2], vec![1i64, 2, 3, 4]).unwrap();
     let p = ops::einsum("ij,jk->ik", &[m.clone(), m]).unwrap();
-    assert_eq!(p.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [7, 10, 15, 22]);
+    assert_eq!(
+        p.to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [7, 10, 15, 22]
+    );
 }
 
 #[test]
@@ -302,38 +367,92 @@ fn attention_rejects_bad_arguments_naming_them() {
     let mask = Tensor::from_shape_vec(&[2, 4], vec![true; 8]).unwrap();
     rejects(op, sdpa(&q, &k, &v, Some(&mask), 0.0, true), &["is_causal"]);
     rejects(op, sdpa(&f64s(&[3]), &k, &v, None, 0.0, false), &["query"]);
-    rejects(op, sdpa(&q, &f64s(&[4, 2]), &v, None, 0.0, false), &["embedding"]);
-    rejects(op, sdpa(&q, &k, &f64s(&[3, 2]), None, 0.0, false), &["source length"]);
-    rejects(op, sdpa(&q, &k, &v, Some(&f64s(&[3, 4])), 0.0, false), &["attn_mask"]);
+    rejects(
+        op,
+        sdpa(&q, &f64s(&[4, 2]), &v, None, 0.0, false),
+        &["embedding"],
+    );
+    rejects(
+        op,
+        sdpa(&q, &k, &f64s(&[3, 2]), None, 0.0, false),
+        &["source length"],
+    );
+    rejects(
+        op,
+        sdpa(&q, &k, &v, Some(&f64s(&[3, 4])), 0.0, false),
+        &["attn_mask"],
+    );
     let int_mask = Tensor::from_shape_vec(&[2, 4], vec![1i64; 8]).unwrap();
-    rejects(op, sdpa(&q, &k, &v, Some(&int_mask), 0.0, false), &["attn_mask"]);
+    rejects(
+        op,
+        sdpa(&q, &k, &v, Some(&int_mask), 0.0, false),
+        &["attn_mask"],
+    );
     rejects(op, sdpa(&q, &k, &v, None, -0.1, false), &["dropout_p"]);
     let k2 = f64s(&[3, 4, 3]);
-    rejects(op, sdpa(&f64s(&[2, 2, 3]), &k2, &f64s(&[3, 4, 2]), None, 0.0, false), &["broadcast"]);
+    rejects(
+        op,
+        sdpa(&f64s(&[2, 2, 3]), &k2, &f64s(&[3, 4, 2]), None, 0.0, false),
+        &["broadcast"],
+    );
 
-    rejects("baddbmm", ops::baddbmm(&f64s(&[2]), &f64s(&[2, 3]), &f64s(&[3, 2]), 1.0, 1.0), &["3-D"]);
+    rejects(
+        "baddbmm",
+        ops::baddbmm(&f64s(&[2]), &f64s(&[2, 3]), &f64s(&[3, 2]), 1.0, 1.0),
+        &["3-D"],
+    );
     let ints = Tensor::from_shape_vec(&[1, 1, 1], vec![2i64]).unwrap();
-    rejects("baddbmm", ops::baddbmm(&ints, &ints, &ints, 0.5, 1.0), &["beta"]);
+    rejects(
+        "baddbmm",
+        ops::baddbmm(&ints, &ints, &ints, 0.5, 1.0),
+        &["beta"],
+    );
     let i = ops::baddbmm(&ints, &ints, &ints, 3.0, -1.0).unwrap();
     assert_eq!(i.to_array::<i64>().unwrap()[[0, 0, 0]], 2);
 
     let x = f64s(&[2, 3]);
-    rejects("vector_norm", ops::vector_norm(&x, f64::NAN, None, false), &["ord"]);
-    rejects("vector_norm", ops::vector_norm(&x, 2.0, Some(&[0, -2]), false), &["more than once"]);
-    rejects("vector_norm", ops::vector_norm(&x, 2.0, Some(&[2]), false), &["out of range"]);
+    rejects(
+        "vector_norm",
+        ops::vector_norm(&x, f64::NAN, None, false),
+        &["ord"],
+    );
+    rejects(
+        "vector_norm",
+        ops::vector_norm(&x, 2.0, Some(&[0, -2]), false),
+        &["more than once"],
+    );
+    rejects(
+        "vector_norm",
+        ops::vector_norm(&x, 2.0, Some(&[2]), false),
+        &["out of range"],
+    );
     let ints = Tensor::from_shape_vec(&[2], vec![1i64, 2]).unwrap();
-    rejects("vector_norm", ops::vector_norm(&ints, 2.0, None, false), &["floating-point"]);
+    rejects(
+        "vector_norm",
+        ops::vector_norm(&ints, 2.0, None, false),
+        &["floating-point"],
+    );
     let empty = f64s(&[2, 0]);
-    rejects("vector_norm", ops::vector_norm(&empty, f64::INFINITY, Some(&[1]), false), &["zero elements"]);
+    rejects(
+        "vector_norm",
+        ops::vector_norm(&empty, f64::INFINITY, Some(&[1]), false),
+        &["zero elements"],
+    );
     // Over zero elements the other ords are 0; over no dims (a 0-d tensor) |x|.
     let zeros = ops::vector_norm(&empty, 2.0, Some(&[1]), true).unwrap();
-    assert_eq!((zeros.shape(), values(&zeros)), (&[2usize, 1][..], vec![0.0, 0.0]));
+    assert_eq!(
+        (zeros.shape(), values(&zeros)),
+        (&[2usize, 1][..], vec![0.0, 0.0])
+    );
     let s = ops::vector_norm(&Tensor::scalar(-3.0f64), 3.0, Some(&[-1]), false).unwrap();
     assert!((values(&s)[0] - 3.0).abs() < 1e-12);
     // The methods.
     let m = x.norm_keepdim(1.0, &[1]).unwrap();
     assert_eq!(m.shape(), &[2, 1]);
-    assert_eq!(values(&x.norm().unwrap()), values(&x.vector_norm().unwrap()));
+    assert_eq!(
+        values(&x.norm().unwrap()),
+        values(&x.vector_norm().unwrap())
+    );
 
     rejects("cumsum", ops::cumsum(&x, 2), &["out of range"]);
 }
@@ -349,14 +468,27 @@ fn cumsum_dtypes_and_accumulation_as_pytorch() {
     // i64 wraps on overflow, as PyTorch; bool counts in i64.
     let big = Tensor::from_shape_vec(&[3], vec![1i64 << 62; 3]).unwrap();
     let y = big.cumsum(0).unwrap().to_array::<i64>().unwrap();
-    assert_eq!(y.iter().copied().collect::<Vec<_>>(), [1 << 62, i64::MIN, -(1 << 62)]);
+    assert_eq!(
+        y.iter().copied().collect::<Vec<_>>(),
+        [1 << 62, i64::MIN, -(1 << 62)]
+    );
     let flags = Tensor::from_shape_vec(&[2, 2], vec![true, true, false, true]).unwrap();
     let y = flags.cumsum(0).unwrap();
     assert_eq!(y.dtype(), DType::I64);
-    assert_eq!(y.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 1, 1, 2]);
+    assert_eq!(
+        y.to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [1, 1, 1, 2]
+    );
     // A 0-d tensor is its own cumulative sum; under vmap too, with the batch
     // dim anywhere and the dtype rule kept.
-    assert_eq!(values(&ops::cumsum(&Tensor::scalar(2.5f64), -1).unwrap()), [2.5]);
+    assert_eq!(
+        values(&ops::cumsum(&Tensor::scalar(2.5f64), -1).unwrap()),
+        [2.5]
+    );
     let rows = f64s(&[3, 2]);
     let y = vmap(|x: Tensor| ops::cumsum(&x, 0))
         .in_dims(1)
@@ -369,7 +501,14 @@ fn cumsum_dtypes_and_accumulation_as_pytorch() {
         .fallback(FallbackPolicy::Error)
         .call(&flags)
         .unwrap();
-    assert_eq!(y.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 2, 0, 1]);
+    assert_eq!(
+        y.to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [1, 2, 0, 1]
+    );
     // Second derivative of a cumsum-based loss: sum(cumsum(x)^2) has Hessian
     // 2 L^T L (L lower triangular of ones); its diagonal is 2 * (n - i).
     let x = f64s(&[4]);
@@ -385,11 +524,7 @@ fn cumsum_dtypes_and_accumulation_as_pytorch() {
     .unwrap();
     // The gradient of 2 * 1^T L^T L x: 2 L^T (L 1), L 1 = [1, 2, 3, 4].
     let want: Vec<f64> = (0..4)
-        .map(|j| {
-            (j as usize..4)
-                .map(|k| 2.0 * (k as f64 + 1.0))
-                .sum::<f64>()
-        })
+        .map(|j| (j as usize..4).map(|k| 2.0 * (k as f64 + 1.0)).sum::<f64>())
         .collect();
     assert_eq!(values(&h), want);
 }
@@ -398,7 +533,8 @@ fn cumsum_dtypes_and_accumulation_as_pytorch() {
 fn attention_dropout_follows_the_randomness_policy() {
     let q = f64s(&[2, 3, 2]);
     let (k, v) = (f64s(&[2, 4, 2]), f64s(&[2, 4, 3]));
-    let attend = |q: &Tensor, p: f64| ops::scaled_dot_product_attention(q, &k, &v, None, p, false, None, 7);
+    let attend =
+        |q: &Tensor, p: f64| ops::scaled_dot_product_attention(q, &k, &v, None, p, false, None, 7);
     // Outside vmap: deterministic in the seed, and the dropout op applied to
     // the softmax weights.
     let y = attend(&q, 0.5).unwrap();
@@ -437,6 +573,8 @@ fn attention_dropout_follows_the_randomness_policy() {
         values(&different.select(0, 1).unwrap())
     );
     // The gradient flows through the kept weights.
-    let g = grad(|q: Tensor| ops::sum(&attend(&q, 0.5)?, None, false)).call(&q).unwrap();
+    let g = grad(|q: Tensor| ops::sum(&attend(&q, 0.5)?, None, false))
+        .call(&q)
+        .unwrap();
     assert!(values(&g).iter().all(|v| v.is_finite()));
 }

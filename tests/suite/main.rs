@@ -9,6 +9,7 @@
 mod common;
 
 mod activations;
+mod attention;
 mod chunking;
 mod dense_ops;
 mod diagnostics;
@@ -33,4 +34,3 @@ mod tree_utils;
 mod trees;
 mod vmap;
 mod weights;
-mod attention;

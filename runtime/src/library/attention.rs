@@ -540,7 +540,8 @@ fn parse_equation(equation: &str) -> Result<Parsed> {
     while i < chars.len() {
         let c = chars[i];
         let at_arrow = c == '-' && chars.get(i + 1) == Some(&'>');
-        let at_ellipsis = c == '.' && chars.get(i + 1) == Some(&'.') && chars.get(i + 2) == Some(&'.');
+        let at_ellipsis =
+            c == '.' && chars.get(i + 1) == Some(&'.') && chars.get(i + 2) == Some(&'.');
         let term = terms.last_mut().expect("one term at least");
         match c {
             c if c.is_ascii_alphabetic() => term.push(Sub::Letter(c as u8, i)),
@@ -561,7 +562,13 @@ fn parse_equation(equation: &str) -> Result<Parsed> {
                 arrow = true;
                 i += 1;
             }
-            '-' => return Err(bad_equation(equation, i, "a '-' not followed by '>'".into())),
+            '-' => {
+                return Err(bad_equation(
+                    equation,
+                    i,
+                    "a '-' not followed by '>'".into(),
+                ))
+            }
             '.' if at_ellipsis => {
                 if term.iter().any(|s| matches!(s, Sub::Ellipsis)) {
                     return Err(bad_equation(
@@ -652,7 +659,8 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
                 Sub::Letter(c, _) => labels.push(Label::from(c)),
                 Sub::Ellipsis => {
                     let r = ellipsis_ranks[k];
-                    labels.extend((ellipsis_rank - r..ellipsis_rank).map(|j| ELLIPSIS + j as Label));
+                    labels
+                        .extend((ellipsis_rank - r..ellipsis_rank).map(|j| ELLIPSIS + j as Label));
                 }
             }
         }
@@ -719,7 +727,9 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
             let mut once: Vec<Label> = sizes
                 .keys()
                 .copied()
-                .filter(|&l| l < ELLIPSIS && terms.iter().flatten().filter(|&&m| m == l).count() == 1)
+                .filter(|&l| {
+                    l < ELLIPSIS && terms.iter().flatten().filter(|&&m| m == l).count() == 1
+                })
                 .collect();
             once.sort_unstable();
             ellipsis_labels.chain(once).collect()
@@ -763,7 +773,12 @@ impl Labelled {
     fn dims_of(&self, labels: &[Label]) -> Vec<usize> {
         labels
             .iter()
-            .map(|l| self.labels.iter().position(|m| m == l).expect("a present label"))
+            .map(|l| {
+                self.labels
+                    .iter()
+                    .position(|m| m == l)
+                    .expect("a present label")
+            })
             .collect()
     }
 
@@ -792,8 +807,12 @@ impl Labelled {
             .find(|l| cur.labels.iter().filter(|m| *m == l).count() > 1)
         {
             let shape = cur.t.shape().to_vec();
-            let repeated: Vec<usize> = (0..shape.len()).filter(|&d| cur.labels[d] == label).collect();
-            let rest: Vec<usize> = (0..shape.len()).filter(|&d| cur.labels[d] != label).collect();
+            let repeated: Vec<usize> = (0..shape.len())
+                .filter(|&d| cur.labels[d] == label)
+                .collect();
+            let rest: Vec<usize> = (0..shape.len())
+                .filter(|&d| cur.labels[d] != label)
+                .collect();
             let n = shape[repeated[0]];
             let mut order = rest.clone();
             order.extend(&repeated);
@@ -816,7 +835,11 @@ impl Labelled {
     /// Moved to `labels`' order and reshaped to the products of its groups'
     /// sizes, each dim expanded to the label's full size (a size-1 dim
     /// broadcast against another operand's).
-    fn grouped(&self, groups: &[&[Label]], sizes: &std::collections::BTreeMap<Label, usize>) -> Result<Tensor> {
+    fn grouped(
+        &self,
+        groups: &[&[Label]],
+        sizes: &std::collections::BTreeMap<Label, usize>,
+    ) -> Result<Tensor> {
         let order: Vec<Label> = groups.iter().flat_map(|g| g.iter().copied()).collect();
         let dims = self.dims_of(&order);
         let mut t = if dims.iter().enumerate().all(|(i, &d)| i == d) {
@@ -846,11 +869,34 @@ fn contract(
 ) -> Result<Labelled> {
     let a = a.sum_unless(|l| needed.contains(&l) || b.labels.contains(&l))?;
     let b = b.sum_unless(|l| needed.contains(&l) || a.labels.contains(&l))?;
-    let shared: Vec<Label> = a.labels.iter().copied().filter(|l| b.labels.contains(l)).collect();
-    let batch: Vec<Label> = shared.iter().copied().filter(|l| needed.contains(l)).collect();
-    let inner: Vec<Label> = shared.iter().copied().filter(|l| !needed.contains(l)).collect();
-    let left: Vec<Label> = a.labels.iter().copied().filter(|l| !shared.contains(l)).collect();
-    let right: Vec<Label> = b.labels.iter().copied().filter(|l| !shared.contains(l)).collect();
+    let shared: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| b.labels.contains(l))
+        .collect();
+    let batch: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| needed.contains(l))
+        .collect();
+    let inner: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| !needed.contains(l))
+        .collect();
+    let left: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| !shared.contains(l))
+        .collect();
+    let right: Vec<Label> = b
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| !shared.contains(l))
+        .collect();
     let lhs = a.grouped(&[&batch, &left, &inner], sizes)?;
     let rhs = b.grouped(&[&batch, &inner, &right], sizes)?;
     let product = ops::bmm(&lhs, &rhs)?;
@@ -880,7 +926,11 @@ fn einsum_decomposition(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
         .diagonals()?;
         let elsewhere = |l: Label| {
             plan.output.contains(&l)
-                || plan.terms.iter().enumerate().any(|(j, t)| j != i && t.contains(&l))
+                || plan
+                    .terms
+                    .iter()
+                    .enumerate()
+                    .any(|(j, t)| j != i && t.contains(&l))
         };
         prepared.push(op.sum_unless(elsewhere)?);
     }
@@ -1105,7 +1155,10 @@ fn einsum_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
     vec![
         crate::args!["ij,jk->ik", &[f64s(&[2, 3]), f64s_from(&[3, 2], 9)][..]],
-        crate::args!["bij,bjk->bik", &[f64s(&[2, 1, 3]), f64s_from(&[2, 3, 2], 5)][..]],
+        crate::args![
+            "bij,bjk->bik",
+            &[f64s(&[2, 1, 3]), f64s_from(&[2, 3, 2], 5)][..]
+        ],
         // Implicit output, three operands, a size-1 dim broadcast.
         crate::args![
             "ij,jk,kl",

@@ -3,6 +3,7 @@
 //! a downstream crate uses.
 
 mod activations;
+mod attention;
 pub(crate) mod binary;
 mod composites;
 mod derivative;
@@ -18,4 +19,3 @@ pub(crate) mod samples;
 mod shape;
 pub(crate) mod unary;
 mod vjp;
-mod attention;
