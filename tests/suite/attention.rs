@@ -324,7 +324,7 @@ fn einsum_names_the_position_of_a_bad_subscript() {
     // A diagonal of unequal dims, mixed dtypes, no operand.
     rejects(
         "einsum",
-        ops::einsum("ii", &[a.clone()]),
+        ops::einsum("ii", &one),
         &["repeated", "diagonal"],
     );
     let ints = Tensor::from_shape_vec(&[3, 4], vec![1i64; 12]).unwrap();
@@ -343,7 +343,7 @@ fn einsum_names_the_position_of_a_bad_subscript() {
     // A 0-d result, an identity, spaces, and an i64 product.
     let dot = ops::einsum(" i , i ", &[f64s(&[3]), f64s(&[3])]).unwrap();
     assert_eq!(dot.shape(), &[] as &[usize]);
-    let same = ops::einsum("...", &[a.clone()]).unwrap();
+    let same = ops::einsum("...", &one).unwrap();
     assert_eq!(values(&same), values(&a));
     let m = Tensor::from_shape_vec(&[2, 2], vec![1i64, 2, 3, 4]).unwrap();
     let p = ops::einsum("ij,jk->ik", &[m.clone(), m]).unwrap();
