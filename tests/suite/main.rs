@@ -9,6 +9,7 @@
 mod common;
 
 mod activations;
+mod attention;
 mod chunking;
 mod dense_ops;
 mod diagnostics;

@@ -3,6 +3,7 @@
 //! a downstream crate uses.
 
 mod activations;
+mod attention;
 pub(crate) mod binary;
 mod composites;
 mod derivative;

@@ -1,0 +1,1191 @@
+//! Attention and the ops around it (`ops/attention.toml`).
+//!
+//! * `baddbmm`, `scaled_dot_product_attention` and `vector_norm` are
+//!   composites: their decompositions use batched ops only (`bmm`, `matmul`,
+//!   `where`, `softmax`, reductions over one trailing dim), so vmap batches
+//!   them and grad and jvp differentiate them with no rule of their own.
+//!   Where PyTorch's derivative is 0 at a point where the formula's is not
+//!   finite (a fully masked attention row, the norm of a zero vector), the
+//!   decomposition feeds the unsafe op a harmless value and selects the exact
+//!   result with `where`, whose untaken branch gets a zero gradient.
+//! * `cumsum` is a primitive (kernel, batching rule, vjp; linear, so its jvp
+//!   is itself).
+
+use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
+
+use crate::batching::{bdim_to_front, logical_rank, physical_dim};
+use crate::core::alloc::checked_numel;
+use crate::core::broadcast::broadcast_or_err;
+use crate::core::cast::scalar_like;
+use crate::core::dims::check_dim;
+use crate::core::meta_rules::require_float;
+use crate::{
+    batching_rule, decompose, kernel, meta, ops, vjp, DType, Data, Error, Result, Tensor,
+    TensorMeta,
+};
+
+/// A 0-d tensor holding `value` in the dtype of `x` (it does not promote `x`).
+fn like(x: &Tensor, value: f64) -> Tensor {
+    scalar_like(&TensorMeta::of(x), value)
+}
+
+/// A logical shape as the `int[]` argument of an op.
+fn shape_arg(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&d| d as i64).collect()
+}
+
+// ---------------------------------------------------------------------------
+// baddbmm
+
+#[meta(op = "baddbmm")]
+fn baddbmm_meta(
+    x: &TensorMeta,
+    batch1: &TensorMeta,
+    batch2: &TensorMeta,
+    beta: f64,
+    alpha: f64,
+) -> Result<TensorMeta> {
+    if batch1.ndim() != 3 || batch2.ndim() != 3 {
+        return Err(Error::invalid(format!(
+            "batch1 and batch2 must be 3-D ([b, n, k] and [b, k, m]), got shapes {:?} and {:?}",
+            batch1.shape(),
+            batch2.shape()
+        )));
+    }
+    let (a, b) = (batch1.shape(), batch2.shape());
+    if a[0] != b[0] || a[2] != b[1] {
+        return Err(Error::invalid(format!(
+            "batch1 {a:?} and batch2 {b:?} do not multiply: need [b, n, k] and [b, k, m]"
+        )));
+    }
+    let dtype = x.dtype();
+    if dtype == DType::Bool || batch1.dtype() != dtype || batch2.dtype() != dtype {
+        return Err(Error::invalid(format!(
+            "self, batch1 and batch2 must have one dtype, f32, f64 or i64; got {}, {} and {}",
+            dtype,
+            batch1.dtype(),
+            batch2.dtype()
+        )));
+    }
+    if dtype == DType::I64 {
+        for (name, v) in [("beta", beta), ("alpha", alpha)] {
+            if v.fract() != 0.0 || v.abs() >= 9.2e18 || v.is_nan() {
+                return Err(Error::invalid(format!(
+                    "`{name}` must be a whole number (within i64) for i64 tensors, got {v}"
+                )));
+            }
+        }
+    }
+    let out = [a[0], a[1], b[2]];
+    checked_numel(&out)?;
+    let fits = broadcast_or_err(x.shape(), &out).map(|s| s.as_slice() == out);
+    if fits != Ok(true) {
+        return Err(Error::invalid(format!(
+            "self of shape {:?} does not broadcast to the product's shape {out:?}",
+            x.shape()
+        )));
+    }
+    Ok(TensorMeta::new(out, dtype))
+}
+
+/// `beta * self + alpha * bmm(batch1, batch2)`, skipping the multiplications
+/// by 1 and, for `beta = 0`, `self` itself (as PyTorch).
+#[decompose(op = "baddbmm")]
+fn baddbmm_decomposition(
+    x: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    beta: f64,
+    alpha: f64,
+) -> Result<Tensor> {
+    let mut product = ops::bmm(batch1, batch2)?;
+    if alpha != 1.0 {
+        product = ops::mul(&product, &like(&product, alpha))?;
+    }
+    if beta == 0.0 {
+        return Ok(product);
+    }
+    let scaled = if beta == 1.0 {
+        x.clone()
+    } else {
+        ops::mul(x, &like(x, beta))?
+    };
+    ops::add(&scaled, &product)
+}
+
+// ---------------------------------------------------------------------------
+// scaled_dot_product_attention
+
+/// The last two dims and the leading ones of an attention operand.
+fn split_last2(name: &str, t: &TensorMeta) -> Result<(Vec<usize>, usize, usize)> {
+    let s = t.shape();
+    if s.len() < 2 {
+        return Err(Error::invalid(format!(
+            "{name} must have at least 2 dims ([..., rows, features]), got shape {s:?}"
+        )));
+    }
+    let n = s.len();
+    Ok((s[..n - 2].to_vec(), s[n - 2], s[n - 1]))
+}
+
+#[allow(clippy::too_many_arguments)]
+#[meta(op = "scaled_dot_product_attention")]
+fn sdpa_meta(
+    q: &TensorMeta,
+    k: &TensorMeta,
+    v: &TensorMeta,
+    attn_mask: Option<&TensorMeta>,
+    dropout_p: f64,
+    is_causal: bool,
+    _scale: Option<f64>,
+    _seed: i64,
+) -> Result<TensorMeta> {
+    let (qb, l, e) = split_last2("query", q)?;
+    let (kb, s, ke) = split_last2("key", k)?;
+    let (vb, vs, ev) = split_last2("value", v)?;
+    require_float(q)?;
+    if k.dtype() != q.dtype() || v.dtype() != q.dtype() {
+        return Err(Error::invalid(format!(
+            "query, key and value must have one dtype, got {}, {} and {}",
+            q.dtype(),
+            k.dtype(),
+            v.dtype()
+        )));
+    }
+    if ke != e {
+        return Err(Error::invalid(format!(
+            "query {:?} and key {:?} must have the same last dim (the embedding E)",
+            q.shape(),
+            k.shape()
+        )));
+    }
+    if vs != s {
+        return Err(Error::invalid(format!(
+            "key {:?} and value {:?} must have the same second-to-last dim (the source length S)",
+            k.shape(),
+            v.shape()
+        )));
+    }
+    let batch = broadcast_or_err(&broadcast_or_err(&qb, &kb)?, &vb).map_err(|_| {
+        Error::invalid(format!(
+            "the leading (batch) dims of query {:?}, key {:?} and value {:?} do not broadcast",
+            q.shape(),
+            k.shape(),
+            v.shape()
+        ))
+    })?;
+    let mut weights = batch.to_vec();
+    weights.extend([l, s]);
+    checked_numel(&weights)?;
+    let mut out = batch.to_vec();
+    out.extend([l, ev]);
+    checked_numel(&out)?;
+    if let Some(m) = attn_mask {
+        if is_causal {
+            return Err(Error::invalid(
+                "attn_mask and is_causal cannot both be given (as in PyTorch): put the causal mask into attn_mask",
+            ));
+        }
+        if m.dtype() != DType::Bool && m.dtype() != q.dtype() {
+            return Err(Error::invalid(format!(
+                "attn_mask must be bool or of query's dtype {}, got {}",
+                q.dtype(),
+                m.dtype()
+            )));
+        }
+        let fits = broadcast_or_err(m.shape(), &weights).map(|s| s.as_slice() == weights);
+        if fits != Ok(true) {
+            return Err(Error::invalid(format!(
+                "attn_mask of shape {:?} does not broadcast to the attention weights' shape {weights:?}",
+                m.shape()
+            )));
+        }
+    }
+    if !(0.0..=1.0).contains(&dropout_p) {
+        return Err(Error::invalid(format!(
+            "dropout_p must be in [0, 1], got {dropout_p}"
+        )));
+    }
+    Ok(TensorMeta::new(out, q.dtype()))
+}
+
+/// `softmax(q k^T scale + mask) v`; see the op's doc. A fully masked row
+/// (all scores `-inf`) would be NaN through `softmax`: when a mask is given,
+/// such rows' scores are replaced by 0 before it and their weights by 0
+/// after it (a causal mask alone never hides every key of a row).
+#[allow(clippy::too_many_arguments)]
+#[decompose(op = "scaled_dot_product_attention")]
+fn sdpa_decomposition(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    seed: i64,
+) -> Result<Tensor> {
+    let (l, e) = (q.shape()[q.ndim() - 2], q.shape()[q.ndim() - 1]);
+    let s_len = k.shape()[k.ndim() - 2];
+    let scale = scale.unwrap_or(1.0 / (e as f64).sqrt());
+    let scores = ops::matmul(q, &ops::transpose(k, -2, -1)?)?;
+    let mut scores = ops::mul(&scores, &like(q, scale))?;
+    let minus_inf = like(q, f64::NEG_INFINITY);
+    if is_causal {
+        // Key j is hidden from query i when j > i.
+        let rows = ops::arange(0.0, l as f64, 1.0, DType::I64)?;
+        let rows = ops::reshape(&rows, &[l as i64, 1])?;
+        let cols = ops::arange(0.0, s_len as f64, 1.0, DType::I64)?;
+        let hidden = ops::gt(&cols, &rows)?;
+        scores = ops::where_(&hidden, &minus_inf, &scores)?;
+    }
+    let weights = match attn_mask {
+        Some(m) => {
+            scores = if m.dtype() == DType::Bool {
+                ops::where_(m, &scores, &minus_inf)?
+            } else {
+                ops::add(&scores, m)?
+            };
+            if scores.shape().contains(&0) {
+                ops::softmax(&scores, -1)?
+            } else {
+                let top = ops::amax(&ops::detach(&scores)?, Some(-1), true)?;
+                let dead = ops::eq(&top, &minus_inf)?;
+                let zero = like(q, 0.0);
+                let safe = ops::where_(&dead, &zero, &scores)?;
+                ops::where_(&dead, &zero, &ops::softmax(&safe, -1)?)?
+            }
+        }
+        None => ops::softmax(&scores, -1)?,
+    };
+    let weights = if dropout_p > 0.0 {
+        ops::dropout(&weights, dropout_p, seed)?
+    } else {
+        weights
+    };
+    ops::matmul(&weights, v)
+}
+
+// ---------------------------------------------------------------------------
+// cumsum
+
+#[meta(op = "cumsum")]
+fn cumsum_meta(x: &TensorMeta, dim: i64) -> Result<TensorMeta> {
+    check_dim(dim, x.ndim())?;
+    Ok(x.with_dtype(cumsum_dtype(x.dtype())))
+}
+
+/// Floats keep their dtype; i64 and bool are summed in i64 (as PyTorch).
+fn cumsum_dtype(dtype: DType) -> DType {
+    if dtype.is_float() {
+        dtype
+    } else {
+        DType::I64
+    }
+}
+
+/// The running sums of `a` along `axis`, accumulated in `A` (from `zero` by
+/// `add`) and stored as `out(acc)`.
+fn scan<T: Copy, A: Copy, U: Clone>(
+    a: &ArcArray<T, IxDyn>,
+    axis: usize,
+    zero: A,
+    add: impl Fn(A, T) -> A,
+    out: impl Fn(A) -> U,
+) -> ArrayD<U> {
+    let mut result = ArrayD::from_elem(a.raw_dim(), out(zero));
+    for (from, mut to) in a
+        .lanes(Axis(axis))
+        .into_iter()
+        .zip(result.lanes_mut(Axis(axis)))
+    {
+        let mut acc = zero;
+        for (&x, y) in from.iter().zip(to.iter_mut()) {
+            acc = add(acc, x);
+            *y = out(acc);
+        }
+    }
+    result
+}
+
+#[kernel(op = "cumsum")]
+fn cumsum_kernel(x: &Tensor, dim: i64) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        // One element: the sum of itself.
+        return ops::to_dtype(x, cumsum_dtype(x.dtype()));
+    }
+    let d = check_dim(dim, x.ndim())?;
+    Ok(match x.data()? {
+        Data::F64(a) => Tensor::from(scan(a, d, 0.0f64, |s, v| s + v, |s| s)),
+        // PyTorch's CPU kernel accumulates f32 in f64 (its accumulate type).
+        Data::F32(a) => Tensor::from(scan(a, d, 0.0f64, |s, v| s + f64::from(v), |s| s as f32)),
+        Data::I64(a) => Tensor::from(scan(a, d, 0i64, i64::wrapping_add, |s| s)),
+        Data::Bool(a) => Tensor::from(scan(a, d, 0i64, |s, v| s + i64::from(v), |s| s)),
+    })
+}
+
+/// Batch dim to the front, then `cumsum` along the physical dim. A 0-d
+/// example is its own cumulative sum (only the dtype may change).
+#[batching_rule(op = "cumsum")]
+fn cumsum_rule(x: &Tensor, bdim: Option<usize>, dim: i64) -> Result<(Tensor, Option<usize>)> {
+    let x = bdim_to_front(x, bdim)?;
+    let out_bdim = bdim.map(|_| 0);
+    if logical_rank(&x, out_bdim)? == 0 {
+        return Ok((ops::to_dtype(&x, cumsum_dtype(x.dtype()))?, out_bdim));
+    }
+    let d = physical_dim(&x, bdim.is_some(), dim)?;
+    Ok((ops::cumsum(&x, d as i64)?, out_bdim))
+}
+
+/// `g` reversed along `dim` (of its logical shape), by `index_select`.
+fn flip_dim(g: &Tensor, dim: usize) -> Result<Tensor> {
+    let n = g.shape()[dim] as f64;
+    let reversed = ops::arange(n - 1.0, -1.0, -1.0, DType::I64)?;
+    ops::index_select(g, dim as i64, &reversed)
+}
+
+/// The transpose of `cumsum`: each element gets the sum of the cotangent from
+/// its position to the end, `flip(cumsum(flip(g)))` (PyTorch's formula; the
+/// shortcut `sum(g) - cumsum(g) + g` cancels badly in f32).
+#[vjp(op = "cumsum")]
+fn cumsum_vjp(x: &Tensor, dim: i64, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    if !x.dtype().is_float() || !crate::needs_gradient(x) {
+        return Ok(None);
+    }
+    if g.ndim() == 0 {
+        return Ok(Some(g.clone()));
+    }
+    let d = check_dim(dim, g.ndim())?;
+    let summed = ops::cumsum(&flip_dim(g, d)?, d as i64)?;
+    Ok(Some(flip_dim(&summed, d)?))
+}
+
+// ---------------------------------------------------------------------------
+// vector_norm
+
+/// The dims `vector_norm` reduces, ascending: every dim for `None` or an
+/// empty list (none for a 0-d tensor, whose one element is reduced as it is).
+fn norm_dims(x: &TensorMeta, dim: Option<&[i64]>) -> Result<Vec<usize>> {
+    let rank = x.ndim();
+    let listed = match dim {
+        Some(d) if !d.is_empty() => d,
+        _ => return Ok((0..rank).collect()),
+    };
+    let mut dims = Vec::with_capacity(listed.len());
+    for &d in listed {
+        let r = check_dim(d, rank)?;
+        if dims.contains(&r) {
+            return Err(Error::invalid(format!(
+                "dim {d} appears more than once in dim {listed:?}"
+            )));
+        }
+        dims.push(r);
+    }
+    if rank == 0 {
+        dims.clear();
+    }
+    dims.sort_unstable();
+    Ok(dims)
+}
+
+/// The result's shape: the reduced dims removed, or kept as 1.
+fn norm_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
+    (0..shape.len())
+        .filter_map(|d| match (dims.contains(&d), keepdim) {
+            (false, _) => Some(shape[d]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()
+}
+
+#[meta(op = "vector_norm")]
+fn vector_norm_meta(
+    x: &TensorMeta,
+    ord: f64,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<TensorMeta> {
+    require_float(x)?;
+    if ord.is_nan() {
+        return Err(Error::invalid("ord must be a number, got NaN"));
+    }
+    let dims = norm_dims(x, dim)?;
+    let count: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    if ord.is_infinite() && count == 0 {
+        return Err(Error::invalid(format!(
+            "ord = {ord} over zero elements (shape {:?}, dims {dims:?}) has no extreme to take",
+            x.shape()
+        )));
+    }
+    Ok(TensorMeta::new(
+        norm_shape(x.shape(), &dims, keepdim),
+        x.dtype(),
+    ))
+}
+
+/// `s.powf(exponent)` (`sqrt` for 1/2), 0 where `s` is 0 with gradient 0 there
+/// (the power sees 1 instead of 0, whose result `where` discards).
+fn root_or_zero(s: &Tensor, exponent: f64) -> Result<Tensor> {
+    let zero = ops::eq(s, &like(s, 0.0))?;
+    let safe = ops::where_(&zero, &like(s, 1.0), s)?;
+    let root = if exponent == 0.5 {
+        ops::sqrt(&safe)?
+    } else {
+        ops::pow(&safe, &like(s, exponent))?
+    };
+    ops::where_(&zero, &like(s, 0.0), &root)
+}
+
+/// The norms of the rows of `flat` (its last dim holds each vector).
+fn row_norms(flat: &Tensor, ord: f64) -> Result<Tensor> {
+    let last = Some(-1);
+    if ord == 2.0 {
+        let squares = ops::sum(&ops::mul(flat, flat)?, last, false)?;
+        return root_or_zero(&squares, 0.5);
+    }
+    if ord == 0.0 {
+        let zero = ops::eq(flat, &like(flat, 0.0))?;
+        let nonzero = ops::where_(&zero, &like(flat, 0.0), &like(flat, 1.0))?;
+        return ops::sum(&nonzero, last, false);
+    }
+    let a = ops::abs(flat)?;
+    if ord == 1.0 {
+        return ops::sum(&a, last, false);
+    }
+    if ord == f64::INFINITY {
+        return ops::amax(&a, last, false);
+    }
+    if ord == f64::NEG_INFINITY {
+        return ops::amin(&a, last, false);
+    }
+    // |x|^p, with |0|^p written in directly (0, or inf for p < 0) so that the
+    // power never sees 0 (whose derivative is infinite for p < 1).
+    let zero = ops::eq(&a, &like(&a, 0.0))?;
+    let safe = ops::where_(&zero, &like(&a, 1.0), &a)?;
+    let at_zero = if ord > 0.0 { 0.0 } else { f64::INFINITY };
+    let powers = ops::pow(&safe, &like(&a, ord))?;
+    let terms = ops::where_(&zero, &like(&a, at_zero), &powers)?;
+    let s = ops::sum(&terms, last, false)?;
+    if ord > 0.0 {
+        root_or_zero(&s, 1.0 / ord)
+    } else {
+        ops::pow(&s, &like(&s, 1.0 / ord))
+    }
+}
+
+/// The reduced dims moved last and flattened into one, the norm taken over
+/// it, and the result shaped as the op's.
+#[decompose(op = "vector_norm")]
+fn vector_norm_decomposition(
+    x: &Tensor,
+    ord: f64,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    let dims = norm_dims(&TensorMeta::of(x), dim)?;
+    let kept: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+    let count: usize = dims.iter().map(|&d| shape[d]).product();
+    let mut order = kept.clone();
+    order.extend(&dims);
+    let moved = if order.iter().enumerate().all(|(i, &d)| i == d) {
+        x.clone()
+    } else {
+        ops::permute(x, &shape_arg(&order))?
+    };
+    let mut flat_shape: Vec<usize> = kept.iter().map(|&d| shape[d]).collect();
+    flat_shape.push(count);
+    let flat = ops::reshape(&moved, &shape_arg(&flat_shape))?;
+    let norms = row_norms(&flat, ord)?;
+    let out = norm_shape(&shape, &dims, keepdim);
+    if norms.shape() == out.as_slice() {
+        Ok(norms)
+    } else {
+        ops::reshape(&norms, &shape_arg(&out))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// einsum
+
+/// A subscript of an einsum term: a letter, or the `...` of the remaining
+/// dims; with its position (in characters) in the equation.
+#[derive(Clone, Copy)]
+enum Sub {
+    Letter(u8, usize),
+    Ellipsis,
+}
+
+/// The terms of an equation: one per operand, and the output if explicit.
+struct Parsed {
+    inputs: Vec<Vec<Sub>>,
+    output: Option<Vec<Sub>>,
+}
+
+/// An error about the equation at character `at`.
+fn bad_equation(equation: &str, at: usize, what: String) -> Error {
+    Error::invalid(format!(
+        "{what} at position {at} of the equation {equation:?}"
+    ))
+}
+
+/// Parses an equation's syntax (not yet against the operands).
+fn parse_equation(equation: &str) -> Result<Parsed> {
+    let chars: Vec<char> = equation.chars().collect();
+    // The terms so far; after '->' the last one is the output.
+    let mut terms: Vec<Vec<Sub>> = vec![Vec::new()];
+    let mut arrow = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let at_arrow = c == '-' && chars.get(i + 1) == Some(&'>');
+        let at_ellipsis =
+            c == '.' && chars.get(i + 1) == Some(&'.') && chars.get(i + 2) == Some(&'.');
+        let term = terms.last_mut().expect("one term at least");
+        match c {
+            c if c.is_ascii_alphabetic() => term.push(Sub::Letter(c as u8, i)),
+            c if c.is_whitespace() => {}
+            ',' if arrow => {
+                return Err(bad_equation(
+                    equation,
+                    i,
+                    "a ',' in the output (after '->')".into(),
+                ))
+            }
+            ',' => terms.push(Vec::new()),
+            '-' if at_arrow && arrow => {
+                return Err(bad_equation(equation, i, "a second '->'".into()))
+            }
+            '-' if at_arrow => {
+                terms.push(Vec::new());
+                arrow = true;
+                i += 1;
+            }
+            '-' => {
+                return Err(bad_equation(
+                    equation,
+                    i,
+                    "a '-' not followed by '>'".into(),
+                ))
+            }
+            '.' if at_ellipsis => {
+                if term.iter().any(|s| matches!(s, Sub::Ellipsis)) {
+                    return Err(bad_equation(
+                        equation,
+                        i,
+                        "a second '...' in one term".into(),
+                    ));
+                }
+                term.push(Sub::Ellipsis);
+                i += 2;
+            }
+            '.' => {
+                return Err(bad_equation(
+                    equation,
+                    i,
+                    "a '.' that is not part of an ellipsis '...'".into(),
+                ))
+            }
+            other => {
+                return Err(bad_equation(
+                    equation,
+                    i,
+                    format!("invalid subscript {other:?} (subscripts are letters a-z and A-Z)"),
+                ))
+            }
+        }
+        i += 1;
+    }
+    let output = if arrow { terms.pop() } else { None };
+    Ok(Parsed {
+        inputs: terms,
+        output,
+    })
+}
+
+/// A dim's label: a letter's byte, or `ELLIPSIS + k` for dim `k` of the
+/// operands' broadcast `...` dims.
+type Label = u32;
+const ELLIPSIS: Label = 256;
+
+/// An equation checked against the operands' shapes: each operand's dims
+/// labelled, the output's labels, and each label's (broadcast) size.
+struct Plan {
+    terms: Vec<Vec<Label>>,
+    output: Vec<Label>,
+    sizes: std::collections::BTreeMap<Label, usize>,
+}
+
+fn letters(term: &[Sub]) -> String {
+    term.iter()
+        .map(|s| match s {
+            Sub::Letter(c, _) => (*c as char).to_string(),
+            Sub::Ellipsis => "...".to_string(),
+        })
+        .collect()
+}
+
+fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
+    let parsed = parse_equation(equation)?;
+    if parsed.inputs.len() != shapes.len() {
+        return Err(Error::invalid(format!(
+            "the equation {equation:?} has {} operand terms, but {} operands were given",
+            parsed.inputs.len(),
+            shapes.len()
+        )));
+    }
+    // The rank of each operand's `...`, and their broadcast.
+    let mut ellipsis_ranks = Vec::with_capacity(shapes.len());
+    for (k, (term, shape)) in parsed.inputs.iter().zip(shapes).enumerate() {
+        let named = term.iter().filter(|s| matches!(s, Sub::Letter(..))).count();
+        let has_ellipsis = named < term.len();
+        if (!has_ellipsis && named != shape.len()) || named > shape.len() {
+            return Err(Error::invalid(format!(
+                "operand {k} has {} dims (shape {shape:?}), but its subscripts {:?} in {equation:?} name {named}",
+                shape.len(),
+                letters(term)
+            )));
+        }
+        ellipsis_ranks.push(shape.len() - named);
+    }
+    let ellipsis_rank = ellipsis_ranks.iter().copied().max().unwrap_or(0);
+    let mut sizes = std::collections::BTreeMap::new();
+    let mut terms = Vec::with_capacity(shapes.len());
+    for (k, (term, shape)) in parsed.inputs.iter().zip(shapes).enumerate() {
+        let mut labels = Vec::with_capacity(shape.len());
+        for s in term {
+            match *s {
+                Sub::Letter(c, _) => labels.push(Label::from(c)),
+                Sub::Ellipsis => {
+                    let r = ellipsis_ranks[k];
+                    labels
+                        .extend((ellipsis_rank - r..ellipsis_rank).map(|j| ELLIPSIS + j as Label));
+                }
+            }
+        }
+        for (d, (&label, &size)) in labels.iter().zip(shape.iter()).enumerate() {
+            if labels[..d].contains(&label) {
+                // A diagonal: the repeated dims must agree exactly.
+                let first = labels.iter().position(|&l| l == label).expect("seen");
+                if shape[first] != size {
+                    return Err(Error::invalid(format!(
+                        "subscript {:?} is repeated in operand {k} for dims of sizes {} and {size} (a diagonal needs equal sizes)",
+                        label as u8 as char, shape[first]
+                    )));
+                }
+            }
+            let entry = sizes.entry(label).or_insert(size);
+            if *entry != size && *entry != 1 && size != 1 {
+                let name = if label >= ELLIPSIS {
+                    "...".to_string()
+                } else {
+                    (label as u8 as char).to_string()
+                };
+                return Err(Error::invalid(format!(
+                    "subscript {name:?} has sizes {} and {size} (operand {k}, shape {shape:?}) in {equation:?}: they must agree or be 1",
+                    *entry
+                )));
+            }
+            *entry = (*entry).max(size);
+            if size == 0 || *entry == 0 {
+                *entry = 0;
+            }
+        }
+        terms.push(labels);
+    }
+    let ellipsis_labels = (0..ellipsis_rank).map(|j| ELLIPSIS + j as Label);
+    let output = match parsed.output {
+        Some(out) => {
+            let mut labels: Vec<Label> = Vec::new();
+            for s in out {
+                match s {
+                    Sub::Letter(c, at) => {
+                        let label = Label::from(c);
+                        if !sizes.contains_key(&label) {
+                            return Err(bad_equation(
+                                equation,
+                                at,
+                                format!("output subscript {:?} appears in no input", c as char),
+                            ));
+                        }
+                        if labels.contains(&label) {
+                            return Err(bad_equation(
+                                equation,
+                                at,
+                                format!("output subscript {:?} appears twice", c as char),
+                            ));
+                        }
+                        labels.push(label);
+                    }
+                    Sub::Ellipsis => labels.extend(ellipsis_labels.clone()),
+                }
+            }
+            labels
+        }
+        None => {
+            let mut once: Vec<Label> = sizes
+                .keys()
+                .copied()
+                .filter(|&l| {
+                    l < ELLIPSIS && terms.iter().flatten().filter(|&&m| m == l).count() == 1
+                })
+                .collect();
+            once.sort_unstable();
+            ellipsis_labels.chain(once).collect()
+        }
+    };
+    Ok(Plan {
+        terms,
+        output,
+        sizes,
+    })
+}
+
+#[meta(op = "einsum")]
+fn einsum_meta(equation: &str, operands: &[TensorMeta]) -> Result<TensorMeta> {
+    let shapes: Vec<&[usize]> = operands.iter().map(TensorMeta::shape).collect();
+    let plan = plan_einsum(equation, &shapes)?;
+    let Some(first) = operands.first() else {
+        return Err(Error::invalid("needs at least one operand"));
+    };
+    let dtype = first.dtype();
+    if dtype == DType::Bool || operands.iter().any(|o| o.dtype() != dtype) {
+        let dtypes: Vec<String> = operands.iter().map(|o| o.dtype().to_string()).collect();
+        return Err(Error::invalid(format!(
+            "the operands must have one dtype, f32, f64 or i64; got {}",
+            dtypes.join(", ")
+        )));
+    }
+    let shape: Vec<usize> = plan.output.iter().map(|l| plan.sizes[l]).collect();
+    checked_numel(&shape)?;
+    Ok(TensorMeta::new(shape, dtype))
+}
+
+/// An operand with its dims' labels.
+struct Labelled {
+    t: Tensor,
+    labels: Vec<Label>,
+}
+
+impl Labelled {
+    /// The dims of `labels` (each present) in that order.
+    fn dims_of(&self, labels: &[Label]) -> Vec<usize> {
+        labels
+            .iter()
+            .map(|l| {
+                self.labels
+                    .iter()
+                    .position(|m| m == l)
+                    .expect("a present label")
+            })
+            .collect()
+    }
+
+    /// Sums the dims whose labels `keep` rejects.
+    fn sum_unless(self, keep: impl Fn(Label) -> bool) -> Result<Labelled> {
+        let mut t = self.t;
+        let mut labels = self.labels;
+        for d in (0..labels.len()).rev() {
+            if !keep(labels[d]) {
+                t = ops::sum(&t, Some(d as i64), false)?;
+                labels.remove(d);
+            }
+        }
+        Ok(Labelled { t, labels })
+    }
+
+    /// Takes the diagonal of each label repeated within the operand: the
+    /// repeated dims moved last and flattened, and every `(n^r - 1) / (n - 1)`-th
+    /// element selected (element `(k, k, ..., k)`).
+    fn diagonals(self) -> Result<Labelled> {
+        let mut cur = self;
+        while let Some(label) = cur
+            .labels
+            .iter()
+            .copied()
+            .find(|l| cur.labels.iter().filter(|m| *m == l).count() > 1)
+        {
+            let shape = cur.t.shape().to_vec();
+            let repeated: Vec<usize> = (0..shape.len())
+                .filter(|&d| cur.labels[d] == label)
+                .collect();
+            let rest: Vec<usize> = (0..shape.len())
+                .filter(|&d| cur.labels[d] != label)
+                .collect();
+            let n = shape[repeated[0]];
+            let mut order = rest.clone();
+            order.extend(&repeated);
+            let moved = ops::permute(&cur.t, &shape_arg(&order))?;
+            let mut flat: Vec<usize> = rest.iter().map(|&d| shape[d]).collect();
+            let flat_len = checked_numel(&vec![n; repeated.len()])?;
+            flat.push(flat_len);
+            let moved = ops::reshape(&moved, &shape_arg(&flat))?;
+            let step: usize = (0..repeated.len()).map(|j| n.pow(j as u32)).sum();
+            let index: Vec<i64> = (0..n).map(|k| (k * step) as i64).collect();
+            let index = Tensor::from_shape_vec(&[n], index)?;
+            let t = ops::index_select(&moved, rest.len() as i64, &index)?;
+            let mut labels: Vec<Label> = rest.iter().map(|&d| cur.labels[d]).collect();
+            labels.push(label);
+            cur = Labelled { t, labels };
+        }
+        Ok(cur)
+    }
+
+    /// Moved to `labels`' order and reshaped to the products of its groups'
+    /// sizes, each dim expanded to the label's full size (a size-1 dim
+    /// broadcast against another operand's).
+    fn grouped(
+        &self,
+        groups: &[&[Label]],
+        sizes: &std::collections::BTreeMap<Label, usize>,
+    ) -> Result<Tensor> {
+        let order: Vec<Label> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+        let dims = self.dims_of(&order);
+        let mut t = if dims.iter().enumerate().all(|(i, &d)| i == d) {
+            self.t.clone()
+        } else {
+            ops::permute(&self.t, &shape_arg(&dims))?
+        };
+        let full: Vec<usize> = order.iter().map(|l| sizes[l]).collect();
+        if t.shape() != full.as_slice() {
+            t = ops::expand(&t, &shape_arg(&full))?;
+        }
+        let grouped: Vec<usize> = groups
+            .iter()
+            .map(|g| g.iter().map(|l| sizes[l]).product())
+            .collect();
+        ops::reshape(&t, &shape_arg(&grouped))
+    }
+}
+
+/// The contraction of `a` and `b` over their shared labels not in `needed`,
+/// as one `bmm`: `[batch, left, inner] @ [batch, inner, right]`.
+fn contract(
+    a: Labelled,
+    b: Labelled,
+    needed: &[Label],
+    sizes: &std::collections::BTreeMap<Label, usize>,
+) -> Result<Labelled> {
+    let a = a.sum_unless(|l| needed.contains(&l) || b.labels.contains(&l))?;
+    let b = b.sum_unless(|l| needed.contains(&l) || a.labels.contains(&l))?;
+    let shared: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| b.labels.contains(l))
+        .collect();
+    let batch: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| needed.contains(l))
+        .collect();
+    let inner: Vec<Label> = shared
+        .iter()
+        .copied()
+        .filter(|l| !needed.contains(l))
+        .collect();
+    let left: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| !shared.contains(l))
+        .collect();
+    let right: Vec<Label> = b
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| !shared.contains(l))
+        .collect();
+    let lhs = a.grouped(&[&batch, &left, &inner], sizes)?;
+    let rhs = b.grouped(&[&batch, &inner, &right], sizes)?;
+    let product = ops::bmm(&lhs, &rhs)?;
+    let mut labels = batch;
+    labels.extend(left);
+    labels.extend(right);
+    let shape: Vec<usize> = labels.iter().map(|l| sizes[l]).collect();
+    Ok(Labelled {
+        t: ops::reshape(&product, &shape_arg(&shape))?,
+        labels,
+    })
+}
+
+#[decompose(op = "einsum")]
+fn einsum_decomposition(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
+    let shapes: Vec<&[usize]> = operands.iter().map(Tensor::shape).collect();
+    let plan = plan_einsum(equation, &shapes)?;
+    let n = operands.len();
+    // Each operand's diagonals, and its labels no other operand and not the
+    // output holds summed away.
+    let mut prepared = Vec::with_capacity(n);
+    for (i, (t, labels)) in operands.iter().zip(&plan.terms).enumerate() {
+        let op = Labelled {
+            t: t.clone(),
+            labels: labels.clone(),
+        }
+        .diagonals()?;
+        let elsewhere = |l: Label| {
+            plan.output.contains(&l)
+                || plan
+                    .terms
+                    .iter()
+                    .enumerate()
+                    .any(|(j, t)| j != i && t.contains(&l))
+        };
+        prepared.push(op.sum_unless(elsewhere)?);
+    }
+    let mut rest = prepared.into_iter();
+    let mut acc = rest.next().expect("the meta checked one operand at least");
+    for (i, next) in rest.enumerate() {
+        // Needed after this step: the output's labels and those of the
+        // operands after `next` (operand i + 1).
+        let mut needed = plan.output.clone();
+        needed.extend(plan.terms[i + 2..].iter().flatten());
+        acc = contract(acc, next, &needed, &plan.sizes)?;
+    }
+    let acc = acc.sum_unless(|l| plan.output.contains(&l))?;
+    // A size-1 dim of a label broadcast to more in the output (one operand
+    // alone cannot have one; kept for safety) is expanded by `grouped`.
+    let groups: Vec<&[Label]> = plan.output.iter().map(std::slice::from_ref).collect();
+    if groups.is_empty() {
+        return Ok(acc.t);
+    }
+    acc.grouped(&groups, &plan.sizes)
+}
+
+// ---------------------------------------------------------------------------
+// Samples for the sweeps: few and tiny (each runs through every transform).
+
+fn baddbmm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![
+            &f64s(&[2, 3, 2]),
+            &f64s_from(&[2, 3, 4], 7),
+            &f64s_from(&[2, 4, 2], 31),
+            1.0,
+            1.0
+        ],
+        crate::args![
+            &f64s(&[2]),
+            &f64s_from(&[1, 2, 3], 5),
+            &f64s_from(&[1, 3, 2], 13),
+            0.5,
+            -2.0
+        ],
+        crate::args![
+            &f32s(&[1, 1, 2]),
+            &f32s(&[2, 1, 3]),
+            &f32s(&[2, 3, 2]),
+            0.0,
+            1.5
+        ],
+        crate::args![
+            &i64s(&[2, 2, 2], 5),
+            &i64s(&[2, 2, 1], 4),
+            &i64s(&[2, 1, 2], 3),
+            2.0,
+            -1.0
+        ],
+    ]
+}
+
+fn baddbmm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let a = f64s(&[2, 3, 4]);
+    let b = f64s(&[2, 4, 2]);
+    vec![
+        // Not 3-D, mismatched inner and batch dims.
+        crate::args![&f64s(&[3, 2]), &f64s(&[3, 4]), &f64s(&[4, 2]), 1.0, 1.0],
+        crate::args![&f64s(&[2, 3, 2]), &a, &f64s(&[2, 3, 2]), 1.0, 1.0],
+        crate::args![&f64s(&[2, 3, 2]), &a, &f64s(&[3, 4, 2]), 1.0, 1.0],
+        // self does not broadcast to [2, 3, 2]; mixed dtypes; fractional
+        // alpha on integers.
+        crate::args![&f64s(&[3, 3, 2]), &a, &b, 1.0, 1.0],
+        crate::args![&f32s(&[2, 3, 2]), &a, &b, 1.0, 1.0],
+        crate::args![
+            &i64s(&[1], 3),
+            &i64s(&[1, 1, 1], 3),
+            &i64s(&[1, 1, 1], 3),
+            1.0,
+            0.5
+        ],
+    ]
+}
+
+fn sdpa_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let none = None::<&Tensor>;
+    let bool_mask = f64v(&[2, 3], &[1.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
+    let bool_mask = ops::gt(&bool_mask, &Tensor::scalar(0.5)).expect("a bool mask");
+    let additive = f64s_from(&[2, 3], 40);
+    vec![
+        // L = 2, S = 3, batch [2]; causal.
+        crate::args![
+            &f64s(&[2, 2, 3]),
+            &f64s_from(&[2, 3, 3], 12),
+            &f64s_from(&[2, 3, 2], 30),
+            none,
+            0.0,
+            true,
+            None::<f64>,
+            0i64
+        ],
+        // A boolean mask hiding all of row 1; a custom scale.
+        crate::args![
+            &f64s(&[2, 2]),
+            &f64s_from(&[3, 2], 4),
+            &f64s_from(&[3, 1], 10),
+            Some(&bool_mask),
+            0.0,
+            false,
+            Some(0.7),
+            0i64
+        ],
+        // An additive mask, broadcast over a batch of 2.
+        crate::args![
+            &f32s(&[2, 2, 2]),
+            &f32s(&[1, 3, 2]),
+            &f32s(&[2, 3, 2]),
+            Some(&ops::to_dtype(&additive, DType::F32).expect("f32")),
+            0.0,
+            false,
+            None::<f64>,
+            0i64
+        ],
+    ]
+}
+
+fn sdpa_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let none = None::<&Tensor>;
+    let (q, k, v) = (f64s(&[2, 3]), f64s(&[4, 3]), f64s(&[4, 2]));
+    let mask = f64s(&[2, 4]);
+    let wrong_mask = f64s(&[3, 4]);
+    vec![
+        // 1-D query; E differs; S differs; integer tensors.
+        crate::args![&f64s(&[3]), &k, &v, none, 0.0, false, None::<f64>, 0i64],
+        crate::args![&q, &f64s(&[4, 2]), &v, none, 0.0, false, None::<f64>, 0i64],
+        crate::args![&q, &k, &f64s(&[3, 2]), none, 0.0, false, None::<f64>, 0i64],
+        crate::args![
+            &i64s(&[2, 3], 4),
+            &i64s(&[4, 3], 4),
+            &i64s(&[4, 2], 4),
+            none,
+            0.0,
+            false,
+            None::<f64>,
+            0i64
+        ],
+        // Mask and is_causal; a mask that does not broadcast; a bad dropout_p.
+        crate::args![&q, &k, &v, Some(&mask), 0.0, true, None::<f64>, 0i64],
+        crate::args![&q, &k, &v, Some(&wrong_mask), 0.0, false, None::<f64>, 0i64],
+        crate::args![&q, &k, &v, none, 1.5, false, None::<f64>, 0i64],
+    ]
+}
+
+fn cumsum_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3, 4]), 1i64],
+        crate::args![&f64s(&[2, 3]), -2i64],
+        crate::args![&f64s(&[]), 0i64],
+        crate::args![&f32s(&[4]), -1i64],
+        crate::args![&i64s(&[2, 3], 5), 1i64],
+        crate::args![&bools(&[4]), 0i64],
+    ]
+}
+
+fn cumsum_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[3]), 1i64],
+        crate::args![&f64s(&[2, 3]), -3i64],
+        crate::args![&f64s(&[]), 1i64],
+    ]
+}
+
+fn vector_norm_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let all = None::<&[i64]>;
+    vec![
+        crate::args![&f64s(&[3, 4]), 2.0, all, false],
+        crate::args![&f64s(&[2, 2, 3]), 3.0, Some(&[0i64, 2][..]), true],
+        crate::args![&f64s(&[2, 3]), f64::INFINITY, Some(&[1i64][..]), false],
+        crate::args![&f32s(&[4]), 1.0, all, false],
+        crate::args![&f64s(&[3, 2]), 0.5, Some(&[-2i64][..]), false],
+        crate::args![&f64s(&[]), f64::NEG_INFINITY, all, true],
+    ]
+}
+
+fn vector_norm_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let all = None::<&[i64]>;
+    vec![
+        crate::args![&i64s(&[3], 4), 2.0, all, false],
+        crate::args![&f64s(&[3]), f64::NAN, all, false],
+        crate::args![&f64s(&[2, 3]), 2.0, Some(&[1i64, -1][..]), false],
+        crate::args![&f64s(&[2, 3]), 2.0, Some(&[2i64][..]), false],
+        crate::args![&f64s(&[2, 0]), f64::INFINITY, Some(&[1i64][..]), false],
+    ]
+}
+
+crate::op_samples!(
+    op = "baddbmm",
+    samples = baddbmm_samples,
+    errors = baddbmm_errors
+);
+crate::op_samples!(
+    op = "scaled_dot_product_attention",
+    samples = sdpa_samples,
+    errors = sdpa_errors
+);
+crate::op_samples!(
+    op = "cumsum",
+    samples = cumsum_samples,
+    errors = cumsum_errors
+);
+crate::op_samples!(
+    op = "vector_norm",
+    samples = vector_norm_samples,
+    errors = vector_norm_errors
+);
+
+fn einsum_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args!["ij,jk->ik", &[f64s(&[2, 3]), f64s_from(&[3, 2], 9)][..]],
+        crate::args![
+            "bij,bjk->bik",
+            &[f64s(&[2, 1, 3]), f64s_from(&[2, 3, 2], 5)][..]
+        ],
+        // Implicit output, three operands, a size-1 dim broadcast.
+        crate::args![
+            "ij,jk,kl",
+            &[f64s(&[2, 2]), f64s_from(&[1, 3], 4), f64s_from(&[3, 2], 11)][..]
+        ],
+        // A diagonal and an ellipsis, f32.
+        crate::args!["ii...->i", &[f32s(&[2, 2, 3])][..]],
+        crate::args!["...i,...i", &[f32s(&[2, 3]), f32s(&[3])][..]],
+    ]
+}
+
+fn einsum_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let (a, b) = (f64s(&[2, 3]), f64s(&[3, 2]));
+    vec![
+        crate::args!["ij,j1->i", &[a.clone(), f64s(&[3])][..]],
+        crate::args!["ij,jk->ik", &[a.clone()][..]],
+        crate::args!["ijk,jk->ik", &[a.clone(), b.clone()][..]],
+        crate::args!["ij,ik->jk", &[a.clone(), b.clone()][..]],
+        crate::args!["ij,jk->iz", &[a.clone(), b.clone()][..]],
+        crate::args!["i.j->ij", &[a.clone()][..]],
+        crate::args!["ij,jk->ik", &[a, i64s(&[3, 2], 4)][..]],
+    ]
+}
+
+crate::op_samples!(
+    op = "einsum",
+    samples = einsum_samples,
+    errors = einsum_errors
+);
