@@ -734,5 +734,7 @@ pub mod ops {
         "ops/factories.toml",
         "ops/random.toml",
         "ops/activations.toml",
+        "ops/manipulation.toml",
+        "ops/sorting.toml",
     );
 }

@@ -18,3 +18,5 @@ pub(crate) mod samples;
 mod shape;
 pub(crate) mod unary;
 mod vjp;
+mod manipulation;
+mod sorting;
