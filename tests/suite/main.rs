@@ -33,3 +33,5 @@ mod tree_utils;
 mod trees;
 mod vmap;
 mod weights;
+mod manipulation;
+mod sorting;
