@@ -111,15 +111,15 @@ fn ties_resolve_as_documented() {
     // Stable in both directions, whatever `stable` says.
     for stable in [false, true] {
         let up = ops::argsort(&x, 0, false, stable).unwrap();
-        assert_eq!(up.to_array::<i64>().unwrap().into_raw_vec_and_offset().0, [3, 4, 0, 1, 2, 5]);
+        assert_eq!(up.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [3, 4, 0, 1, 2, 5]);
         let down = ops::argsort(&x, 0, true, stable).unwrap();
-        assert_eq!(down.to_array::<i64>().unwrap().into_raw_vec_and_offset().0, [1, 2, 5, 0, 3, 4]);
+        assert_eq!(down.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 2, 5, 0, 3, 4]);
     }
     let (_, i) = x.topk(2).unwrap();
-    assert_eq!(i.to_array::<i64>().unwrap().into_raw_vec_and_offset().0, [1, 2]);
+    assert_eq!(i.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 2]);
     // The cotangent of a tied maximum goes to the chosen index only.
     let g = grad(|x: Tensor| x.max(0)?.0.sum()).call(&x).unwrap();
-    assert_eq!(g.to_array::<f64>().unwrap().into_raw_vec_and_offset().0, [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(g.to_array::<f64>().unwrap().iter().copied().collect::<Vec<_>>(), [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
     // Integers and bools: min is the first smallest, without overflow at
     // the i64 limits.
     let ints = Tensor::from_shape_vec(&[4], vec![3i64, i64::MIN, i64::MAX, i64::MIN]).unwrap();
