@@ -57,7 +57,11 @@ pub(crate) fn tensor(shape: &[usize], values: &[f64], dtype: &str) -> Tensor {
 /// The values of `t` as f64 (exact for f32 and for the small i64 here).
 pub(crate) fn values(t: &Tensor) -> Vec<f64> {
     let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().iter().copied().collect::<Vec<_>>()
+    t.to_array::<f64>()
+        .unwrap()
+        .iter()
+        .copied()
+        .collect::<Vec<_>>()
 }
 
 /// The first index where `got` and `want` disagree beyond `tol` (relative
@@ -130,11 +134,22 @@ pub(crate) fn check_recorded(cases: &[Value], exact: bool, op: impl Fn(&Value) -
         let outs = f(&x).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(outs.len(), want.len(), "{what}: number of outputs");
         for (j, (o, w)) in outs.iter().zip(want).enumerate() {
-            assert_eq!(o.shape(), &shape(&w["shape"])[..], "{what}: output {j} shape");
-            assert_eq!(o.dtype(), dtype_of(w["dtype"].as_str().unwrap()), "{what}: output {j} dtype");
+            assert_eq!(
+                o.shape(),
+                &shape(&w["shape"])[..],
+                "{what}: output {j} shape"
+            );
+            assert_eq!(
+                o.dtype(),
+                dtype_of(w["dtype"].as_str().unwrap()),
+                "{what}: output {j} dtype"
+            );
             let got = values(o);
             if let Some(i) = disagreement(&got, &floats(&w["values"]), tol) {
-                panic!("{what}: output {j} element {i}: got {got:?}, torch {}", w["values"]);
+                panic!(
+                    "{what}: output {j} element {i}: got {got:?}, torch {}",
+                    w["values"]
+                );
             }
         }
 
@@ -147,7 +162,9 @@ pub(crate) fn check_recorded(cases: &[Value], exact: bool, op: impl Fn(&Value) -
             .map(|(w, o)| (!w.is_null()).then(|| tensor(o.shape(), &floats(w), dtype)))
             .collect();
         let loss = |x: Tensor| weighted(&f(&x)?, &weights);
-        let g = grad(loss).call(&x).unwrap_or_else(|e| panic!("{what}, grad: {e}"));
+        let g = grad(loss)
+            .call(&x)
+            .unwrap_or_else(|e| panic!("{what}, grad: {e}"));
         assert_eq!(g.dtype(), x.dtype(), "{what}: grad dtype");
         let (got, torch) = (values(&g), floats(&case["grad"]));
         if let Some(i) = disagreement(&got, &torch, tol.max(1e-12)) {
@@ -156,8 +173,8 @@ pub(crate) fn check_recorded(cases: &[Value], exact: bool, op: impl Fn(&Value) -
 
         // Forward mode.
         let tangent = tensor(x.shape(), &floats(&case["tangent"]), dtype);
-        let (_, tangents): (Vec<Tensor>, Vec<Tensor>) = jvp(|x: Tensor| f(&x), &x, &tangent)
-            .unwrap_or_else(|e| panic!("{what}, jvp: {e}"));
+        let (_, tangents): (Vec<Tensor>, Vec<Tensor>) =
+            jvp(|x: Tensor| f(&x), &x, &tangent).unwrap_or_else(|e| panic!("{what}, jvp: {e}"));
         for (j, w) in case["jvp"].as_array().unwrap().iter().enumerate() {
             if w.is_null() {
                 continue;
@@ -272,7 +289,10 @@ fn the_methods_apply_pytorchs_defaults() {
         [vec![2, 1], vec![2, 2]]
     );
     assert_eq!(shapes(x.chunk(3).unwrap()), [vec![1, 3], vec![1, 3]]);
-    assert_eq!(shapes(x.chunk_dim(3, 1).unwrap()), [vec![2, 1], vec![2, 1], vec![2, 1]]);
+    assert_eq!(
+        shapes(x.chunk_dim(3, 1).unwrap()),
+        [vec![2, 1], vec![2, 1], vec![2, 1]]
+    );
 }
 
 #[test]
@@ -286,7 +306,11 @@ fn one_hot_matches_torch_and_batches_without_a_loop() {
         assert_eq!(y.dtype(), DType::I64);
         assert_eq!(y.shape(), &shape(&case["output"]["shape"])[..]);
         assert_eq!(
-            y.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(),
+            y.to_array::<i64>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
             ints(&case["output"]["values"])
         );
         // Batched along every dim, the examples' encodings.
@@ -310,7 +334,9 @@ fn one_hot_matches_torch_and_batches_without_a_loop() {
 
 /// The error of `result`, which must name the op and contain `word`.
 fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
-    let e = result.expect_err(&format!("{op} should fail ({word})")).to_string();
+    let e = result
+        .expect_err(&format!("{op} should fail ({word})"))
+        .to_string();
     assert!(e.contains(op), "{op}: the error names the op: {e}");
     assert!(e.contains(word), "{op}: the error says {word:?}: {e}");
 }
@@ -324,9 +350,21 @@ fn bad_arguments_are_errors_naming_the_op_and_the_argument() {
     assert_error("split", "split_size", ops::split(&x, 0, 0));
     assert_error("split", "split_size", ops::split(&x, -3, 0));
     assert_error("split", "dim", ops::split(&x, 1, 2));
-    assert_error("split_with_sizes", "add up", ops::split_with_sizes(&x, &[1, 1], 1));
-    assert_error("split_with_sizes", "split_sizes[1]", ops::split_with_sizes(&x, &[4, -1], 1));
-    assert_error("split_with_sizes", "split_sizes", ops::split_with_sizes(&x, &[i64::MAX, i64::MAX, 2], 0));
+    assert_error(
+        "split_with_sizes",
+        "add up",
+        ops::split_with_sizes(&x, &[1, 1], 1),
+    );
+    assert_error(
+        "split_with_sizes",
+        "split_sizes[1]",
+        ops::split_with_sizes(&x, &[4, -1], 1),
+    );
+    assert_error(
+        "split_with_sizes",
+        "split_sizes",
+        ops::split_with_sizes(&x, &[i64::MAX, i64::MAX, 2], 0),
+    );
     assert_error("chunk", "chunks", ops::chunk(&x, 0, 0));
     assert_error("chunk", "chunks", ops::chunk(&x, -1, 0));
     let empty = Tensor::from_shape_vec(&[0], Vec::<f64>::new()).unwrap();
@@ -343,8 +381,16 @@ fn bad_arguments_are_errors_naming_the_op_and_the_argument() {
     let int_mask = Tensor::from_shape_vec(&[3], vec![1i64, 0, 1]).unwrap();
     assert_error("masked_fill", "mask", ops::masked_fill(&x, &int_mask, 1.0));
     let ints6 = ops::to_dtype(&x, DType::I64).unwrap();
-    assert_error("masked_fill", "value", ops::masked_fill(&ints6, &mask, f64::NAN));
-    assert_error("masked_fill", "value", ops::masked_fill(&ints6, &mask, 1e19));
+    assert_error(
+        "masked_fill",
+        "value",
+        ops::masked_fill(&ints6, &mask, f64::NAN),
+    );
+    assert_error(
+        "masked_fill",
+        "value",
+        ops::masked_fill(&ints6, &mask, 1e19),
+    );
     let x32 = ops::to_dtype(&x, DType::F32).unwrap();
     assert_error("masked_fill", "value", ops::masked_fill(&x32, &mask, -1e39));
     let bad_mask = Tensor::from_shape_vec(&[2], vec![true, false]).unwrap();
@@ -370,8 +416,22 @@ fn masked_fill_of_integers_and_bools_converts_the_value_as_torch() {
     let mask = Tensor::from_shape_vec(&[3], vec![true, false, true]).unwrap();
     let ints = Tensor::from_shape_vec(&[3], vec![1i64, 2, 3]).unwrap();
     let y = ints.masked_fill(&mask, 2.7).unwrap();
-    assert_eq!(y.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [2, 2, 2]);
+    assert_eq!(
+        y.to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [2, 2, 2]
+    );
     let b = Tensor::from_shape_vec(&[3], vec![false, false, true]).unwrap();
     let y = b.masked_fill(&mask, 0.5).unwrap();
-    assert_eq!(y.to_array::<bool>().unwrap().iter().copied().collect::<Vec<_>>(), [true, false, true]);
+    assert_eq!(
+        y.to_array::<bool>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [true, false, true]
+    );
 }

@@ -50,7 +50,13 @@ fn sorting_op(case: &Value, method: bool) -> Multi {
         }
         ("sort", true) => {
             let (d, desc) = (int("dim"), flag("descending"));
-            Box::new(move |x| pair(if desc { x.sort_descending(d) } else { x.sort_dim(d) }))
+            Box::new(move |x| {
+                pair(if desc {
+                    x.sort_descending(d)
+                } else {
+                    x.sort_dim(d)
+                })
+            })
         }
         ("topk", false) => {
             let (k, d, largest) = (int("k"), int("dim"), flag("largest"));
@@ -58,7 +64,13 @@ fn sorting_op(case: &Value, method: bool) -> Multi {
         }
         ("topk", true) => {
             let (k, d, largest) = (int("k"), int("dim"), flag("largest"));
-            Box::new(move |x| pair(if largest { x.topk_dim(k, d) } else { x.topk_smallest(k, d) }))
+            Box::new(move |x| {
+                pair(if largest {
+                    x.topk_dim(k, d)
+                } else {
+                    x.topk_smallest(k, d)
+                })
+            })
         }
         (other, _) => panic!("no op {other}"),
     }
@@ -75,7 +87,11 @@ fn sorting_ops_match_torch_forward_grad_jvp_and_vmap() {
     // argsort is sort's second result; topk with `sorted = false` is sorted.
     let mut seen = 0;
     for case in cases {
-        let x = tensor(&shape(&case["shape"]), &floats(&case["input"]), case["dtype"].as_str().unwrap());
+        let x = tensor(
+            &shape(&case["shape"]),
+            &floats(&case["input"]),
+            case["dtype"].as_str().unwrap(),
+        );
         let args = &case["args"];
         let int = |k: &str| args[k].as_i64().unwrap();
         let flag = |k: &str| args[k].as_bool().unwrap();
@@ -111,30 +127,78 @@ fn ties_resolve_as_documented() {
     // Stable in both directions, whatever `stable` says.
     for stable in [false, true] {
         let up = ops::argsort(&x, 0, false, stable).unwrap();
-        assert_eq!(up.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [3, 4, 0, 1, 2, 5]);
+        assert_eq!(
+            up.to_array::<i64>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [3, 4, 0, 1, 2, 5]
+        );
         let down = ops::argsort(&x, 0, true, stable).unwrap();
-        assert_eq!(down.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 2, 5, 0, 3, 4]);
+        assert_eq!(
+            down.to_array::<i64>()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<_>>(),
+            [1, 2, 5, 0, 3, 4]
+        );
     }
     let (_, i) = x.topk(2).unwrap();
-    assert_eq!(i.to_array::<i64>().unwrap().iter().copied().collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        i.to_array::<i64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [1, 2]
+    );
     // The cotangent of a tied maximum goes to the chosen index only.
     let g = grad(|x: Tensor| x.max(0)?.0.sum()).call(&x).unwrap();
-    assert_eq!(g.to_array::<f64>().unwrap().iter().copied().collect::<Vec<_>>(), [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(
+        g.to_array::<f64>()
+            .unwrap()
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    );
     // Integers and bools: min is the first smallest, without overflow at
     // the i64 limits.
     let ints = Tensor::from_shape_vec(&[4], vec![3i64, i64::MIN, i64::MAX, i64::MIN]).unwrap();
     let (v, i) = ints.min(0).unwrap();
-    assert_eq!((v.to_array::<i64>().unwrap()[[]], i.to_array::<i64>().unwrap()[[]]), (i64::MIN, 1));
+    assert_eq!(
+        (
+            v.to_array::<i64>().unwrap()[[]],
+            i.to_array::<i64>().unwrap()[[]]
+        ),
+        (i64::MIN, 1)
+    );
     let (v, i) = ints.max(0).unwrap();
-    assert_eq!((v.to_array::<i64>().unwrap()[[]], i.to_array::<i64>().unwrap()[[]]), (i64::MAX, 2));
+    assert_eq!(
+        (
+            v.to_array::<i64>().unwrap()[[]],
+            i.to_array::<i64>().unwrap()[[]]
+        ),
+        (i64::MAX, 2)
+    );
     let bools = Tensor::from_shape_vec(&[3], vec![true, false, false]).unwrap();
     let (v, i) = bools.min(0).unwrap();
-    assert_eq!((v.to_array::<bool>().unwrap()[[]], i.to_array::<i64>().unwrap()[[]]), (false, 1));
+    assert_eq!(
+        (
+            v.to_array::<bool>().unwrap()[[]],
+            i.to_array::<i64>().unwrap()[[]]
+        ),
+        (false, 1)
+    );
 }
 
 /// The error of `result`, which must name the op and contain `word`.
 fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
-    let e = result.expect_err(&format!("{op} should fail ({word})")).to_string();
+    let e = result
+        .expect_err(&format!("{op} should fail ({word})"))
+        .to_string();
     assert!(e.contains(op), "{op}: the error names the op: {e}");
     assert!(e.contains(word), "{op}: the error says {word:?}: {e}");
 }
@@ -149,6 +213,10 @@ fn bad_arguments_are_errors_naming_the_op() {
     assert_error("sort", "dim", ops::sort(&x, 2, false, false));
     assert_error("topk", "`k`", ops::topk(&x, 4, -1, true, true));
     assert_error("topk", "`k`", ops::topk(&x, -1, -1, true, true));
-    assert_error("topk", "`k`", ops::topk(&Tensor::scalar(1.0f64), 2, 0, true, true));
+    assert_error(
+        "topk",
+        "`k`",
+        ops::topk(&Tensor::scalar(1.0f64), 2, 0, true, true),
+    );
     assert_error("topk", "dim", ops::topk(&x, 1, 2, true, true));
 }

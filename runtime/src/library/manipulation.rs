@@ -26,7 +26,9 @@ use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::scalar_like;
 use crate::core::dims::check_dim;
-use crate::{batching_rule, decompose, kernel, meta, ops, DType, Error, Result, Tensor, TensorMeta};
+use crate::{
+    batching_rule, decompose, kernel, meta, ops, DType, Error, Result, Tensor, TensorMeta,
+};
 
 /// The most pieces `chunk` makes of an empty dim (PyTorch makes `chunks`
 /// empty tensors, so a hostile `chunks` would exhaust memory).
@@ -142,11 +144,7 @@ fn given_sizes(n: usize, split_sizes: &[i64]) -> Result<Vec<usize>> {
 }
 
 #[meta(op = "split_with_sizes")]
-fn split_with_sizes_meta(
-    x: &TensorMeta,
-    split_sizes: &[i64],
-    dim: i64,
-) -> Result<Vec<TensorMeta>> {
+fn split_with_sizes_meta(x: &TensorMeta, split_sizes: &[i64], dim: i64) -> Result<Vec<TensorMeta>> {
     let d = split_dim(x.shape(), dim)?;
     Ok(piece_metas(x, d, &given_sizes(x.shape()[d], split_sizes)?))
 }

@@ -24,8 +24,7 @@ use crate::batching::{bdim_to_front, logical_rank, physical_dim, shape_arg};
 use crate::core::dims::check_dim;
 use crate::core::meta_rules::reduce_meta;
 use crate::{
-    batching_rule, decompose, kernel, meta, ops, DType, Element, Error, Result, Tensor,
-    TensorMeta,
+    batching_rule, decompose, kernel, meta, ops, DType, Element, Error, Result, Tensor, TensorMeta,
 };
 
 // ---------------------------------------------------------------------------
@@ -83,12 +82,7 @@ fn min_dim_decomposition(x: &Tensor, dim: i64, keepdim: bool) -> Result<(Tensor,
 // argsort
 
 #[meta(op = "argsort")]
-fn argsort_meta(
-    x: &TensorMeta,
-    dim: i64,
-    _descending: bool,
-    _stable: bool,
-) -> Result<TensorMeta> {
+fn argsort_meta(x: &TensorMeta, dim: i64, _descending: bool, _stable: bool) -> Result<TensorMeta> {
     check_dim(dim, x.ndim())?;
     Ok(x.with_dtype(DType::I64))
 }
