@@ -132,7 +132,7 @@ fn given_sizes(n: usize, split_sizes: &[i64]) -> Result<Vec<usize>> {
                 "`split_sizes[{i}]` is {s}, but a size must be non-negative"
             ))
         })?;
-        total = total.checked_add(s).unwrap_or(usize::MAX);
+        total = total.saturating_add(s);
         sizes.push(s);
     }
     if total != n {
