@@ -735,5 +735,7 @@ pub mod ops {
         "ops/random.toml",
         "ops/activations.toml",
         "ops/attention.toml",
+        "ops/manipulation.toml",
+        "ops/sorting.toml",
     );
 }
