@@ -734,5 +734,8 @@ pub mod ops {
         "ops/factories.toml",
         "ops/random.toml",
         "ops/activations.toml",
+        "ops/normalization.toml",
+        "ops/embedding.toml",
+        "ops/losses.toml",
     );
 }
