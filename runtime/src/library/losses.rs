@@ -19,7 +19,7 @@ fn like(x: &Tensor, value: f64) -> Tensor {
 /// The meta of a loss whose per-element losses have `shape`.
 fn loss_meta(shape: &[usize], dtype: DType, reduction: Reduction) -> TensorMeta {
     match reduction {
-        Reduction::None => TensorMeta::new(shape.to_vec(), dtype),
+        Reduction::None => TensorMeta::new(shape, dtype),
         Reduction::Mean | Reduction::Sum => TensorMeta::new(Vec::new(), dtype),
     }
 }
