@@ -3,7 +3,8 @@
 //! every float input, f64 and f32, from
 //! `tests/reference/torch_norm_losses.json` (recorded by
 //! `scripts/reference/record_norm_losses.py`, which also holds the losses and
-//! `embedding`, checked in `losses.rs` with the runner here). Then: vmap
+//! `embedding`, checked in `losses.rs` with the runner here), and `jvp`
+//! against those gradients by transposition. Then: vmap
 //! gives batch_norm per-example statistics, and per-sample gradients
 //! (`vmap(grad)`) through each op run under `FallbackPolicy::Error` and
 //! equal the loop.
@@ -11,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use batchrules::prelude::*;
-use batchrules::{vjp, FallbackPolicy};
+use batchrules::{jvp, vjp, FallbackPolicy};
 
 /// The recorded cases.
 fn reference() -> serde_json::Value {
@@ -155,6 +156,45 @@ pub(crate) fn check_against_torch(callers: &[(&str, Caller)]) -> BTreeMap<String
         for (n, g) in names.iter().zip(&got) {
             check(&format!("grad of {n}"), g, &grads[*n]);
         }
+
+        // Forward mode against the same gradients, by transposition: with
+        // the tangents v (each input's own values), <cotangent, J v> from
+        // jvp equals the sum of <torch's gradient, v>. Skipped where an
+        // output is NaN (the all-ignored mean).
+        if outs.iter().any(|o| values(o).iter().any(|v| v.is_nan())) {
+            continue;
+        }
+        let (_, tangents_out) = jvp(
+            |xs: Vec<Tensor>| {
+                let mut with = inputs.clone();
+                for (n, x) in names.iter().zip(xs) {
+                    with.insert((*n).clone(), Some(x));
+                }
+                call(&with, args)
+            },
+            &primals,
+            &primals,
+        )
+        .unwrap_or_else(|e| panic!("{what}: jvp: {e}"));
+        let dot = |a: &[f64], b: &[f64]| -> (f64, f64) {
+            let terms = a.iter().zip(b).map(|(x, y)| x * y);
+            (terms.clone().sum(), terms.map(f64::abs).sum())
+        };
+        let (mut forward, mut reverse, mut scale) = (0.0, 0.0, 0.0);
+        for (t, c) in tangents_out.iter().zip(&cotangents) {
+            let (d, s) = dot(&values(t), &values(c));
+            forward += d;
+            scale += s;
+        }
+        for (n, p) in names.iter().zip(&primals) {
+            let (d, s) = dot(&floats(&grads[*n]["values"]), &values(p));
+            reverse += d;
+            scale += s;
+        }
+        assert!(
+            (forward - reverse).abs() <= 4.0 * tol * scale.max(1.0),
+            "{what}: jvp gives <u, J v> = {forward}, torch's gradients {reverse}"
+        );
     }
     counts
 }
