@@ -295,7 +295,7 @@ macro_rules! op_table {
 /// must be declared at module level: not in an `impl` block, where the
 /// registration cannot name it. See the [guide] for the whole story.
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]
@@ -326,7 +326,7 @@ pub use batchrules_macros::kernel;
 /// Inside vmap the metas carry logical shapes, so the same checks hold per
 /// example at every vmap level. Return `Err(Error::invalid(...))` to reject a call.
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]
@@ -388,7 +388,7 @@ pub use batchrules_macros::meta;
 /// # fn main() {}
 /// ```
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]
@@ -437,7 +437,7 @@ pub use batchrules_macros::batching_rule;
 /// (each constituent op is batched on its own); `vmap = "fallback"` opts out and
 /// uses the per-example loop instead.
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]
@@ -484,7 +484,7 @@ pub use batchrules_macros::decompose;
 /// differentiable yet), and for a signature that does not fit the schema. Two
 /// vjps for one op are an error of the registry audit. Keys as for [`kernel`].
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]
@@ -582,7 +582,7 @@ pub use batchrules_macros::vjp;
 /// schema. Two jvps for one op are an error of the registry audit. Keys as
 /// for [`kernel`].
 ///
-/// ```
+/// ```rust,standalone_crate
 /// # pub mod ops {
 /// #     batchrules::op_table!(toml = r#"
 /// # [[op]]

@@ -202,7 +202,7 @@ fn vjps_match_central_differences_and_fit_their_inputs() {
     );
     let unchecked: Vec<&str> = compared
         .iter()
-        .filter(|(_, &n)| n == 0)
+        .filter(|&(_, &n)| n == 0)
         .map(|(op, _)| *op)
         .collect();
     assert!(

@@ -294,10 +294,10 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     }
                 }
             }
-            if !op_methods.iter().any(|m| m.name == schema.name) {
-                if let Some(m) = methods::default_method(&schema) {
-                    op_methods.insert(0, m);
-                }
+            if !op_methods.iter().any(|m| m.name == schema.name)
+                && let Some(m) = methods::default_method(&schema)
+            {
+                op_methods.insert(0, m);
             }
             for m in &op_methods {
                 let twice = ops

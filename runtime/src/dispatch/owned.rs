@@ -96,14 +96,13 @@ pub fn call_owned(
     let metas = run_meta(entry, &args, None, unique)?;
     if let (Some([out]), Some((Arg::Tensor(first), rest))) =
         (metas.as_deref(), args.split_first_mut())
+        && out.shape() == first.shape()
+        && out.dtype() == first.dtype()
+        && let Some(data) = first.unique_data_mut()
     {
-        if out.shape() == first.shape() && out.dtype() == first.dtype() {
-            if let Some(data) = first.unique_data_mut() {
-                (in_place.write)(data, rest).map_err(|e| attribute(e, entry.name()))?;
-                // `args` is dropped on return: the result is again the only handle.
-                return Ok(smallvec::smallvec![first.clone()]);
-            }
-        }
+        (in_place.write)(data, rest).map_err(|e| attribute(e, entry.name()))?;
+        // `args` is dropped on return: the result is again the only handle.
+        return Ok(smallvec::smallvec![first.clone()]);
     }
     run_dense_kernel(entry, &args)
 }

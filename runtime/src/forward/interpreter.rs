@@ -172,16 +172,16 @@ fn check_tangents(entry: &OpEntry, outs: &[Tensor], tangents: &[Option<Tensor>])
         )));
     }
     for (i, (out, t)) in outs.iter().zip(tangents).enumerate() {
-        if let Some(t) = t {
-            if t.shape() != out.shape() || t.dtype() != out.dtype() {
-                return Err(bug(format!(
+        if let Some(t) = t
+            && (t.shape() != out.shape() || t.dtype() != out.dtype())
+        {
+            return Err(bug(format!(
                     "tangent {i} has shape {:?} and dtype {}, but output {i} has shape {:?} and dtype {}",
                     t.shape(),
                     t.dtype(),
                     out.shape(),
                     out.dtype()
                 )));
-            }
         }
     }
     Ok(())

@@ -158,13 +158,13 @@ fn linear_meta(x: &TensorMeta, w: &TensorMeta, bias: Option<&TensorMeta>) -> Res
             w.shape()
         )));
     }
-    if let Some(b) = bias {
-        if b.shape() != [*n_out] {
-            return Err(Error::invalid(format!(
-                "bias must have shape [{n_out}], got {:?}",
-                b.shape()
-            )));
-        }
+    if let Some(b) = bias
+        && b.shape() != [*n_out]
+    {
+        return Err(Error::invalid(format!(
+            "bias must have shape [{n_out}], got {:?}",
+            b.shape()
+        )));
     }
     let mut shape = x.shape().to_vec();
     *shape.last_mut().unwrap_or(&mut 0) = *n_out;
@@ -275,13 +275,13 @@ pub(super) fn layer_norm_meta(
         )));
     }
     for (name, t) in [("weight", weight), ("bias", bias)] {
-        if let Some(t) = t {
-            if t.shape() != trailing {
-                return Err(Error::invalid(format!(
-                    "{name} must have shape {trailing:?} (normalized_shape), got {:?}",
-                    t.shape()
-                )));
-            }
+        if let Some(t) = t
+            && t.shape() != trailing
+        {
+            return Err(Error::invalid(format!(
+                "{name} must have shape {trailing:?} (normalized_shape), got {:?}",
+                t.shape()
+            )));
         }
     }
     Ok(x.clone())

@@ -260,15 +260,15 @@ fn gather_meta(x: &TensorMeta, dim: i64, index: &TensorMeta) -> Result<TensorMet
     }
     let d = dim_in(dim, x.shape())?;
     // As in PyTorch, an empty index is not compared with self.
-    if !index.shape().contains(&0) {
-        if let Some(k) = (0..xs.len()).find(|&k| k != d && is[k] > xs[k]) {
-            return Err(Error::invalid(format!(
-                "index of shape {:?} is larger than self of shape {:?} in dim {k}; \
+    if !index.shape().contains(&0)
+        && let Some(k) = (0..xs.len()).find(|&k| k != d && is[k] > xs[k])
+    {
+        return Err(Error::invalid(format!(
+            "index of shape {:?} is larger than self of shape {:?} in dim {k}; \
                  only dim {d}, the gathered dim, may be larger",
-                index.shape(),
-                x.shape()
-            )));
-        }
+            index.shape(),
+            x.shape()
+        )));
     }
     Ok(TensorMeta::new(index.shape(), x.dtype()))
 }

@@ -777,10 +777,10 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
     checked_numel(&[count, n, m])?;
 
     let (a3, b3) = (as_matrix_stack(&a_mat)?, as_matrix_stack(&b_mat)?);
-    if k == 1 {
-        if let Some(out) = outer_products(&a3.view(), &b3.view(), count, (n, m)) {
-            return finish_matmul(out?, batch, a.ndim(), b.ndim(), n, m);
-        }
+    if k == 1
+        && let Some(out) = outer_products(&a3.view(), &b3.view(), count, (n, m))
+    {
+        return finish_matmul(out?, batch, a.ndim(), b.ndim(), n, m);
     }
     let mut out = Array3::from_shape_vec((count, n, m), filled(count * n * m, T::zero()))
         .map_err(|e| Error::invalid(format!("matmul output: {e}")))?;
@@ -841,14 +841,14 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
     // packing costs more than the arithmetic there (about 100 ns for 4 x 4 x 4).
     // (Checked: `n * m` and `n * k` fit, but `n * k * m` need not.)
     let work = n.checked_mul(k).and_then(|nk| nk.checked_mul(m));
-    if work.is_some_and(|w| w <= SMALL_GEMM) {
-        if let (Some(av), Some(bv), Some(cv)) = (a3.as_slice(), b3.as_slice(), out.as_slice_mut()) {
-            for (t, c) in cv.chunks_exact_mut((n * m).max(1)).enumerate().take(count) {
-                let (ia, ib) = entries(t);
-                small_gemm(&av[ia * n * k..], &bv[ib * k * m..], c, (n, k, m));
-            }
-            return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
+    if work.is_some_and(|w| w <= SMALL_GEMM)
+        && let (Some(av), Some(bv), Some(cv)) = (a3.as_slice(), b3.as_slice(), out.as_slice_mut())
+    {
+        for (t, c) in cv.chunks_exact_mut((n * m).max(1)).enumerate().take(count) {
+            let (ia, ib) = entries(t);
+            small_gemm(&av[ia * n * k..], &bv[ib * k * m..], c, (n, k, m));
         }
+        return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
         let (ia, ib) = entries(t);

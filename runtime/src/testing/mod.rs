@@ -399,7 +399,7 @@ fn values_differ(a: &Tensor, b: &Tensor) -> Result<Option<String>> {
     ) -> Option<String> {
         x.indexed_iter()
             .zip(y.iter())
-            .find(|((_, &p), &q)| !same(p, q))
+            .find(|&((_, &p), &q)| !same(p, q))
             .map(|((idx, p), q)| {
                 format!(
                     "at index {:?} vmap gave {p}, the loop {q}",

@@ -689,14 +689,14 @@ impl<F, A> Vmap<F, A> {
             .run(args.rebuild(wrapped)?)
             .map_err(|e| in_level(e, level.depth()))?;
         let counts = out.output_leaf_counts();
-        if let OutDims::Each(ds) = &self.out_dims {
-            if ds.len() != counts.len() {
-                return Err(Error::Vmap(format!(
-                    "out_dims has {} entries but the function returned {} outputs",
-                    ds.len(),
-                    counts.len()
-                )));
-            }
+        if let OutDims::Each(ds) = &self.out_dims
+            && ds.len() != counts.len()
+        {
+            return Err(Error::Vmap(format!(
+                "out_dims has {} entries but the function returned {} outputs",
+                ds.len(),
+                counts.len()
+            )));
         }
         // Each leaf of the output, in order, finished at its output's out_dim.
         let mut next = 0;

@@ -278,10 +278,10 @@ impl VmapInterpreter {
         // The structural checks are cheap and run in every build; the
         // comparison with the meta runs in debug builds.
         self.check_rule_output(entry, &outs, level)?;
-        if cfg!(debug_assertions) {
-            if let Some(metas) = metas {
-                self.check_rule_against_meta(entry, &outs, metas)?;
-            }
+        if cfg!(debug_assertions)
+            && let Some(metas) = metas
+        {
+            self.check_rule_against_meta(entry, &outs, metas)?;
         }
         outs.into_iter()
             .map(|(t, b)| match b {

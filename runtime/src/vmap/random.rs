@@ -97,11 +97,11 @@ pub(crate) enum Seeds {
 impl Seeds {
     /// The arguments of example `i`, whose tensors are already selected.
     pub(crate) fn apply(self, mut args: Vec<Arg<Tensor>>, i: usize) -> Vec<Arg<Tensor>> {
-        if let Seeds::Derived { arg, offset } = self {
-            if let Some(Arg::Int(seed)) = args.get(arg) {
-                let index = offset.saturating_add(i) as u64;
-                args[arg] = Arg::Int(derive_seed(*seed, index));
-            }
+        if let Seeds::Derived { arg, offset } = self
+            && let Some(Arg::Int(seed)) = args.get(arg)
+        {
+            let index = offset.saturating_add(i) as u64;
+            args[arg] = Arg::Int(derive_seed(*seed, index));
         }
         args
     }
@@ -131,14 +131,14 @@ fn check_policies(entry: &OpEntry, level: LevelId) -> Result<()> {
         let Some((_, interp)) = dispatch::level_at(depth) else {
             continue;
         };
-        if let Some(v) = interp.as_any().downcast_ref::<VmapInterpreter>() {
-            if v.randomness() == Randomness::Error {
-                return Err(Error::Randomness {
-                    op: entry.name().to_string(),
-                    transform: "vmap",
-                    level: depth,
-                });
-            }
+        if let Some(v) = interp.as_any().downcast_ref::<VmapInterpreter>()
+            && v.randomness() == Randomness::Error
+        {
+            return Err(Error::Randomness {
+                op: entry.name().to_string(),
+                transform: "vmap",
+                level: depth,
+            });
         }
     }
     Ok(())
@@ -157,10 +157,10 @@ pub(super) fn process(
         .iter()
         .flat_map(Arg::tensors)
         .any(|t| Batched::at(t, level).is_some());
-    if entry.schema.kind == OpKind::Composite {
-        if let Some((f, DecomposeVmap::Decompose)) = entry.decomposition {
-            return f(args);
-        }
+    if entry.schema.kind == OpKind::Composite
+        && let Some((f, DecomposeVmap::Decompose)) = entry.decomposition
+    {
+        return f(args);
     }
     let seeds = match interp.randomness() {
         Randomness::Same if !batched_here => {
