@@ -42,12 +42,12 @@ fn embedding_meta(
             weight.dtype()
         )));
     }
-    if let Some(p) = padding_idx {
-        if padding_row(p, rows).is_none() {
-            return Err(Error::invalid(format!(
-                "padding_idx {p} is out of range for {rows} embeddings (valid: -{rows}..{rows})"
-            )));
-        }
+    if let Some(p) = padding_idx
+        && padding_row(p, rows).is_none()
+    {
+        return Err(Error::invalid(format!(
+            "padding_idx {p} is out of range for {rows} embeddings (valid: -{rows}..{rows})"
+        )));
     }
     let mut shape = input.shape().to_vec();
     shape.push(dim);

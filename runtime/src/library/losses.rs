@@ -55,15 +55,15 @@ fn nll_loss_meta(
         )));
     }
     let c = if x.len() == 1 { x[0] } else { x[1] };
-    if let Some(w) = weight {
-        if w.dtype() != input.dtype() || w.shape() != [c] {
-            return Err(Error::invalid(format!(
-                "weight must be a tensor of the input's dtype {} and shape [{c}] (one per class), got {} {:?}",
-                input.dtype(),
-                w.dtype(),
-                w.shape()
-            )));
-        }
+    if let Some(w) = weight
+        && (w.dtype() != input.dtype() || w.shape() != [c])
+    {
+        return Err(Error::invalid(format!(
+            "weight must be a tensor of the input's dtype {} and shape [{c}] (one per class), got {} {:?}",
+            input.dtype(),
+            w.dtype(),
+            w.shape()
+        )));
     }
     Ok(loss_meta(t, input.dtype(), reduction))
 }

@@ -26,15 +26,15 @@ fn channels_meta(input: &TensorMeta, per_channel: &[(&str, Option<&TensorMeta>)]
         )));
     };
     for &(name, t) in per_channel {
-        if let Some(t) = t {
-            if t.dtype() != input.dtype() || t.shape() != [c] {
-                return Err(Error::invalid(format!(
-                    "{name} must be a tensor of the input's dtype {} and shape [{c}] (the input's channels), got {} {:?}",
-                    input.dtype(),
-                    t.dtype(),
-                    t.shape()
-                )));
-            }
+        if let Some(t) = t
+            && (t.dtype() != input.dtype() || t.shape() != [c])
+        {
+            return Err(Error::invalid(format!(
+                "{name} must be a tensor of the input's dtype {} and shape [{c}] (the input's channels), got {} {:?}",
+                input.dtype(),
+                t.dtype(),
+                t.shape()
+            )));
         }
     }
     Ok(c)
