@@ -737,5 +737,8 @@ pub mod ops {
         "ops/attention.toml",
         "ops/manipulation.toml",
         "ops/sorting.toml",
+        "ops/normalization.toml",
+        "ops/embedding.toml",
+        "ops/losses.toml",
     );
 }
