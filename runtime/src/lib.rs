@@ -735,6 +735,11 @@ pub mod ops {
         "ops/random.toml",
         "ops/activations.toml",
         "ops/attention.toml",
+        "ops/manipulation.toml",
+        "ops/sorting.toml",
+        "ops/normalization.toml",
+        "ops/embedding.toml",
+        "ops/losses.toml",
         "ops/pooling.toml",
     );
 }

@@ -322,11 +322,7 @@ fn einsum_names_the_position_of_a_bad_subscript() {
         rejects("einsum", ops::einsum(equation, operands), words);
     }
     // A diagonal of unequal dims, mixed dtypes, no operand.
-    rejects(
-        "einsum",
-        ops::einsum("ii", &one),
-        &["repeated", "diagonal"],
-    );
+    rejects("einsum", ops::einsum("ii", &one), &["repeated", "diagonal"]);
     let ints = Tensor::from_shape_vec(&[3, 4], vec![1i64; 12]).unwrap();
     rejects(
         "einsum",

@@ -128,7 +128,7 @@ fn mse_loss_meta(x: &TensorMeta, target: &TensorMeta, reduction: Reduction) -> R
 }
 
 /// The per-element `losses` reduced as `reduction` says.
-fn reduce_losses(losses: Tensor, reduction: Reduction) -> Result<Tensor> {
+pub(super) fn reduce_losses(losses: Tensor, reduction: Reduction) -> Result<Tensor> {
     match reduction {
         Reduction::None => Ok(losses),
         Reduction::Mean => ops::mean(&losses, None, false),
@@ -252,7 +252,7 @@ fn cross_entropy_decomposition(
 }
 
 #[meta(op = "layer_norm")]
-fn layer_norm_meta(
+pub(super) fn layer_norm_meta(
     x: &TensorMeta,
     normalized_shape: &[i64],
     weight: Option<&TensorMeta>,
