@@ -734,5 +734,6 @@ pub mod ops {
         "ops/factories.toml",
         "ops/random.toml",
         "ops/activations.toml",
+        "ops/conv.toml",
     );
 }

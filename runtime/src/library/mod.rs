@@ -5,6 +5,7 @@
 mod activations;
 pub(crate) mod binary;
 mod composites;
+mod conv;
 mod derivative;
 mod dims;
 mod factories;
