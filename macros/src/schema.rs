@@ -14,6 +14,7 @@ pub enum Base {
     Bool,
     ScalarType,
     Reduction,
+    Str,
 }
 
 impl Base {
@@ -27,6 +28,7 @@ impl Base {
             Base::Bool => "Bool",
             Base::ScalarType => "ScalarType",
             Base::Reduction => "Reduction",
+            Base::Str => "Str",
         }
     }
 
@@ -131,10 +133,11 @@ fn parse_type(s: &str) -> Result<(Base, bool), String> {
         "bool" => Base::Bool,
         "ScalarType" => Base::ScalarType,
         "Reduction" => Base::Reduction,
+        "str" => Base::Str,
         other => {
             return Err(format!(
                 "unknown type `{other}`; the types are Tensor, Tensor[], int, int[], float, bool, \
-                 ScalarType and Reduction, each optionally followed by `?`"
+                 ScalarType, Reduction and str, each optionally followed by `?` (except Tensor[], Reduction and str)"
             ))
         }
     };
@@ -144,10 +147,27 @@ fn parse_type(s: &str) -> Result<(Base, bool), String> {
                 .to_string(),
         );
     }
+    if optional && base == Base::Str {
+        return Err(
+            "`str?` is not supported; give the `str` a default value instead (`str padding=\"valid\"`)"
+                .to_string(),
+        );
+    }
     if optional && base == Base::TensorList {
         return Err("`Tensor[]?` is not supported; use an empty `Tensor[]`".to_string());
     }
     Ok((base, optional))
+}
+
+/// The text of a `str` default written in quotes, `"valid"` or `'valid'`; `None`
+/// for anything else (a string holding a quote, comma or bracket is not one:
+/// the schema splits on those).
+pub fn str_default(value: &str) -> Option<&str> {
+    let inner = ['"', '\'']
+        .iter()
+        .find_map(|&q| value.strip_prefix(q).and_then(|v| v.strip_suffix(q)))?;
+    let plain = !inner.contains(['"', '\'', ',', '[', ']', '(', ')', '\\']);
+    plain.then_some(inner)
 }
 
 pub fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
@@ -178,6 +198,7 @@ pub fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
         }
         Base::ScalarType => matches!(value, "bool" | "i64" | "f32" | "f64"),
         Base::Reduction => matches!(value, "none" | "mean" | "sum"),
+        Base::Str => str_default(value).is_some(),
         Base::Tensor | Base::TensorList => false,
     };
     if ok {
@@ -190,6 +211,9 @@ pub fn check_default(arg: &Arg, value: &str) -> Result<(), String> {
             Base::IntList => "an int list such as [0, 1]",
             Base::ScalarType => "a ScalarType (bool, i64, f32, f64)",
             Base::Reduction => "a Reduction (none, mean, sum)",
+            Base::Str => {
+                "a quoted string such as \"valid\" (without quotes, commas or brackets inside)"
+            }
             Base::Tensor | Base::TensorList => "allowed: tensors take no default other than None",
         })
     }
@@ -292,6 +316,7 @@ impl Schema {
             Base::Bool => "bool".into(),
             Base::ScalarType => "DType".into(),
             Base::Reduction => "Reduction".into(),
+            Base::Str => "&str".into(),
         };
         if arg.optional {
             format!("Option<{base}>")

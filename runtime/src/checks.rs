@@ -548,6 +548,8 @@ impl ParamKind {
     pub const SCALAR_TYPE: u8 = 6;
     /// `Reduction`
     pub const REDUCTION: u8 = 10;
+    /// `str`
+    pub const STR: u8 = 11;
     /// `Option<usize>`, after a `Tensor`.
     pub const BDIM: u8 = 7;
     /// `&[Option<usize>]`, after a `Tensor[]`.
@@ -611,6 +613,7 @@ pub const fn param_code(
         ArgType::Bool => ParamKind::BOOL,
         ArgType::ScalarType => ParamKind::SCALAR_TYPE,
         ArgType::Reduction => ParamKind::REDUCTION,
+        ArgType::Str => ParamKind::STR,
     };
     let tensor = matches!(arg.ty, ArgType::Tensor | ArgType::TensorList);
     (kind, arg.optional, tensor && matches!(role, Role::Meta))

@@ -92,6 +92,7 @@ param_types! {
     (SCALAR_TYPE, false, any) => DType, "DType";
     (SCALAR_TYPE, true, any) => Option<DType>, "Option<DType>";
     (REDUCTION, false, any) => Reduction, "Reduction";
+    (STR, false, any) => &'a str, "&str";
     (BDIM, false, false) => Option<usize>, "Option<usize>";
     (BDIM_LIST, false, false) => &'a [Option<usize>], "&[Option<usize>]";
     (TANGENT_LIST, false, false) => &'a [Option<Tensor>], "&[Option<Tensor>]";

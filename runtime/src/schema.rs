@@ -44,6 +44,9 @@ pub enum ArgType {
     ScalarType,
     /// `Reduction` ([`Reduction`](crate::Reduction)): how a loss reduces.
     Reduction,
+    /// `str` (`&str`): a word such as conv2d's `padding="same"`, or einsum's
+    /// equation.
+    Str,
 }
 
 /// One argument of an op schema.

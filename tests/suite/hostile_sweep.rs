@@ -234,6 +234,21 @@ fn any_arg(ty: ArgType, optional: bool) -> BoxedStrategy<Arg<Tensor>> {
                 .prop_map(Arg::Reduction)
                 .boxed()
         }
+        // Words the ops take, and hostile ones: empty, unknown, an einsum
+        // equation with a bad subscript, non-ASCII.
+        (ArgType::Str, _) => prop::sample::select(vec![
+            "valid",
+            "same",
+            "",
+            "full",
+            "ij,jk->ik",
+            "ii",
+            "i->j",
+            "a...b,b->",
+            "é",
+        ])
+        .prop_map(|s| Arg::Str(s.to_string()))
+        .boxed(),
     }
 }
 

@@ -283,6 +283,22 @@ fn unstack_jvp(
     Ok(out)
 }
 
+// mode_code: a `str` argument with a default.
+#[meta(op = "mode_code", table = typed)]
+fn mode_code_meta(x: &TensorMeta, mode: &str) -> Result<TensorMeta> {
+    match mode {
+        "valid" | "same" => Ok(TensorMeta::new(Vec::new(), x.dtype())),
+        other => Err(Error::invalid(format!(
+            "`mode` must be \"valid\" or \"same\", got {other:?}"
+        ))),
+    }
+}
+
+#[kernel(op = "mode_code", table = typed)]
+fn mode_code_kernel(_x: &Tensor, mode: &str) -> Result<Tensor> {
+    Ok(Tensor::scalar(f64::from(u8::from(mode == "same"))))
+}
+
 #[decompose(op = "twice", table = typed)]
 fn twice(x: &Tensor) -> Result<Tensor> {
     batchrules::ops::add(x, x)
@@ -298,6 +314,22 @@ fn scalar_and_list_arguments_arrive() {
     assert_eq!(
         values(&typed::pick(&x, &[], None, 1.5).unwrap()),
         vec![-1.0, 1.5]
+    );
+}
+
+#[test]
+fn string_arguments_arrive_with_their_defaults() {
+    use typed::Methods as _;
+    let x = vec1(&[0.0]);
+    assert_eq!(values(&typed::mode_code(&x, "same").unwrap()), vec![1.0]);
+    assert_eq!(values(&typed::mode_code(&x, "valid").unwrap()), vec![0.0]);
+    // The method applies the schema's default, "valid"; the spec fixes "same".
+    assert_eq!(values(&x.mode_code().unwrap()), vec![0.0]);
+    assert_eq!(values(&x.mode_code_same().unwrap()), vec![1.0]);
+    let err = typed::mode_code(&x, "full").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "mode_code: `mode` must be \"valid\" or \"same\", got \"full\""
     );
 }
 
@@ -343,7 +375,7 @@ fn meta_errors_name_the_op() {
 #[test]
 fn schema_constants_describe_the_table() {
     let ops = typed::__SCHEMA;
-    assert_eq!(ops.len(), 7);
+    assert_eq!(ops.len(), 8);
     let pick = &ops[0];
     assert_eq!(pick.name, "pick");
     assert_eq!(pick.kind, OpKind::Primitive);
@@ -359,6 +391,12 @@ fn schema_constants_describe_the_table() {
     assert_eq!(ops[2].returns, &[ArgType::Tensor, ArgType::Tensor]);
     assert_eq!(ops[3].returns, &[ArgType::TensorList]);
     assert_eq!(ops[5].kind, OpKind::Composite);
+    let mode = &ops[7].args[1];
+    assert_eq!((mode.ty, mode.default), (ArgType::Str, Some("\"valid\"")));
+    assert_eq!(
+        ops[7].kernel.display,
+        "fn(self_: &Tensor, mode: &str) -> Result<Tensor>"
+    );
     assert_eq!(typed::__PATH, "suite::op_table::typed");
     // `differentiable` defaults to true; `split_all` says `differentiable = false`.
     assert!(pick.differentiable && ops[2].differentiable && ops[5].differentiable);

@@ -209,6 +209,10 @@ fn value_expr(arg: &Arg, value: &str) -> TokenStream {
             );
             quote!(__rt::Reduction::#v)
         }
+        Base::Str => {
+            let v = crate::schema::str_default(value).unwrap_or_default();
+            quote!(#v)
+        }
         Base::Tensor | Base::TensorList => quote!(::core::option::Option::None),
     };
     if arg.optional {
@@ -228,6 +232,7 @@ fn value_text(arg: &Arg, value: &str) -> String {
         (Base::IntList, v) => format!("&{v}"),
         (Base::ScalarType, v) => format!("DType::{}", v.to_uppercase()),
         (Base::Reduction, v) => format!("Reduction::{}{}", v[..1].to_uppercase(), &v[1..]),
+        (Base::Str, v) => format!("{:?}", crate::schema::str_default(v).unwrap_or_default()),
         (_, v) => v.to_string(),
     };
     if arg.optional {

@@ -82,6 +82,7 @@ pub enum Arg<T> {
     ScalarType(DType),
     OptScalarType(Option<DType>),
     Reduction(Reduction),
+    Str(String),
 }
 
 impl<T> Arg<T> {
@@ -102,6 +103,7 @@ impl<T> Arg<T> {
             Arg::ScalarType(v) => Arg::ScalarType(*v),
             Arg::OptScalarType(v) => Arg::OptScalarType(*v),
             Arg::Reduction(v) => Arg::Reduction(*v),
+            Arg::Str(v) => Arg::Str(v.clone()),
         })
     }
 
@@ -171,6 +173,7 @@ from_arg!(Option<bool>, "Option<bool>", Arg::OptBool(v) => *v);
 from_arg!(DType, "DType", Arg::ScalarType(v) => *v);
 from_arg!(Option<DType>, "Option<DType>", Arg::OptScalarType(v) => *v);
 from_arg!(Reduction, "Reduction", Arg::Reduction(v) => *v);
+from_arg!(&'a str, "&str", Arg::Str(v) => v.as_str());
 
 impl<'a, T: TensorLike> FromArg<'a, T> for &'a T {
     fn from_arg(arg: &'a Arg<T>, index: usize) -> Result<Self> {
@@ -248,6 +251,7 @@ into_arg!(Option<bool>, v => Arg::OptBool(v));
 into_arg!(DType, v => Arg::ScalarType(v));
 into_arg!(Option<DType>, v => Arg::OptScalarType(v));
 into_arg!(Reduction, v => Arg::Reduction(v));
+into_arg!(&str, v => Arg::Str(v.to_string()));
 
 /// Converts between a function's return value and the flat list of outputs the
 /// dispatcher works with. `T` is the output item: [`Tensor`], [`TensorMeta`], or

@@ -154,6 +154,7 @@ fn same_signature(key: &Arg<TensorMeta>, actual: &Arg<Tensor>) -> bool {
         (Arg::ScalarType(a), Arg::ScalarType(b)) => a == b,
         (Arg::OptScalarType(a), Arg::OptScalarType(b)) => a == b,
         (Arg::Reduction(a), Arg::Reduction(b)) => a == b,
+        (Arg::Str(a), Arg::Str(b)) => a == b,
         _ => false,
     }
 }

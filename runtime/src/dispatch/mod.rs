@@ -157,6 +157,7 @@ fn check_args(entry: &OpEntry, args: &[Arg<Tensor>]) -> Result<()> {
             (ArgType::ScalarType, false) => matches!(a, Arg::ScalarType(_)),
             (ArgType::ScalarType, true) => matches!(a, Arg::OptScalarType(_)),
             (ArgType::Reduction, _) => matches!(a, Arg::Reduction(_)),
+            (ArgType::Str, _) => matches!(a, Arg::Str(_)),
         };
         if !fits {
             return Err(Error::InvalidArgument {
