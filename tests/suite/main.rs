@@ -10,6 +10,7 @@ mod common;
 
 mod activations;
 mod chunking;
+mod conv;
 mod dense_ops;
 mod diagnostics;
 mod edge_cases;

@@ -165,10 +165,10 @@ impl Geometry {
         let [bh, bw] = self.blocks;
         for nc in 0..self.n * self.c {
             for ki in 0..w.kernel[0] {
-                let off_h = (ki * w.dilation[0]) as i128 - w.padding[0] as i128;
+                let off_h = ki as i128 * w.dilation[0] as i128 - w.padding[0] as i128;
                 let (rlo, rhi) = valid_range(off_h, w.stride[0], self.size[0], bh);
                 for kj in 0..w.kernel[1] {
-                    let off_w = (kj * w.dilation[1]) as i128 - w.padding[1] as i128;
+                    let off_w = kj as i128 * w.dilation[1] as i128 - w.padding[1] as i128;
                     let (clo, chi) = valid_range(off_w, w.stride[1], self.size[1], bw);
                     // The input column of block column `clo` (in range when
                     // `clo < chi`).
@@ -721,6 +721,160 @@ fn conv1d_decomposition(
 }
 
 // ---------------------------------------------------------------------------
+// conv2d_padding and conv1d_padding: padding "valid" or "same"
+
+/// The padding of `conv*_padding` along each of `D` spatial dims: none for
+/// "valid"; for "same", `dilation * (k - 1)` in all, `left` before and
+/// `left + extra` after (`extra` is 0 or 1, PyTorch's placement of the odd
+/// element), which needs `stride` 1.
+fn word_padding<const D: usize>(
+    w: &TensorMeta,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+) -> Result<([i64; D], [usize; D])> {
+    match padding {
+        "valid" => Ok(([0; D], [0; D])),
+        "same" => {
+            let ws = w.shape();
+            if ws.len() != D + 2 {
+                return Err(Error::invalid(format!(
+                    "expected a {}-d weight [C_out, C_in / groups, {}], got shape {ws:?}",
+                    D + 2,
+                    if D == 1 { "k" } else { "kh, kw" }
+                )));
+            }
+            if per_dim::<D>("stride", stride, 1)?.iter().any(|&s| s != 1) {
+                return Err(Error::invalid(format!(
+                    "padding \"same\" needs stride 1 (as in PyTorch), got stride {stride:?}"
+                )));
+            }
+            let dilation = per_dim::<D>("dilation", dilation, 1)?;
+            let (mut left, mut extra) = ([0i64; D], [0usize; D]);
+            for i in 0..D {
+                let total = dilation[i] as i128 * (ws[2 + i] as i128 - 1).max(0);
+                left[i] = i64::try_from(total / 2).map_err(|_| {
+                    Error::invalid(format!(
+                        "padding \"same\" with dilation {dilation:?} and weight {ws:?} is too large"
+                    ))
+                })?;
+                extra[i] = (total % 2) as usize;
+            }
+            Ok((left, extra))
+        }
+        other => Err(Error::invalid(format!(
+            "`padding` must be \"valid\" or \"same\", got {other:?}"
+        ))),
+    }
+}
+
+/// The output shape of `conv*_padding` with `D` spatial dims: that of the
+/// convolution with the symmetric padding, of the input with the extra
+/// padding appended.
+#[allow(clippy::too_many_arguments)]
+fn conv_padding_shape<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Vec<usize>> {
+    let (left, extra) = word_padding::<D>(w, stride, padding, dilation)?;
+    let mut shape = x.shape().to_vec();
+    if shape.len() >= D {
+        let r = shape.len();
+        for i in 0..D {
+            shape[r - D + i] = shape[r - D + i].saturating_add(extra[i]);
+        }
+    }
+    conv_shape::<D>(
+        &TensorMeta::new(&shape, x.dtype()),
+        w,
+        bias,
+        stride,
+        &left,
+        dilation,
+        groups,
+    )
+}
+
+/// `input` with the extra "same" padding appended to its last `D` dims (a
+/// zero row or column where the total is odd).
+fn pad_extra<const D: usize>(x: &Tensor, extra: [usize; D]) -> Result<Tensor> {
+    let mut x = x.clone();
+    for (i, &e) in extra.iter().enumerate() {
+        if e > 0 {
+            x = ops::pad_dim(&x, i as i64 - D as i64, 0, e as i64)?;
+        }
+    }
+    Ok(x)
+}
+
+#[meta(op = "conv2d_padding")]
+fn conv2d_padding_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_padding_shape::<2>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// `conv2d` with the padding the word asks for: "same" with an odd total
+/// pads the input's bottom row or right column first, then convolves with
+/// the symmetric rest.
+#[decompose(op = "conv2d_padding")]
+fn conv2d_padding_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (left, extra) = word_padding::<2>(&TensorMeta::of(weight), stride, padding, dilation)?;
+    let x = pad_extra(x, extra)?;
+    ops::conv2d(&x, weight, bias, stride, &left, dilation, groups)
+}
+
+#[meta(op = "conv1d_padding")]
+fn conv1d_padding_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_padding_shape::<1>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// As `conv2d_padding`, along the one spatial dim.
+#[decompose(op = "conv1d_padding")]
+fn conv1d_padding_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (left, extra) = word_padding::<1>(&TensorMeta::of(weight), stride, padding, dilation)?;
+    let x = pad_extra(x, extra)?;
+    ops::conv1d(&x, weight, bias, stride, &left, dilation, groups)
+}
+
+// ---------------------------------------------------------------------------
 // Samples for the sweeps: few and tiny.
 
 /// The four window arguments of a sample.
@@ -938,4 +1092,107 @@ crate::op_samples!(
     op = "conv1d",
     samples = conv1d_samples,
     errors = conv1d_errors
+);
+
+/// A `conv*_padding` sample: input, weight, bias, stride, the padding word,
+/// dilation and groups.
+fn conv_word(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    (s, p, d): (&[i64], &str, &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    let mut a = crate::args![x, w, b, s];
+    a.push(crate::Arg::Str(p.to_string()));
+    a.extend(crate::args![d, groups]);
+    a
+}
+
+fn conv2d_padding_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        // "same" with an even kernel along the height (the extra row at the
+        // bottom) and an odd one along the width.
+        conv_word(
+            &f64s(&[1, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 3], 50),
+            Some(&f64s_from(&[2], 90)),
+            (&[1], "same", &[1]),
+            1,
+        ),
+        conv_word(
+            &f64s(&[2, 3, 4]),
+            &f64s_from(&[2, 1, 2, 2], 50),
+            None,
+            (&[1, 2], "valid", &[1]),
+            2,
+        ),
+        conv_word(
+            &f32s(&[1, 1, 3, 2]),
+            &f32s(&[1, 1, 2, 2]),
+            None,
+            (&[1], "same", &[2, 1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_padding_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let (x, w) = (f64s(&[1, 2, 3, 3]), f64s(&[2, 2, 2, 2]));
+    vec![
+        conv_word(&x, &w, None, (&[1], "full", &[1]), 1),
+        conv_word(&x, &w, None, (&[2], "same", &[1]), 1),
+        conv_word(&x, &f64s(&[2, 2, 4, 4]), None, (&[1], "valid", &[1]), 1),
+        conv_word(&i64s(&[1, 2, 3, 3], 5), &w, None, (&[1], "same", &[1]), 1),
+    ]
+}
+
+fn conv1d_padding_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        conv_word(
+            &f64s(&[1, 2, 4]),
+            &f64s_from(&[3, 2, 2], 50),
+            Some(&f64s_from(&[3], 90)),
+            (&[1], "same", &[1]),
+            1,
+        ),
+        conv_word(
+            &f64s(&[2, 5]),
+            &f64s_from(&[2, 2, 3], 50),
+            None,
+            (&[2], "valid", &[1]),
+            1,
+        ),
+        conv_word(
+            &f32s(&[1, 1, 4]),
+            &f32s(&[1, 1, 3]),
+            None,
+            (&[1], "same", &[2]),
+            1,
+        ),
+    ]
+}
+
+fn conv1d_padding_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let (x, w) = (f64s(&[1, 2, 5]), f64s(&[2, 2, 2]));
+    vec![
+        conv_word(&x, &w, None, (&[1], "", &[1]), 1),
+        conv_word(&x, &w, None, (&[2], "same", &[1]), 1),
+        conv_word(&x, &w, None, (&[1], "same", &[1, 1]), 1),
+    ]
+}
+
+crate::op_samples!(
+    op = "conv2d_padding",
+    samples = conv2d_padding_samples,
+    errors = conv2d_padding_errors
+);
+crate::op_samples!(
+    op = "conv1d_padding",
+    samples = conv1d_padding_samples,
+    errors = conv1d_padding_errors
 );
