@@ -938,11 +938,11 @@ fn fold_samples() -> Vec<crate::testing::Sample> {
         ),
         // Unbatched, two channels, padding and stride (overlaps and drops).
         with(
-            crate::args![&f64s(&[4, 6]), &[3i64, 4][..]],
+            crate::args![&f64s(&[4, 8]), &[3i64, 4][..]],
             win(&[2, 1], &[1], &[1, 0], &[2, 1]),
         ),
         with(
-            crate::args![&f32s(&[2, 4, 4]), &[5i64][..]],
+            crate::args![&f32s(&[2, 4, 9]), &[5i64][..]],
             win(&[2], &[2], &[1], &[2]),
         ),
     ]

@@ -798,11 +798,16 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
         T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2);
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
-    if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 {
+    if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 && m < FOLD_COLUMNS_BELOW {
         // One left-hand matrix shared by the whole batch (`mv(W, x)` under
         // vmap with unbatched weights): the batch folds into the columns of
         // one product, `[n, k] @ [k, count * m]`, instead of `count` products
-        // that each pack the whole shared matrix again.
+        // that each pack the whole shared matrix again. Only for narrow
+        // products: the fold copies the right operands and the result
+        // through a transpose, which for wide ones (a convolution's weight
+        // times each image's blocks, `m` = 784 in W12) cost 3x the products
+        // themselves; there each product packs the small shared matrix
+        // cheaply and runs straight on the operand's memory.
         let b2 = b3
             .view()
             .permuted_axes([1, 0, 2])
@@ -877,6 +882,10 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
 }
+
+/// A batch of products sharing the left matrix is folded into one product's
+/// columns only when each product has fewer columns than this.
+const FOLD_COLUMNS_BELOW: usize = 32;
 
 /// Products of at most this many multiply-adds are computed by [`small_gemm`].
 const SMALL_GEMM: usize = 1024;
