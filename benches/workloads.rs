@@ -1010,6 +1010,14 @@ fn w12_conv2d(c: &mut Criterion) {
     g.bench_function("batchrules", |bch| {
         bch.iter(|| black_box(conv_layer(&x, &w).unwrap()))
     });
+    // The same with room for its buffers in the per-thread cache (im2col's
+    // 58 MB and the output's 13 MB are more than the default 64 MiB keeps,
+    // so each call gets fresh pages from the system and faults them in).
+    g.bench_function("batchrules_cache256", |bch| {
+        batchrules::tuning::set_buffer_cache_limit(256 << 20);
+        bch.iter(|| black_box(conv_layer(&x, &w).unwrap()));
+        batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
+    });
     g.bench_function("unfold", |bch| {
         bch.iter(|| black_box(ops::unfold(&x, &[3], &[1], &[1], &[1]).unwrap()))
     });
@@ -1036,6 +1044,11 @@ fn w13_conv2d_per_sample_grads(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(per_sample().unwrap()))
+    });
+    g.bench_function("batchrules_vmap_grad_cache256", |bch| {
+        batchrules::tuning::set_buffer_cache_limit(256 << 20);
+        bch.iter(|| black_box(per_sample().unwrap()));
+        batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
     });
     bench_gemm_limit(&mut g, &w13_gemms());
     g.finish();

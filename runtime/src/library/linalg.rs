@@ -272,10 +272,26 @@ fn broadcast_flat_index(index: &[usize], shape: &[usize]) -> usize {
 /// `x` (at least 2-D) as a stack of matrices `[batch, rows, cols]`, its leading
 /// dims merged into one: a view when their strides allow it (always for one
 /// leading dim or none), else one copy.
+/// Leading dims of size 1 are dropped first (`[B, 1, k, n]` under vmap of a
+/// batch of one image, whose matrices may be transposed views): then one
+/// leading dim remains, a view whatever the matrices' strides.
 fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a, T, Ix3>> {
     let r = x.ndim();
     let (rows, cols) = (x.shape()[r - 2], x.shape()[r - 1]);
     let batch = x.shape()[..r - 2].iter().product();
+    if r > 3 && x.shape()[..r - 2].iter().filter(|&&d| d != 1).count() <= 1 {
+        let mut v = x.view();
+        while v.ndim() > 3 {
+            let one = v.shape()[..v.ndim() - 2].iter().position(|&d| d == 1);
+            match one {
+                Some(i) => v = v.index_axis_move(Axis(i), 0),
+                None => break,
+            }
+        }
+        if let Ok(v3) = v.into_dimensionality::<Ix3>() {
+            return Ok(CowArray::from(v3));
+        }
+    }
     x.to_shape((batch, rows, cols))
         .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
 }
