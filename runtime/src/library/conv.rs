@@ -170,8 +170,8 @@ impl Geometry {
                 for kj in 0..w.kernel[1] {
                     let off_w = kj as i128 * w.dilation[1] as i128 - w.padding[1] as i128;
                     let (clo, chi) = valid_range(off_w, w.stride[1], self.size[1], bw);
-                    // The input column of block column `clo` (in range when
-                    // `clo < chi`).
+                    // The input column of block column `clo` (in range only
+                    // when `clo < chi`: the callers read nothing otherwise).
                     let first = (clo as i128 * w.stride[1] as i128 + off_w).max(0) as usize;
                     for oy in 0..bh {
                         let input_row = (oy >= rlo && oy < rhi)
@@ -204,7 +204,9 @@ fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Geometry) -> Result<Vec<
         };
         let src = &x[(nc * h + r) * w..(nc * h + r + 1) * w];
         out.extend(std::iter::repeat_n(T::zero(), lo));
-        if stride == 1 {
+        if hi == lo {
+            // No block column reads this row (`first` is then meaningless).
+        } else if stride == 1 {
             out.extend_from_slice(&src[first..first + (hi - lo)]);
         } else {
             out.extend(src[first..].iter().step_by(stride).take(hi - lo).copied());

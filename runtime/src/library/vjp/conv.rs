@@ -22,7 +22,9 @@ fn unfold_vjp(
     })
 }
 
+/// (Eight parameters: the op's six, its result and the cotangent.)
 #[vjp(op = "fold")]
+#[allow(clippy::too_many_arguments)]
 fn fold_vjp(
     x: &Tensor,
     _output_size: &[i64],
