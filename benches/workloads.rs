@@ -1,4 +1,4 @@
-//! The batchrules workloads W1-W11 (see docs/benchmarks.md). Each workload
+//! The batchrules workloads W1-W13 (see docs/benchmarks.md). Each workload
 //! measures batchrules and its baseline in the same run; after criterion has
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
@@ -829,6 +829,18 @@ const ROWS: &[(&str, &str, &str)] = &[
 fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
     vec![
         (
+            "W12_conv2d_b64",
+            "batchrules",
+            "limit_gemm",
+            gemm_flops(W12_GEMMS),
+        ),
+        (
+            "W13_conv2d_per_sample_grads_b64",
+            "batchrules_vmap_grad",
+            "limit_gemm",
+            gemm_flops(&w13_gemms()),
+        ),
+        (
             "W1_mlp_b256",
             "batchrules_vmap",
             "limit_gemm",
@@ -969,6 +981,79 @@ fn human(ns: f64) -> String {
     }
 }
 
+/// W12/W13's layer: input `[64, 32, 28, 28]`, weight `[64, 32, 3, 3]`,
+/// padding 1 (stride 1): a `[64, 64, 28, 28]` output.
+const CONV_BATCH: usize = 64;
+const CONV_IN: [usize; 4] = [CONV_BATCH, 32, 28, 28];
+const CONV_WEIGHT: [usize; 4] = [64, 32, 3, 3];
+/// The GEMM that forward reduces to: weight `[64, 288]` times the blocks of
+/// all 64 images `[288, 64 * 784]`.
+const W12_GEMMS: &[(usize, usize, usize)] = &[(64, 32 * 9, CONV_BATCH * 28 * 28)];
+
+/// The GEMMs of the per-sample weight gradients alone: for each example, the
+/// output gradient `[64, 784]` times its blocks transposed `[784, 288]`
+/// (what `jax.jit` computes; batchrules also runs forward, `W12_GEMMS`).
+fn w13_gemms() -> Vec<(usize, usize, usize)> {
+    vec![(64, 28 * 28, 32 * 9); CONV_BATCH]
+}
+
+fn conv_layer(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    ops::conv2d(x, w, None, &[1], &[1], &[1], 1)
+}
+
+/// W12: `conv2d` forward (im2col + one batched GEMM) against the GEMM it
+/// reduces to.
+fn w12_conv2d(c: &mut Criterion) {
+    let (x, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
+    let mut g = c.benchmark_group("W12_conv2d_b64");
+    g.sample_size(10);
+    g.bench_function("batchrules", |bch| {
+        bch.iter(|| black_box(conv_layer(&x, &w).unwrap()))
+    });
+    // The same with room for its buffers in the per-thread cache (im2col's
+    // 58 MB and the output's 13 MB are more than the default 64 MiB keeps,
+    // so each call gets fresh pages from the system and faults them in).
+    g.bench_function("batchrules_cache256", |bch| {
+        batchrules::tuning::set_buffer_cache_limit(256 << 20);
+        bch.iter(|| black_box(conv_layer(&x, &w).unwrap()));
+        batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
+    });
+    g.bench_function("unfold", |bch| {
+        bch.iter(|| black_box(ops::unfold(&x, &[3], &[1], &[1], &[1]).unwrap()))
+    });
+    bench_gemm_limit(&mut g, W12_GEMMS);
+    g.finish();
+}
+
+/// W13: per-sample weight gradients of the W12 layer, `vmap(grad)` of the
+/// sum of one example's outputs (`[32, 28, 28]`), batch 64, with the
+/// fallback loop forbidden; against the per-example GEMMs of the gradients.
+fn w13_conv2d_per_sample_grads(c: &mut Criterion) {
+    let (xs, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
+    let per_sample = || -> Result<Tensor> {
+        vmap(|(w, x): (Tensor, Tensor)| {
+            grad(|(w, x): (Tensor, Tensor)| ops::sum(&conv_layer(&x, &w)?, None, false))
+                .call((&w, &x))
+        })
+        .in_dims([None, Some(0)])
+        .fallback(FallbackPolicy::Error)
+        .call((&w, &xs))
+    };
+    assert_eq!(per_sample().unwrap().shape(), &[64, 64, 32, 3, 3]);
+    let mut g = c.benchmark_group("W13_conv2d_per_sample_grads_b64");
+    g.sample_size(10);
+    g.bench_function("batchrules_vmap_grad", |bch| {
+        bch.iter(|| black_box(per_sample().unwrap()))
+    });
+    g.bench_function("batchrules_vmap_grad_cache256", |bch| {
+        batchrules::tuning::set_buffer_cache_limit(256 << 20);
+        bch.iter(|| black_box(per_sample().unwrap()));
+        batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
+    });
+    bench_gemm_limit(&mut g, &w13_gemms());
+    g.finish();
+}
+
 fn main() {
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -985,6 +1070,8 @@ fn main() {
     w9_grad_overhead(&mut c);
     w10_jacobians(&mut c);
     w11_pointwise_chain(&mut c);
+    w12_conv2d(&mut c);
+    w13_conv2d_per_sample_grads(&mut c);
     #[cfg(feature = "rayon")]
     r_rayon(&mut c);
     c.final_summary();

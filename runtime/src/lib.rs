@@ -741,5 +741,6 @@ pub mod ops {
         "ops/embedding.toml",
         "ops/losses.toml",
         "ops/pooling.toml",
+        "ops/conv.toml",
     );
 }

@@ -11,6 +11,7 @@ mod common;
 mod activations;
 mod attention;
 mod chunking;
+mod conv;
 mod dense_ops;
 mod diagnostics;
 mod edge_cases;

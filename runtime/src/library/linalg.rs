@@ -272,10 +272,26 @@ fn broadcast_flat_index(index: &[usize], shape: &[usize]) -> usize {
 /// `x` (at least 2-D) as a stack of matrices `[batch, rows, cols]`, its leading
 /// dims merged into one: a view when their strides allow it (always for one
 /// leading dim or none), else one copy.
+/// Leading dims of size 1 are dropped first (`[B, 1, k, n]` under vmap of a
+/// batch of one image, whose matrices may be transposed views): then one
+/// leading dim remains, a view whatever the matrices' strides.
 fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a, T, Ix3>> {
     let r = x.ndim();
     let (rows, cols) = (x.shape()[r - 2], x.shape()[r - 1]);
     let batch = x.shape()[..r - 2].iter().product();
+    if r > 3 && x.shape()[..r - 2].iter().filter(|&&d| d != 1).count() <= 1 {
+        let mut v = x.view();
+        while v.ndim() > 3 {
+            let one = v.shape()[..v.ndim() - 2].iter().position(|&d| d == 1);
+            match one {
+                Some(i) => v = v.index_axis_move(Axis(i), 0),
+                None => break,
+            }
+        }
+        if let Ok(v3) = v.into_dimensionality::<Ix3>() {
+            return Ok(CowArray::from(v3));
+        }
+    }
     x.to_shape((batch, rows, cols))
         .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
 }
@@ -798,11 +814,16 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
         T::gemm(&a2.view(), &b3.index_axis(Axis(0), 0), &mut out2);
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
-    if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 {
+    if a3.shape()[0] == 1 && b3.shape()[0] == count && count > 1 && m < FOLD_COLUMNS_BELOW {
         // One left-hand matrix shared by the whole batch (`mv(W, x)` under
         // vmap with unbatched weights): the batch folds into the columns of
         // one product, `[n, k] @ [k, count * m]`, instead of `count` products
-        // that each pack the whole shared matrix again.
+        // that each pack the whole shared matrix again. Only for narrow
+        // products: the fold copies the right operands and the result
+        // through a transpose, which for wide ones (a convolution's weight
+        // times each image's blocks, `m` = 784 in W12) cost 3x the products
+        // themselves; there each product packs the small shared matrix
+        // cheaply and runs straight on the operand's memory.
         let b2 = b3
             .view()
             .permuted_axes([1, 0, 2])
@@ -877,6 +898,10 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
 
     finish_matmul(out, batch, a.ndim(), b.ndim(), n, m)
 }
+
+/// A batch of products sharing the left matrix is folded into one product's
+/// columns only when each product has fewer columns than this.
+const FOLD_COLUMNS_BELOW: usize = 32;
 
 /// Products of at most this many multiply-adds are computed by [`small_gemm`].
 const SMALL_GEMM: usize = 1024;

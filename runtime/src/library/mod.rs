@@ -6,6 +6,7 @@ mod activations;
 mod attention;
 pub(crate) mod binary;
 mod composites;
+mod conv;
 mod derivative;
 mod dims;
 mod embedding;

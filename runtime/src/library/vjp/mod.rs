@@ -22,6 +22,7 @@
 use crate::batching::shape_arg;
 use crate::{ops, Result, Tensor};
 
+mod conv;
 mod linalg;
 mod pointwise;
 mod pooling;

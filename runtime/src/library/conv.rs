@@ -1,0 +1,1200 @@
+//! Convolution (`ops/conv.toml`): the sliding-block primitives `unfold`
+//! (im2col) and `fold` (col2im), and `conv1d`/`conv2d` as composites over
+//! `unfold` and one `matmul`.
+//!
+//! `unfold` and `fold` are linear and each other's transpose, so each one's
+//! vjp is the other (`vjp/conv.rs`) and neither needs a jvp. Their batching
+//! rules fold the vmap dim into the image batch `N` (one kernel call, no
+//! loop). A convolution is then `weight [C_out, C_in * kh * kw] @ unfold(x)
+//! [N, C_in * kh * kw, L]`: under `vmap(grad(...))` the examples are part of
+//! the product's batch, and the per-example weight gradient is `matmul`'s
+//! vjp, `g [B, C_out, L] @ blocks^T [B, L, C_in * kh * kw]`, a batched
+//! matrix product (the way Opacus computes them).
+
+use ndarray::{ArcArray, ArrayD, IxDyn, LinalgScalar};
+
+use crate::batching::{bdim_to_front, shape_arg};
+use crate::core::buffers::{filled, take, Cached};
+use crate::core::meta_rules::require_float;
+use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
+
+// ---------------------------------------------------------------------------
+// The window of a sliding-block op: kernel size, dilation, padding and stride
+// per spatial dim, checked.
+
+/// The window arguments of `unfold`/`fold`/`conv*` for `D` spatial dims,
+/// checked: kernel, dilation and stride at least 1, padding at least 0.
+#[derive(Clone, Copy, Debug)]
+struct Window<const D: usize> {
+    kernel: [usize; D],
+    dilation: [usize; D],
+    padding: [usize; D],
+    stride: [usize; D],
+}
+
+/// The `int[]` argument `name` as `D` values: one value per spatial dim, or
+/// one for all of them (PyTorch's `stride=2`); each at least `min`.
+fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
+    let dims = if D == 1 {
+        "1 value".to_string()
+    } else {
+        format!("1 or {D} values (one per spatial dim)")
+    };
+    if values.len() != 1 && values.len() != D {
+        return Err(Error::invalid(format!(
+            "`{name}` must have {dims}, got {values:?}"
+        )));
+    }
+    let mut out = [0usize; D];
+    for (i, o) in out.iter_mut().enumerate() {
+        let v = values[if values.len() == 1 { 0 } else { i }];
+        if v < min {
+            let what = if min == 0 { "non-negative" } else { "positive" };
+            return Err(Error::invalid(format!(
+                "`{name}` must be {what}, got {values:?}"
+            )));
+        }
+        // Non-negative i64 fits usize on the 64-bit targets ndarray indexes.
+        *o = usize::try_from(v)
+            .map_err(|_| Error::invalid(format!("`{name}` {values:?} is too large")))?;
+    }
+    Ok(out)
+}
+
+impl<const D: usize> Window<D> {
+    fn new(kernel: &[i64], dilation: &[i64], padding: &[i64], stride: &[i64]) -> Result<Self> {
+        Ok(Window {
+            kernel: per_dim("kernel_size", kernel, 1)?,
+            dilation: per_dim("dilation", dilation, 1)?,
+            padding: per_dim("padding", padding, 0)?,
+            stride: per_dim("stride", stride, 1)?,
+        })
+    }
+
+    /// The number of blocks along each dim of an input of spatial size
+    /// `size`: `(size + 2 * padding - dilation * (kernel - 1) - 1) / stride +
+    /// 1`, computed in i128 (no overflow for any argument), or an error if
+    /// that is below 1 along some dim (the window is larger than the padded
+    /// input), or too large.
+    fn blocks(&self, size: [usize; D]) -> Result<[usize; D]> {
+        let mut out = [0usize; D];
+        for i in 0..D {
+            let padded = size[i] as i128 + 2 * self.padding[i] as i128;
+            let span = self.dilation[i] as i128 * (self.kernel[i] as i128 - 1) + 1;
+            if padded < span {
+                return Err(Error::invalid(format!(
+                    "the window (kernel_size {:?}, dilation {:?}) spans {:?}, larger than the \
+                     input's spatial size {size:?} with padding {:?}: no block fits",
+                    self.kernel,
+                    self.dilation,
+                    self.spans(),
+                    self.padding
+                )));
+            }
+            let n = (padded - span) / self.stride[i] as i128 + 1;
+            out[i] = usize::try_from(n).map_err(|_| {
+                Error::invalid(format!(
+                    "the number of blocks along spatial dim {i} ({n}) is too large"
+                ))
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// The extent of the dilated kernel along each dim (saturating: only shown).
+    fn spans(&self) -> [usize; D] {
+        let mut out = [0usize; D];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.dilation[i]
+                .saturating_mul(self.kernel[i] - 1)
+                .saturating_add(1);
+        }
+        out
+    }
+
+    fn kernel_numel(&self) -> Result<usize> {
+        self.kernel
+            .iter()
+            .try_fold(1usize, |a, &k| a.checked_mul(k))
+            .ok_or_else(|| Error::invalid(format!("kernel_size {:?} is too large", self.kernel)))
+    }
+}
+
+/// `a * b`, or an error naming the shape being computed.
+fn mul(a: usize, b: usize, what: &str) -> Result<usize> {
+    a.checked_mul(b)
+        .ok_or_else(|| Error::invalid(format!("{what} is too large: {a} * {b} overflows")))
+}
+
+/// The valid output positions along one axis for kernel offset `offset =
+/// k * dilation - padding`: those `o` in `0..blocks` whose input position `o *
+/// stride + offset` lies in `0..size`, as a range (they are consecutive).
+fn valid_range(offset: i128, stride: usize, size: usize, blocks: usize) -> (usize, usize) {
+    let s = stride as i128;
+    // o * s + offset >= 0  <=>  o >= ceil(-offset / s)
+    let lo = if offset >= 0 {
+        0
+    } else {
+        (-offset + s - 1) / s
+    };
+    // o * s + offset <= size - 1  <=>  o <= floor((size - 1 - offset) / s)
+    let top = size as i128 - 1 - offset;
+    let hi = if top < 0 { 0 } else { top / s + 1 };
+    let clamp = |v: i128| v.clamp(0, blocks as i128) as usize;
+    let (lo, hi) = (clamp(lo), clamp(hi));
+    (lo, hi.max(lo))
+}
+
+/// The geometry of one 2-d sliding-block op on a standard-layout batch
+/// `[n, c, h, w]`: the window and the grid of blocks `[bh, bw]`.
+struct Geometry {
+    n: usize,
+    c: usize,
+    size: [usize; 2],
+    window: Window<2>,
+    blocks: [usize; 2],
+}
+
+impl Geometry {
+    /// For each (image and channel, kernel row, kernel column, block row):
+    /// calls `row(image_channel, input_row, cols)` with the input row it reads
+    /// (`None`: all padding) and the valid block columns `cols` with the first
+    /// input column they read; in the order of the rows of `unfold`'s output.
+    fn for_each_row(&self, mut row: impl FnMut(usize, Option<usize>, (usize, usize), usize)) {
+        let w = &self.window;
+        let [bh, bw] = self.blocks;
+        for nc in 0..self.n * self.c {
+            for ki in 0..w.kernel[0] {
+                let off_h = ki as i128 * w.dilation[0] as i128 - w.padding[0] as i128;
+                let (rlo, rhi) = valid_range(off_h, w.stride[0], self.size[0], bh);
+                for kj in 0..w.kernel[1] {
+                    let off_w = kj as i128 * w.dilation[1] as i128 - w.padding[1] as i128;
+                    let (clo, chi) = valid_range(off_w, w.stride[1], self.size[1], bw);
+                    // The input column of block column `clo` (in range only
+                    // when `clo < chi`: the callers read nothing otherwise).
+                    let first = (clo as i128 * w.stride[1] as i128 + off_w).max(0) as usize;
+                    for oy in 0..bh {
+                        let input_row = (oy >= rlo && oy < rhi)
+                            .then(|| (oy as i128 * w.stride[0] as i128 + off_h) as usize);
+                        row(nc, input_row, (clo, chi), first);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// im2col of a standard-layout `[n, c, h, w]` buffer: `[n, c * kh * kw, bh *
+/// bw]`, written once, in order (the padding as zeros, a stride-1 row as one
+/// copy).
+fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Geometry) -> Result<Vec<T>> {
+    let [h, w] = g.size;
+    let [_, bw] = g.blocks;
+    let rows = mul(
+        mul(g.n * g.c, g.window.kernel_numel()?, "unfold")?,
+        g.blocks[0],
+        "unfold",
+    )?;
+    let mut out = take::<T>(mul(rows, bw, "unfold")?);
+    let stride = g.window.stride[1];
+    g.for_each_row(|nc, input_row, (lo, hi), first| {
+        let Some(r) = input_row else {
+            out.extend(std::iter::repeat_n(T::zero(), bw));
+            return;
+        };
+        let src = &x[(nc * h + r) * w..(nc * h + r + 1) * w];
+        out.extend(std::iter::repeat_n(T::zero(), lo));
+        if hi == lo {
+            // No block column reads this row (`first` is then meaningless).
+        } else if stride == 1 {
+            out.extend_from_slice(&src[first..first + (hi - lo)]);
+        } else {
+            out.extend(src[first..].iter().step_by(stride).take(hi - lo).copied());
+        }
+        out.extend(std::iter::repeat_n(T::zero(), bw - hi));
+    });
+    Ok(out)
+}
+
+/// col2im: the transpose of [`unfold_values`], `cols` `[n, c * kh * kw, bh *
+/// bw]` summed into `[n, c, h, w]`.
+fn fold_values<T: LinalgScalar + Cached>(cols: &[T], g: &Geometry) -> Vec<T> {
+    let [h, w] = g.size;
+    let [_, bw] = g.blocks;
+    let mut out = filled(g.n * g.c * h * w, T::zero());
+    let stride = g.window.stride[1];
+    let mut at = 0;
+    g.for_each_row(|nc, input_row, (lo, hi), first| {
+        let src = &cols[at..at + bw];
+        at += bw;
+        let Some(r) = input_row else { return };
+        let dst = &mut out[(nc * h + r) * w..(nc * h + r + 1) * w];
+        for (j, &v) in src[lo..hi].iter().enumerate() {
+            let d = &mut dst[first + j * stride];
+            *d = *d + v;
+        }
+    });
+    out
+}
+
+/// A float tensor as a standard-layout array of its dtype, applied to `f`.
+macro_rules! on_float {
+    ($x:expr, $a:ident => $body:expr) => {
+        match $x.data()? {
+            Data::F32($a) => $body,
+            Data::F64($a) => $body,
+            _ => Err(Error::invalid(format!(
+                "needs a floating-point tensor (f32 or f64), got {}",
+                $x.dtype()
+            ))),
+        }
+    };
+}
+
+fn unfold_array<T: LinalgScalar + Cached + crate::Element>(
+    a: &ArcArray<T, IxDyn>,
+    g: &Geometry,
+    shape: &[usize],
+) -> Result<Tensor> {
+    let a = a.as_standard_layout();
+    let values = a
+        .as_slice()
+        .ok_or_else(|| Error::invalid("unfold: the input is not contiguous"))?;
+    let out = unfold_values(values, g)?;
+    ArrayD::from_shape_vec(IxDyn(shape), out)
+        .map(Tensor::from)
+        .map_err(|e| Error::invalid(format!("unfold: {e}")))
+}
+
+fn fold_array<T: LinalgScalar + Cached + crate::Element>(
+    a: &ArcArray<T, IxDyn>,
+    g: &Geometry,
+    shape: &[usize],
+) -> Result<Tensor> {
+    let a = a.as_standard_layout();
+    let values = a
+        .as_slice()
+        .ok_or_else(|| Error::invalid("fold: the input is not contiguous"))?;
+    ArrayD::from_shape_vec(IxDyn(shape), fold_values(values, g))
+        .map(Tensor::from)
+        .map_err(|e| Error::invalid(format!("fold: {e}")))
+}
+
+// ---------------------------------------------------------------------------
+// unfold
+
+/// The output shape of `unfold` for an input of shape `shape` (3-d or 4-d),
+/// and its geometry.
+fn unfold_geometry(
+    shape: &[usize],
+    kernel: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<(Vec<usize>, Geometry)> {
+    if !matches!(shape.len(), 3 | 4) {
+        return Err(Error::invalid(format!(
+            "expected a 3-d [C, H, W] or 4-d [N, C, H, W] input, got shape {shape:?}"
+        )));
+    }
+    let r = shape.len();
+    if shape[r - 3..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "expected non-zero channel and spatial dims (only the batch may be empty), got shape \
+             {shape:?}"
+        )));
+    }
+    let window = Window::<2>::new(kernel, dilation, padding, stride)?;
+    let size = [shape[r - 2], shape[r - 1]];
+    let blocks = window.blocks(size)?;
+    let (n, c) = if r == 4 {
+        (shape[0], shape[1])
+    } else {
+        (1, shape[0])
+    };
+    let rows = mul(c, window.kernel_numel()?, "unfold's block size C * kh * kw")?;
+    let l = mul(blocks[0], blocks[1], "unfold's number of blocks")?;
+    let mut out = if r == 4 { vec![n] } else { vec![] };
+    out.extend([rows, l]);
+    crate::core::alloc::checked_numel(&out)?;
+    Ok((
+        out,
+        Geometry {
+            n,
+            c,
+            size,
+            window,
+            blocks,
+        },
+    ))
+}
+
+#[meta(op = "unfold")]
+fn unfold_meta(
+    x: &TensorMeta,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<TensorMeta> {
+    require_float(x)?;
+    let (shape, _) = unfold_geometry(x.shape(), kernel_size, dilation, padding, stride)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+#[kernel(op = "unfold")]
+fn unfold_kernel(
+    x: &Tensor,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<Tensor> {
+    let (shape, g) = unfold_geometry(x.shape(), kernel_size, dilation, padding, stride)?;
+    on_float!(x, a => unfold_array(a, &g, &shape))
+}
+
+/// The vmap dim joins the image batch: `[B, C, H, W]` for an unbatched
+/// example, `[B * N, C, H, W]` for a batch of images; one kernel call.
+#[batching_rule(op = "unfold")]
+fn unfold_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<(Tensor, Option<usize>)> {
+    let Some(_) = bdim else {
+        return Ok((
+            ops::unfold(x, kernel_size, dilation, padding, stride)?,
+            None,
+        ));
+    };
+    let x = bdim_to_front(x, bdim)?;
+    if x.ndim() == 4 {
+        return Ok((
+            ops::unfold(&x, kernel_size, dilation, padding, stride)?,
+            Some(0),
+        ));
+    }
+    let s = x.shape().to_vec();
+    let merged = ops::reshape(&x, &shape_arg(None, &[s[0] * s[1], s[2], s[3], s[4]]))?;
+    let y = ops::unfold(&merged, kernel_size, dilation, padding, stride)?;
+    let ys = y.shape().to_vec();
+    Ok((
+        ops::reshape(&y, &shape_arg(None, &[s[0], s[1], ys[1], ys[2]]))?,
+        Some(0),
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// fold
+
+/// The output shape of `fold` for an input of shape `shape` (2-d or 3-d), and
+/// its geometry.
+fn fold_geometry(
+    shape: &[usize],
+    output_size: &[i64],
+    kernel: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<(Vec<usize>, Geometry)> {
+    if !matches!(shape.len(), 2 | 3) {
+        return Err(Error::invalid(format!(
+            "expected a 2-d [C * kh * kw, L] or 3-d [N, C * kh * kw, L] input, got shape {shape:?}"
+        )));
+    }
+    let size = per_dim::<2>("output_size", output_size, 1)?;
+    let window = Window::<2>::new(kernel, dilation, padding, stride)?;
+    let r = shape.len();
+    let (rows, l) = (shape[r - 2], shape[r - 1]);
+    let k = window.kernel_numel()?;
+    if rows == 0 || rows % k != 0 {
+        return Err(Error::invalid(format!(
+            "the input's dim {} (size {rows}) must be a positive multiple of kh * kw = {k} (kernel_size {:?})",
+            r - 2,
+            window.kernel
+        )));
+    }
+    let blocks = window.blocks(size)?;
+    let expected = blocks[0].checked_mul(blocks[1]);
+    if expected != Some(l) {
+        return Err(Error::invalid(format!(
+            "the input's last dim (size {l}) must be the number of blocks of an {size:?} output \
+             with kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}: {} x {}",
+            window.kernel, window.dilation, window.padding, window.stride, blocks[0], blocks[1]
+        )));
+    }
+    let n = if r == 3 { shape[0] } else { 1 };
+    let c = rows / k;
+    let mut out = if r == 3 { vec![n] } else { vec![] };
+    out.extend([c, size[0], size[1]]);
+    crate::core::alloc::checked_numel(&out)?;
+    Ok((
+        out,
+        Geometry {
+            n,
+            c,
+            size,
+            window,
+            blocks,
+        },
+    ))
+}
+
+#[meta(op = "fold")]
+fn fold_meta(
+    x: &TensorMeta,
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<TensorMeta> {
+    require_float(x)?;
+    let (shape, _) = fold_geometry(
+        x.shape(),
+        output_size,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+#[kernel(op = "fold")]
+fn fold_kernel(
+    x: &Tensor,
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<Tensor> {
+    let (shape, g) = fold_geometry(
+        x.shape(),
+        output_size,
+        kernel_size,
+        dilation,
+        padding,
+        stride,
+    )?;
+    on_float!(x, a => fold_array(a, &g, &shape))
+}
+
+/// The vmap dim joins the batch of block matrices, as for `unfold`.
+#[batching_rule(op = "fold")]
+fn fold_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    output_size: &[i64],
+    kernel_size: &[i64],
+    dilation: &[i64],
+    padding: &[i64],
+    stride: &[i64],
+) -> Result<(Tensor, Option<usize>)> {
+    let fold = |t: &Tensor| ops::fold(t, output_size, kernel_size, dilation, padding, stride);
+    let Some(_) = bdim else {
+        return Ok((fold(x)?, None));
+    };
+    let x = bdim_to_front(x, bdim)?;
+    if x.ndim() == 3 {
+        return Ok((fold(&x)?, Some(0)));
+    }
+    let s = x.shape().to_vec();
+    let merged = ops::reshape(&x, &shape_arg(None, &[s[0] * s[1], s[2], s[3]]))?;
+    let y = fold(&merged)?;
+    let ys = y.shape().to_vec();
+    Ok((
+        ops::reshape(&y, &shape_arg(None, &[s[0], s[1], ys[1], ys[2], ys[3]]))?,
+        Some(0),
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// conv2d and conv1d
+
+/// Checks a convolution with `D` spatial dims and gives its output shape:
+/// `input` `[N, C_in, *spatial]` or `[C_in, *spatial]`, `weight` `[C_out,
+/// C_in / groups, *kernel]`, `bias` `[C_out]`, all of one float dtype.
+fn conv_shape<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Vec<usize>> {
+    require_float(x)?;
+    for (name, t) in [("weight", Some(w)), ("bias", bias)] {
+        if let Some(t) = t {
+            if t.dtype() != x.dtype() {
+                return Err(Error::invalid(format!(
+                    "the input ({}) and {name} ({}) must have the same dtype",
+                    x.dtype(),
+                    t.dtype()
+                )));
+            }
+        }
+    }
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.len() != D + 1 && xs.len() != D + 2 {
+        return Err(Error::invalid(format!(
+            "expected a {}-d (unbatched) or {}-d (batched) input, got shape {xs:?}",
+            D + 1,
+            D + 2
+        )));
+    }
+    if ws.len() != D + 2 {
+        return Err(Error::invalid(format!(
+            "expected a {}-d weight [C_out, C_in / groups, {}], got shape {ws:?}",
+            D + 2,
+            if D == 1 { "k" } else { "kh, kw" }
+        )));
+    }
+    if groups < 1 {
+        return Err(Error::invalid(format!(
+            "`groups` must be positive, got {groups}"
+        )));
+    }
+    let g = usize::try_from(groups).unwrap_or(usize::MAX);
+    let batched = xs.len() == D + 2;
+    if xs[usize::from(batched)..].contains(&0) || ws.contains(&0) {
+        return Err(Error::invalid(format!(
+            "expected non-zero channel and spatial dims of the input (only its batch may be \
+             empty) and a weight without zero dims, got input {xs:?} and weight {ws:?}"
+        )));
+    }
+    let c_in = xs[usize::from(batched)];
+    let c_out = ws[0];
+    if ws[1].checked_mul(g) != Some(c_in) {
+        return Err(Error::invalid(format!(
+            "the weight {ws:?} with groups = {groups} expects {} input channels (weight.shape[1] \
+             * groups), got an input of shape {xs:?}",
+            ws[1].saturating_mul(g)
+        )));
+    }
+    if c_out % g != 0 {
+        return Err(Error::invalid(format!(
+            "the weight's output channels ({c_out}) must be a multiple of groups ({groups})"
+        )));
+    }
+    if let Some(b) = bias {
+        if b.shape() != [c_out] {
+            return Err(Error::invalid(format!(
+                "bias must have shape [{c_out}] (the weight's output channels), got {:?}",
+                b.shape()
+            )));
+        }
+    }
+    let kernel: Vec<i64> = ws[2..]
+        .iter()
+        .map(|&k| i64::try_from(k).unwrap_or(i64::MAX))
+        .collect();
+    let window = Window::<D>::new(&kernel, dilation, padding, stride)?;
+    let mut size = [0usize; D];
+    size.copy_from_slice(&xs[xs.len() - D..]);
+    let blocks = window.blocks(size)?;
+    let mut out = if batched { vec![xs[0]] } else { vec![] };
+    out.push(c_out);
+    out.extend(blocks);
+    // The blocks matrix of the decomposition must be addressable too.
+    let inner = mul(
+        ws[1].max(1),
+        window.kernel_numel()?,
+        "the convolution's block size",
+    )?;
+    let l = blocks.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    let n = if batched { xs[0] } else { 1 };
+    crate::core::alloc::checked_numel(&[n, c_in.max(1), inner, l.unwrap_or(usize::MAX)])?;
+    crate::core::alloc::checked_numel(&out)?;
+    Ok(out)
+}
+
+#[meta(op = "conv2d")]
+fn conv2d_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_shape::<2>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// `unfold` of the input, then one product with the weight: `[C_out, C_in *
+/// kh * kw] @ [N, C_in * kh * kw, L]`, or per group `[g, C_out / g, K] @ [N,
+/// g, K, L]` (the blocks' rows are channel-major, so a group's channels are
+/// consecutive rows).
+#[decompose(op = "conv2d")]
+fn conv2d_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let out_shape = conv_shape::<2>(
+        &TensorMeta::of(x),
+        &TensorMeta::of(weight),
+        bias.map(TensorMeta::of).as_ref(),
+        stride,
+        padding,
+        dilation,
+        groups,
+    )?;
+    let batched = x.ndim() == 4;
+    let x4 = if batched {
+        x.clone()
+    } else {
+        ops::unsqueeze(x, 0)?
+    };
+    let ws = weight.shape().to_vec();
+    let kernel = shape_arg(None, &ws[2..]);
+    let cols = ops::unfold(&x4, &kernel, dilation, padding, stride)?;
+    let (n, rows, l) = (cols.shape()[0], cols.shape()[1], cols.shape()[2]);
+    let (c_out, g) = (ws[0], groups as usize);
+    let y = if g == 1 {
+        let w2 = ops::reshape(weight, &shape_arg(None, &[c_out, rows]))?;
+        ops::matmul(&w2, &cols)?
+    } else {
+        let w3 = ops::reshape(weight, &shape_arg(None, &[g, c_out / g, rows / g]))?;
+        let cols4 = ops::reshape(&cols, &shape_arg(None, &[n, g, rows / g, l]))?;
+        ops::matmul(&w3, &cols4)?
+    };
+    let mut shape4 = vec![n, c_out];
+    shape4.extend_from_slice(&out_shape[out_shape.len() - 2..]);
+    let mut y = ops::reshape(&y, &shape_arg(None, &shape4))?;
+    if let Some(b) = bias {
+        y = ops::add(&y, &ops::reshape(b, &[-1, 1, 1])?)?;
+    }
+    if batched {
+        Ok(y)
+    } else {
+        ops::squeeze(&y, Some(0))
+    }
+}
+
+#[meta(op = "conv1d")]
+fn conv1d_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_shape::<1>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// `conv2d` of the input as a height-1 image (`[N, C, 1, L]`) with a height-1
+/// kernel.
+#[decompose(op = "conv1d")]
+fn conv1d_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let y = ops::conv2d(
+        &ops::unsqueeze(x, -2)?,
+        &ops::unsqueeze(weight, -2)?,
+        bias,
+        &[1, stride[0]],
+        &[0, padding[0]],
+        &[1, dilation[0]],
+        groups,
+    )?;
+    ops::squeeze(&y, Some(-2))
+}
+
+// ---------------------------------------------------------------------------
+// conv2d_padding and conv1d_padding: padding "valid" or "same"
+
+/// The padding of `conv*_padding` along each of `D` spatial dims: none for
+/// "valid"; for "same", `dilation * (k - 1)` in all, `left` before and
+/// `left + extra` after (`extra` is 0 or 1, PyTorch's placement of the odd
+/// element), which needs `stride` 1.
+fn word_padding<const D: usize>(
+    w: &TensorMeta,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+) -> Result<([i64; D], [usize; D])> {
+    match padding {
+        "valid" => Ok(([0; D], [0; D])),
+        "same" => {
+            let ws = w.shape();
+            if ws.len() != D + 2 {
+                return Err(Error::invalid(format!(
+                    "expected a {}-d weight [C_out, C_in / groups, {}], got shape {ws:?}",
+                    D + 2,
+                    if D == 1 { "k" } else { "kh, kw" }
+                )));
+            }
+            if per_dim::<D>("stride", stride, 1)?.iter().any(|&s| s != 1) {
+                return Err(Error::invalid(format!(
+                    "padding \"same\" needs stride 1 (as in PyTorch), got stride {stride:?}"
+                )));
+            }
+            let dilation = per_dim::<D>("dilation", dilation, 1)?;
+            let (mut left, mut extra) = ([0i64; D], [0usize; D]);
+            for i in 0..D {
+                let total = dilation[i] as i128 * (ws[2 + i] as i128 - 1).max(0);
+                left[i] = i64::try_from(total / 2).map_err(|_| {
+                    Error::invalid(format!(
+                        "padding \"same\" with dilation {dilation:?} and weight {ws:?} is too large"
+                    ))
+                })?;
+                extra[i] = (total % 2) as usize;
+            }
+            Ok((left, extra))
+        }
+        other => Err(Error::invalid(format!(
+            "`padding` must be \"valid\" or \"same\", got {other:?}"
+        ))),
+    }
+}
+
+/// The output shape of `conv*_padding` with `D` spatial dims: that of the
+/// convolution with the symmetric padding, of the input with the extra
+/// padding appended.
+#[allow(clippy::too_many_arguments)]
+fn conv_padding_shape<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Vec<usize>> {
+    let (left, extra) = word_padding::<D>(w, stride, padding, dilation)?;
+    let mut shape = x.shape().to_vec();
+    if shape.len() >= D {
+        let r = shape.len();
+        for i in 0..D {
+            shape[r - D + i] = shape[r - D + i].saturating_add(extra[i]);
+        }
+    }
+    conv_shape::<D>(
+        &TensorMeta::new(&shape, x.dtype()),
+        w,
+        bias,
+        stride,
+        &left,
+        dilation,
+        groups,
+    )
+}
+
+/// `input` with the extra "same" padding appended to its last `D` dims (a
+/// zero row or column where the total is odd).
+fn pad_extra<const D: usize>(x: &Tensor, extra: [usize; D]) -> Result<Tensor> {
+    let mut x = x.clone();
+    for (i, &e) in extra.iter().enumerate() {
+        if e > 0 {
+            x = ops::pad_dim(&x, i as i64 - D as i64, 0, e as i64)?;
+        }
+    }
+    Ok(x)
+}
+
+#[meta(op = "conv2d_padding")]
+fn conv2d_padding_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_padding_shape::<2>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// `conv2d` with the padding the word asks for: "same" with an odd total
+/// pads the input's bottom row or right column first, then convolves with
+/// the symmetric rest.
+#[decompose(op = "conv2d_padding")]
+fn conv2d_padding_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (left, extra) = word_padding::<2>(&TensorMeta::of(weight), stride, padding, dilation)?;
+    let x = pad_extra(x, extra)?;
+    ops::conv2d(&x, weight, bias, stride, &left, dilation, groups)
+}
+
+#[meta(op = "conv1d_padding")]
+fn conv1d_padding_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let shape = conv_padding_shape::<1>(x, weight, bias, stride, padding, dilation, groups)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
+}
+
+/// As `conv2d_padding`, along the one spatial dim.
+#[decompose(op = "conv1d_padding")]
+fn conv1d_padding_decomposition(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &[i64],
+    padding: &str,
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let (left, extra) = word_padding::<1>(&TensorMeta::of(weight), stride, padding, dilation)?;
+    let x = pad_extra(x, extra)?;
+    ops::conv1d(&x, weight, bias, stride, &left, dilation, groups)
+}
+
+// ---------------------------------------------------------------------------
+// Samples for the sweeps: few and tiny.
+
+/// The four window arguments of a sample.
+fn win(k: &[i64], d: &[i64], p: &[i64], s: &[i64]) -> [crate::Arg<Tensor>; 4] {
+    [k, d, p, s].map(|v| crate::Arg::IntList(v.to_vec()))
+}
+
+/// `head` followed by `tail`.
+fn with(
+    mut head: crate::testing::Sample,
+    tail: impl IntoIterator<Item = crate::Arg<Tensor>>,
+) -> crate::testing::Sample {
+    head.extend(tail);
+    head
+}
+
+fn unfold_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        with(
+            crate::args![&f64s(&[1, 2, 3, 3])],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        // Unbatched; dilation, padding and stride per dim.
+        with(
+            crate::args![&f64s(&[2, 4, 3])],
+            win(&[2, 1], &[2, 1], &[1, 0], &[2, 1]),
+        ),
+        with(
+            crate::args![&f32s(&[2, 1, 2, 3])],
+            win(&[1, 2], &[1], &[1], &[2]),
+        ),
+    ]
+}
+
+fn unfold_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 1, 3, 3]);
+    vec![
+        with(
+            crate::args![&i64s(&[1, 1, 3, 3], 5)],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        with(crate::args![&f64s(&[3, 3])], win(&[2], &[1], &[0], &[1])),
+        with(crate::args![&x], win(&[0], &[1], &[0], &[1])),
+        with(crate::args![&x], win(&[2], &[0], &[0], &[1])),
+        with(crate::args![&x], win(&[2], &[1], &[-1], &[1])),
+        with(crate::args![&x], win(&[2], &[1], &[0], &[0])),
+        with(crate::args![&x], win(&[4], &[1], &[0], &[1])),
+        with(crate::args![&x], win(&[2, 2, 2], &[1], &[0], &[1])),
+        with(crate::args![&x], win(&[2], &[i64::MAX], &[i64::MAX], &[1])),
+    ]
+}
+
+fn fold_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        with(
+            crate::args![&f64s(&[1, 4, 4]), &[3i64, 3][..]],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        // Unbatched, two channels, padding and stride (overlaps and drops).
+        with(
+            crate::args![&f64s(&[4, 8]), &[3i64, 4][..]],
+            win(&[2, 1], &[1], &[1, 0], &[2, 1]),
+        ),
+        with(
+            crate::args![&f32s(&[2, 4, 9]), &[5i64][..]],
+            win(&[2], &[2], &[1], &[2]),
+        ),
+    ]
+}
+
+fn fold_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 4, 4]);
+    vec![
+        with(
+            crate::args![&i64s(&[1, 4, 4], 5), &[3i64][..]],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        // The wrong number of blocks, a row count not a multiple of kh * kw, a rank.
+        with(crate::args![&x, &[4i64][..]], win(&[2], &[1], &[0], &[1])),
+        with(
+            crate::args![&f64s(&[1, 5, 4]), &[3i64][..]],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        with(
+            crate::args![&f64s(&[1, 1, 4, 4]), &[3i64][..]],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+        with(crate::args![&x, &[-3i64][..]], win(&[2], &[1], &[0], &[1])),
+        with(
+            crate::args![&x, &[3i64, 3, 3][..]],
+            win(&[2], &[1], &[0], &[1]),
+        ),
+    ]
+}
+
+/// A convolution sample: input, weight, bias, then stride, padding,
+/// dilation and groups.
+fn conv(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    (s, p, d): (&[i64], &[i64], &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    crate::args![x, w, b, s, p, d, groups]
+}
+
+fn conv2d_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        conv(
+            &f64s(&[2, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            Some(&f64s_from(&[2], 90)),
+            (&[1], &[0], &[1]),
+            1,
+        ),
+        // Unbatched, two groups, stride, padding and dilation per dim.
+        conv(
+            &f64s(&[4, 3, 4]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            None,
+            (&[2, 1], &[1], &[1, 2]),
+            2,
+        ),
+        conv(
+            &f32s(&[1, 2, 3, 3]),
+            &f32s(&[3, 2, 2, 1]),
+            Some(&f32s(&[3])),
+            (&[1], &[1, 0], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 3, 3]);
+    let w = f64s(&[2, 2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        conv(&i64s(&[1, 2, 3, 3], 5), &w, None, one, 1),
+        conv(&x, &f32s(&[2, 2, 2, 2]), None, one, 1),
+        conv(&x, &w, Some(&f64s(&[3])), one, 1),
+        conv(&x, &f64s(&[2, 2, 2]), None, one, 1),
+        conv(&f64s(&[3, 3]), &w, None, one, 1),
+        // Groups: not dividing the channels, zero.
+        conv(&x, &w, None, one, 2),
+        conv(&x, &f64s(&[3, 1, 2, 2]), None, one, 2),
+        conv(&x, &w, None, one, 0),
+        // A window larger than the input, a bad stride.
+        conv(&x, &f64s(&[2, 2, 4, 4]), None, one, 1),
+        conv(&x, &w, None, (&[0], &[0], &[1]), 1),
+    ]
+}
+
+fn conv1d_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        conv(
+            &f64s(&[2, 2, 5]),
+            &f64s_from(&[3, 2, 2], 50),
+            Some(&f64s_from(&[3], 90)),
+            (&[2], &[1], &[1]),
+            1,
+        ),
+        // Unbatched, two groups, dilation.
+        conv(
+            &f64s(&[2, 5]),
+            &f64s_from(&[2, 1, 2], 50),
+            None,
+            (&[1], &[0], &[2]),
+            2,
+        ),
+        conv(
+            &f32s(&[1, 1, 4]),
+            &f32s(&[2, 1, 3]),
+            None,
+            (&[1], &[1], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv1d_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 5]);
+    let w = f64s(&[2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        conv(&i64s(&[1, 2, 5], 5), &w, None, one, 1),
+        conv(&x, &f64s(&[2, 2, 2, 2]), None, one, 1),
+        conv(&x, &w, None, (&[1, 1], &[0], &[1]), 1),
+        conv(&x, &w, None, (&[1], &[-1], &[1]), 1),
+        conv(&x, &f64s(&[2, 2, 6]), None, one, 1),
+    ]
+}
+
+crate::op_samples!(
+    op = "unfold",
+    samples = unfold_samples,
+    errors = unfold_errors
+);
+crate::op_samples!(op = "fold", samples = fold_samples, errors = fold_errors);
+crate::op_samples!(
+    op = "conv2d",
+    samples = conv2d_samples,
+    errors = conv2d_errors
+);
+crate::op_samples!(
+    op = "conv1d",
+    samples = conv1d_samples,
+    errors = conv1d_errors
+);
+
+/// A `conv*_padding` sample: input, weight, bias, stride, the padding word,
+/// dilation and groups.
+fn conv_word(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    (s, p, d): (&[i64], &str, &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    let mut a = crate::args![x, w, b, s];
+    a.push(crate::Arg::Str(p.to_string()));
+    a.extend(crate::args![d, groups]);
+    a
+}
+
+fn conv2d_padding_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        // "same" with an even kernel along the height (the extra row at the
+        // bottom) and an odd one along the width.
+        conv_word(
+            &f64s(&[1, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 3], 50),
+            Some(&f64s_from(&[2], 90)),
+            (&[1], "same", &[1]),
+            1,
+        ),
+        conv_word(
+            &f64s(&[2, 3, 4]),
+            &f64s_from(&[2, 1, 2, 2], 50),
+            None,
+            (&[1, 2], "valid", &[1]),
+            2,
+        ),
+        conv_word(
+            &f32s(&[1, 1, 3, 2]),
+            &f32s(&[1, 1, 2, 2]),
+            None,
+            (&[1], "same", &[2, 1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_padding_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let (x, w) = (f64s(&[1, 2, 3, 3]), f64s(&[2, 2, 2, 2]));
+    vec![
+        conv_word(&x, &w, None, (&[1], "full", &[1]), 1),
+        conv_word(&x, &w, None, (&[2], "same", &[1]), 1),
+        conv_word(&x, &f64s(&[2, 2, 4, 4]), None, (&[1], "valid", &[1]), 1),
+        conv_word(&i64s(&[1, 2, 3, 3], 5), &w, None, (&[1], "same", &[1]), 1),
+    ]
+}
+
+fn conv1d_padding_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        conv_word(
+            &f64s(&[1, 2, 4]),
+            &f64s_from(&[3, 2, 2], 50),
+            Some(&f64s_from(&[3], 90)),
+            (&[1], "same", &[1]),
+            1,
+        ),
+        conv_word(
+            &f64s(&[2, 5]),
+            &f64s_from(&[2, 2, 3], 50),
+            None,
+            (&[2], "valid", &[1]),
+            1,
+        ),
+        conv_word(
+            &f32s(&[1, 1, 4]),
+            &f32s(&[1, 1, 3]),
+            None,
+            (&[1], "same", &[2]),
+            1,
+        ),
+    ]
+}
+
+fn conv1d_padding_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let (x, w) = (f64s(&[1, 2, 5]), f64s(&[2, 2, 2]));
+    vec![
+        conv_word(&x, &w, None, (&[1], "", &[1]), 1),
+        conv_word(&x, &w, None, (&[2], "same", &[1]), 1),
+        conv_word(&x, &w, None, (&[1], "same", &[1, 1]), 1),
+    ]
+}
+
+crate::op_samples!(
+    op = "conv2d_padding",
+    samples = conv2d_padding_samples,
+    errors = conv2d_padding_errors
+);
+crate::op_samples!(
+    op = "conv1d_padding",
+    samples = conv1d_padding_samples,
+    errors = conv1d_padding_errors
+);
