@@ -1,8 +1,8 @@
-"""Peer figures for W12 and W13 (benches/workloads.rs): the conv2d layer
+"""Peer figures for W16 and W17 (benches/workloads.rs): the conv2d layer
 input [64, 32, 28, 28], weight [64, 32, 3, 3], padding 1, f32.
 
-- W12: torch.nn.functional.conv2d forward (oneDNN on CPU), one thread;
-- W13: the per-sample weight gradients of that layer (loss: the sum of one
+- W16: torch.nn.functional.conv2d forward (oneDNN on CPU), one thread;
+- W17: the per-sample weight gradients of that layer (loss: the sum of one
   example's outputs, example [32, 28, 28]), batch 64, by torch.func
   vmap(grad) and by jax.jit(vmap(grad)) (and jax.jit forward, for reference).
 
@@ -10,7 +10,7 @@ Prints milliseconds per call (median of repeats).
 
 Usage: taskset -c 0 python3 benches/peers_conv.py [torch] [jax]
 (needs `pip install torch jax`). Run it in the same sitting as
-`taskset -c 0 cargo bench --features bench --bench workloads -- 'W12|W13'`,
+`taskset -c 0 cargo bench --features bench --bench workloads -- 'W16|W17'`,
 interleaved, when comparing figures: the machines are noisy, compare ratios.
 """
 import os
