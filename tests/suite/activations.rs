@@ -7,27 +7,13 @@
 //! recorded by `scripts/reference/record_activations.py` into
 //! `tests/reference/torch_activations.json`.
 
+use crate::recorded::{floats, values};
 use batchrules::prelude::*;
 
 /// The recorded values.
 fn reference() -> serde_json::Value {
     serde_json::from_str(include_str!("../reference/torch_activations.json"))
         .expect("tests/reference/torch_activations.json is JSON")
-}
-
-/// A recorded list: numbers, and the strings "nan", "inf", "-inf".
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| match x.as_str() {
-            Some("nan") => f64::NAN,
-            Some("inf") => f64::INFINITY,
-            Some("-inf") => f64::NEG_INFINITY,
-            Some(other) => panic!("unexpected string {other:?}"),
-            None => x.as_f64().expect("a number"),
-        })
-        .collect()
 }
 
 /// An activation with its arguments applied.
@@ -75,12 +61,6 @@ fn activation(name: &str, args: &[serde_json::Value], method: bool) -> Option<Ac
         (_, true) => return None,
         (other, false) => panic!("no activation {other}"),
     })
-}
-
-/// The values of `t` as f64 (exact for f32).
-fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0
 }
 
 /// `got` agrees with `want` to `tol`, relative where `|want| > 1`; NaN only

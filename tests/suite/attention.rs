@@ -13,6 +13,7 @@
 //! `scripts/reference/record_attention.py` into
 //! `tests/reference/torch_attention.json`.
 
+use crate::recorded::values;
 use batchrules::prelude::*;
 use batchrules::FallbackPolicy;
 
@@ -61,12 +62,6 @@ fn tensor(v: &serde_json::Value, dtype: &str) -> Tensor {
             Tensor::from_shape_vec(&shape, v).unwrap()
         }
     }
-}
-
-/// The values of `t` as f64 (exact for f32).
-fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().iter().copied().collect()
 }
 
 /// `got` agrees with `want` to `tol`, relative where `|want| > 1`; NaN only

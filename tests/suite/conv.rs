@@ -8,6 +8,7 @@
 //! loop forbidden, equal to the loop of single-example gradients;
 //! `unfold`/`fold` as each other's transpose; errors naming the op.
 
+use crate::recorded::values;
 use batchrules::prelude::*;
 use serde_json::Value;
 
@@ -32,11 +33,6 @@ fn tensor(v: &Value, dtype: DType) -> Tensor {
         .collect();
     let t = Tensor::from_shape_vec(&shape, values).unwrap();
     ops::to_dtype(&t, dtype).unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0
 }
 
 /// A recorded int-list argument, `default` if absent.

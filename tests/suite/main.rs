@@ -32,6 +32,7 @@ mod parallel;
 mod pooling;
 mod properties;
 mod randomness;
+mod recorded;
 mod registry;
 mod sorting;
 mod testing_helpers;

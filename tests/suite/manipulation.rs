@@ -10,23 +10,9 @@
 //! `tests/reference/torch_manipulation.json`. The recorded-case harness here
 //! also serves `tests/suite/sorting.rs`.
 
+pub(crate) use crate::recorded::{assert_error, floats, values};
 use batchrules::prelude::*;
 use serde_json::Value;
-
-/// A recorded list: numbers, and the strings "nan", "inf", "-inf".
-pub(crate) fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| match x.as_str() {
-            Some("nan") => f64::NAN,
-            Some("inf") => f64::INFINITY,
-            Some("-inf") => f64::NEG_INFINITY,
-            Some(other) => panic!("unexpected string {other:?}"),
-            None => x.as_f64().expect("a number"),
-        })
-        .collect()
-}
 
 /// A recorded float argument (a number or one of the strings of [`floats`]).
 pub(crate) fn float_arg(v: &Value) -> f64 {
@@ -52,16 +38,6 @@ pub(crate) fn tensor(shape: &[usize], values: &[f64], dtype: &str) -> Tensor {
         "f32" => Tensor::from_shape_vec(shape, values.iter().map(|&v| v as f32).collect()).unwrap(),
         other => panic!("unexpected dtype {other}"),
     }
-}
-
-/// The values of `t` as f64 (exact for f32 and for the small i64 here).
-pub(crate) fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>()
-        .unwrap()
-        .iter()
-        .copied()
-        .collect::<Vec<_>>()
 }
 
 /// The first index where `got` and `want` disagree beyond `tol` (relative
@@ -330,15 +306,6 @@ fn one_hot_matches_torch_and_batches_without_a_loop() {
         }
     }
     assert_eq!(cases.len(), 4);
-}
-
-/// The error of `result`, which must name the op and contain `word`.
-fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
-    let e = result
-        .expect_err(&format!("{op} should fail ({word})"))
-        .to_string();
-    assert!(e.contains(op), "{op}: the error names the op: {e}");
-    assert!(e.contains(word), "{op}: the error says {word:?}: {e}");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+pub(crate) use crate::recorded::{floats, values};
 use batchrules::prelude::*;
 use batchrules::{jvp, vjp, FallbackPolicy};
 
@@ -18,21 +19,6 @@ use batchrules::{jvp, vjp, FallbackPolicy};
 fn reference() -> serde_json::Value {
     serde_json::from_str(include_str!("../reference/torch_norm_losses.json"))
         .expect("tests/reference/torch_norm_losses.json is JSON")
-}
-
-/// A recorded list of floats: numbers, and the strings "nan", "inf", "-inf".
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| match x.as_str() {
-            Some("nan") => f64::NAN,
-            Some("inf") => f64::INFINITY,
-            Some("-inf") => f64::NEG_INFINITY,
-            Some(other) => panic!("unexpected string {other:?}"),
-            None => x.as_f64().expect("a number"),
-        })
-        .collect()
 }
 
 /// A recorded tensor (`null`: not given).
@@ -62,12 +48,6 @@ fn tensor(v: &serde_json::Value) -> Option<Tensor> {
         }
         _ => Tensor::from_shape_vec(&shape, floats(values)).unwrap(),
     })
-}
-
-/// The values of `t` as f64 (exact for f32).
-pub(crate) fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0
 }
 
 /// The first index where `got` and `want` disagree beyond `tol` (relative

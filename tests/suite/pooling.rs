@@ -12,27 +12,13 @@
 //! max-pooled loss under `vmap(grad)` with `FallbackPolicy::Error`, and the
 //! errors.
 
+use crate::recorded::{floats, values};
 use batchrules::prelude::*;
 
 /// The recorded values.
 fn reference() -> serde_json::Value {
     serde_json::from_str(include_str!("../reference/torch_pooling.json"))
         .expect("tests/reference/torch_pooling.json is JSON")
-}
-
-/// A recorded list: numbers, and the strings "nan", "inf", "-inf".
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a list")
-        .iter()
-        .map(|x| match x.as_str() {
-            Some("nan") => f64::NAN,
-            Some("inf") => f64::INFINITY,
-            Some("-inf") => f64::NEG_INFINITY,
-            Some(other) => panic!("unexpected string {other:?}"),
-            None => x.as_f64().expect("a number"),
-        })
-        .collect()
 }
 
 fn ints(v: &serde_json::Value) -> Vec<i64> {
@@ -57,12 +43,6 @@ fn tensor(shape: &[usize], values: &[f64], dtype: &str) -> Tensor {
             Tensor::from_shape_vec(shape, v).unwrap()
         }
     }
-}
-
-/// The values of `t` as f64 (exact for f32).
-fn values(t: &Tensor) -> Vec<f64> {
-    let t = ops::to_dtype(t, DType::F64).unwrap();
-    t.to_array::<f64>().unwrap().into_raw_vec_and_offset().0
 }
 
 /// `got` agrees with `want` to `tol`, relative where `|want| > 1`; NaN only

@@ -10,6 +10,7 @@
 //! always stable); topk's cases choose no index among ties (PyTorch leaves
 //! that order undefined).
 
+use crate::recorded::assert_error;
 use batchrules::prelude::*;
 use serde_json::Value;
 
@@ -192,15 +193,6 @@ fn ties_resolve_as_documented() {
         ),
         (false, 1)
     );
-}
-
-/// The error of `result`, which must name the op and contain `word`.
-fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
-    let e = result
-        .expect_err(&format!("{op} should fail ({word})"))
-        .to_string();
-    assert!(e.contains(op), "{op}: the error names the op: {e}");
-    assert!(e.contains(word), "{op}: the error says {word:?}: {e}");
 }
 
 #[test]

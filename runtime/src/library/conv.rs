@@ -531,14 +531,14 @@ fn conv_shape<const D: usize>(
 ) -> Result<Vec<usize>> {
     require_float(x)?;
     for (name, t) in [("weight", Some(w)), ("bias", bias)] {
-        if let Some(t) = t {
-            if t.dtype() != x.dtype() {
-                return Err(Error::invalid(format!(
-                    "the input ({}) and {name} ({}) must have the same dtype",
-                    x.dtype(),
-                    t.dtype()
-                )));
-            }
+        if let Some(t) = t
+            && t.dtype() != x.dtype()
+        {
+            return Err(Error::invalid(format!(
+                "the input ({}) and {name} ({}) must have the same dtype",
+                x.dtype(),
+                t.dtype()
+            )));
         }
     }
     let (xs, ws) = (x.shape(), w.shape());
@@ -583,13 +583,13 @@ fn conv_shape<const D: usize>(
             "the weight's output channels ({c_out}) must be a multiple of groups ({groups})"
         )));
     }
-    if let Some(b) = bias {
-        if b.shape() != [c_out] {
-            return Err(Error::invalid(format!(
-                "bias must have shape [{c_out}] (the weight's output channels), got {:?}",
-                b.shape()
-            )));
-        }
+    if let Some(b) = bias
+        && b.shape() != [c_out]
+    {
+        return Err(Error::invalid(format!(
+            "bias must have shape [{c_out}] (the weight's output channels), got {:?}",
+            b.shape()
+        )));
     }
     let kernel: Vec<i64> = ws[2..]
         .iter()

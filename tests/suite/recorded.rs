@@ -1,0 +1,37 @@
+//! Reading the values recorded from PyTorch (`tests/reference/*.json`, by the
+//! scripts in `scripts/reference/`), shared by the suites that compare with
+//! them.
+
+use batchrules::prelude::*;
+
+/// A recorded list of floats: numbers, and the strings "nan", "inf", "-inf"
+/// (JSON has no non-finite numbers).
+pub(crate) fn floats(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|x| match x.as_str() {
+            Some("nan") => f64::NAN,
+            Some("inf") => f64::INFINITY,
+            Some("-inf") => f64::NEG_INFINITY,
+            Some(other) => panic!("unexpected string {other:?}"),
+            None => x.as_f64().expect("a number"),
+        })
+        .collect()
+}
+
+/// The elements of `t` as f64, in logical (row-major) order whatever its
+/// layout: an op's result may be a view that is not in standard layout.
+pub(crate) fn values(t: &Tensor) -> Vec<f64> {
+    let t = ops::to_dtype(t, DType::F64).unwrap();
+    t.to_array::<f64>().unwrap().iter().copied().collect()
+}
+
+/// The error of `result`, which must name the op and contain `word`.
+pub(crate) fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
+    let e = result
+        .expect_err(&format!("{op} should fail ({word})"))
+        .to_string();
+    assert!(e.contains(op), "{op}: the error names the op: {e}");
+    assert!(e.contains(word), "{op}: the error says {word:?}: {e}");
+}
