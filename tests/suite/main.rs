@@ -7,6 +7,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[cfg(feature = "ndarray-0-16")]
+mod compat;
 
 mod activations;
 mod attention;

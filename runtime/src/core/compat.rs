@@ -29,17 +29,4 @@ impl Tensor {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::Tensor;
-
-    #[test]
-    fn round_trips_an_ndarray_016_array() {
-        let a = ndarray_016::Array::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f64).into_dyn();
-        let t = Tensor::from(a.t().to_owned());
-        assert_eq!(t.shape(), &[3, 2]);
-        let back = t.to_array_v016::<f64>().unwrap();
-        assert_eq!(back, a.t());
-        assert!(t.to_array_v016::<f32>().is_err());
-    }
-}
+// Tested in tests/suite/compat.rs (the suite's feature `ndarray-0-16`).

@@ -127,7 +127,15 @@ fn fold<T: Element>(
     match dim {
         Some(d) if rank > 0 => {
             let d = check_dim(d, rank)?;
-            let r = a.fold_axis(Axis(d), init, |acc, &x| f(*acc, x));
+            // Along a contiguous axis, each lane is folded in turn (one pass
+            // over memory); otherwise whole subviews are added in axis order,
+            // which walks memory row by row. Both add the elements of a lane
+            // in the same order, so the results are the same to the bit.
+            let r = if a.strides()[d] == 1 && a.shape()[d] > 1 {
+                a.map_axis(Axis(d), |lane| lane.iter().fold(init, |acc, &x| f(acc, x)))
+            } else {
+                a.fold_axis(Axis(d), init, |acc, &x| f(*acc, x))
+            };
             Ok(Tensor::from(if keepdim {
                 r.insert_axis(Axis(d))
             } else {
