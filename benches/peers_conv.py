@@ -48,14 +48,14 @@ def torch_figs():
     w = torch.randn(O, C, K, K)
     out = {}
     with torch.no_grad():
-        out["w12_torch_conv2d_forward"] = bench(lambda: F.conv2d(x, w, padding=1))
+        out["w16_torch_conv2d_forward"] = bench(lambda: F.conv2d(x, w, padding=1))
 
     def loss(w, x):
         return F.conv2d(x, w, padding=1).sum()
 
     per_sample = vmap(grad(loss), in_dims=(None, 0))
     assert per_sample(w, x).shape == (N, O, C, K, K)
-    out["w13_torch_func_vmap_grad"] = bench(lambda: per_sample(w, x), reps=5)
+    out["w17_torch_func_vmap_grad"] = bench(lambda: per_sample(w, x), reps=5)
     return out
 
 
@@ -79,8 +79,8 @@ def jax_figs():
     per_sample = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0)))
     assert per_sample(w, x).shape == (N, O, C, K, K)
     return {
-        "w12_jax_jit_forward": bench(lambda: fwd(x, w).block_until_ready()),
-        "w13_jax_jit_vmap_grad": bench(lambda: per_sample(w, x).block_until_ready()),
+        "w16_jax_jit_forward": bench(lambda: fwd(x, w).block_until_ready()),
+        "w17_jax_jit_vmap_grad": bench(lambda: per_sample(w, x).block_until_ready()),
     }
 
 
