@@ -125,6 +125,14 @@ impl Geometry {
         self.h.size * self.w.size
     }
 
+    /// The leading dims with the planes flattened to `n` elements each, as
+    /// `reshape` takes it (the vjp and jvp gather and scatter over them).
+    pub(crate) fn flat(&self, n: usize) -> Vec<i64> {
+        let mut s: Vec<i64> = self.lead.iter().map(|&v| v as i64).collect();
+        s.push(n as i64);
+        s
+    }
+
     fn out_shape(&self) -> Vec<usize> {
         let mut s = self.lead.clone();
         s.extend([self.h.out, self.w.out]);

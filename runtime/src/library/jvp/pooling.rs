@@ -31,18 +31,13 @@ fn max_pool2d_with_indices_jvp(
             ceil_mode,
         )?;
         let (plane, windows) = (g.plane(), g.h.out * g.w.out);
-        let flat = |n: usize| {
-            let mut s: Vec<i64> = g.lead.iter().map(|&v| v as i64).collect();
-            s.push(n as i64);
-            s
-        };
         let d = g.lead.len() as i64;
-        let mut t = ops::reshape(t, &flat(plane))?;
+        let mut t = ops::reshape(t, &g.flat(plane))?;
         if g.has_empty_window() {
             // A window of padding only points one past the plane, at a zero.
             t = ops::pad_dim(&t, d, 0, 1)?;
         }
-        let picked = ops::gather(&t, d, &ops::reshape(indices, &flat(windows))?)?;
+        let picked = ops::gather(&t, d, &ops::reshape(indices, &g.flat(windows))?)?;
         let shape: Vec<i64> = values.shape().iter().map(|&v| v as i64).collect();
         ops::reshape(&picked, &shape)
     })?;

@@ -35,18 +35,13 @@ fn max_pool2d_with_indices_vjp(
         // A window of padding only points one past the plane: scatter into a
         // plane one longer, then drop that element.
         let padded = plane + usize::from(g.has_empty_window());
-        let flat = |n: usize| {
-            let mut s: Vec<i64> = g.lead.iter().map(|&v| v as i64).collect();
-            s.push(n as i64);
-            s
-        };
         let d = g.lead.len() as i64;
-        let zeros = ops::zeros(&flat(padded), x.dtype())?;
+        let zeros = ops::zeros(&g.flat(padded), x.dtype())?;
         let mut out = ops::scatter_add(
             &zeros,
             d,
-            &ops::reshape(indices, &flat(windows))?,
-            &ops::reshape(grad, &flat(windows))?,
+            &ops::reshape(indices, &g.flat(windows))?,
+            &ops::reshape(grad, &g.flat(windows))?,
         )?;
         if padded != plane {
             out = ops::narrow(&out, d, 0, plane as i64)?;
