@@ -35,7 +35,10 @@ pub fn unit_values(seed: u32, n: usize) -> Vec<f64> {
 /// computed in f64 and rounded once to `dtype`.
 pub fn uniform(shape: &[usize], seed: u32, bound: f64, dtype: DType) -> Result<Tensor> {
     let n = shape.iter().product();
-    let v: Vec<f64> = unit_values(seed, n).into_iter().map(|u| u * bound).collect();
+    let v: Vec<f64> = unit_values(seed, n)
+        .into_iter()
+        .map(|u| u * bound)
+        .collect();
     let t = Tensor::from_shape_vec(shape, v)?;
     ops::to_dtype(&t, dtype)
 }
@@ -112,20 +115,25 @@ impl Reference {
             .map(|d| d.as_u64().expect("dim") as usize)
             .collect();
         if t.shape() != shape.as_slice() {
-            self.failures.push(format!(
-                "{key}: shape {:?}, recorded {shape:?}",
-                t.shape()
-            ));
+            self.failures
+                .push(format!("{key}: shape {:?}, recorded {shape:?}", t.shape()));
             println!("  {key}: shape {:?} != recorded {shape:?}  FAIL", t.shape());
             return Ok(());
         }
-        let got: Vec<f64> = ops::to_dtype(t, DType::F64)?.to_array::<f64>()?.iter().copied().collect();
+        let got: Vec<f64> = ops::to_dtype(t, DType::F64)?
+            .to_array::<f64>()?
+            .iter()
+            .copied()
+            .collect();
         let mut worst = 0.0f64;
         let mut bad = 0usize;
         let index = entry["index"].as_array().expect("index");
         let values = entry["values"].as_array().expect("values");
         for (i, v) in index.iter().zip(values) {
-            let (i, v) = (i.as_u64().expect("index") as usize, v.as_f64().expect("value"));
+            let (i, v) = (
+                i.as_u64().expect("index") as usize,
+                v.as_f64().expect("value"),
+            );
             let err = (got[i] - v).abs();
             worst = worst.max(err / (atol + rtol * v.abs()));
             if err > atol + rtol * v.abs() || got[i].is_nan() {
@@ -187,7 +195,18 @@ pub fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
             b.shape()
         )));
     }
-    let a: Vec<f64> = ops::to_dtype(a, DType::F64)?.to_array::<f64>()?.iter().copied().collect();
-    let b: Vec<f64> = ops::to_dtype(b, DType::F64)?.to_array::<f64>()?.iter().copied().collect();
-    Ok(a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max))
+    let a: Vec<f64> = ops::to_dtype(a, DType::F64)?
+        .to_array::<f64>()?
+        .iter()
+        .copied()
+        .collect();
+    let b: Vec<f64> = ops::to_dtype(b, DType::F64)?
+        .to_array::<f64>()?
+        .iter()
+        .copied()
+        .collect();
+    Ok(a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max))
 }
