@@ -148,7 +148,7 @@ impl Reference {
         let abs_err = (abs_sum - abs_sum_ref).abs();
         let ok = bad == 0 && sum_err <= sum_tol && abs_err <= sum_tol;
         println!(
-            "  {key:<28} {:?}: {} values, worst {:.2} of the tolerance; sum off by {:.1e}  {}",
+            "  {key:<28} {:?}: {} values, worst {:.1e} of the tolerance; sum off by {:.1e}  {}",
             shape,
             index.len(),
             worst,
