@@ -7,6 +7,11 @@ build):
   flatten, linear 9216->128, relu, linear 128->10, log_softmax, nll_loss),
   batch 64 of 28x28, f32: the loss of the batch and every parameter's
   per-sample gradients by vmap(grad(loss)).
+- examples/reference/dp_sgd.json: the deterministic part of one DP-SGD step
+  of examples/dp_sgd.rs's CNN on the first 64 training images (after its
+  fixed shuffle) of examples/data/digits.npz, at the initial parameters: each example's
+  gradient norm (over all parameters) and the sum of the gradients clipped
+  to norm 1, before noise.
 
 Usage: python scripts/reference/record_model_examples.py   (torch from pip)
 """
@@ -19,7 +24,7 @@ import torch.nn.functional as F
 from torch.func import grad, vmap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from examples_common import labels, record, torch_bound, uniform, write  # noqa: E402
+from examples_common import labels, record, torch_bound, uniform, unit_values, write  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "reference")
 
@@ -68,7 +73,46 @@ def per_sample_grads_cnn():
     write(os.path.join(OUT, "per_sample_grads_cnn.json"), out)
 
 
+def dp_cnn_params():
+    """Leaf k from stream 20 + k, within PyTorch's default init bounds."""
+    return {
+        "conv1.weight": t([16, 1, 3, 3], 20, torch_bound(9)),
+        "conv1.bias": t([16], 21, torch_bound(9)),
+        "conv2.weight": t([32, 16, 3, 3], 22, torch_bound(144)),
+        "conv2.bias": t([32], 23, torch_bound(144)),
+        "fc.weight": t([10, 128], 24, torch_bound(128)),
+        "fc.bias": t([10], 25, torch_bound(128)),
+    }
+
+
+def dp_cnn(p, x):
+    x = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv1.weight"], p["conv1.bias"], padding=1)), 2)
+    x = F.max_pool2d(torch.tanh(F.conv2d(x, p["conv2.weight"], p["conv2.bias"], padding=1)), 2)
+    return F.linear(torch.flatten(x, 1), p["fc.weight"], p["fc.bias"])
+
+
+def dp_sgd(batch=64, clip=1.0):
+    data = np.load(os.path.join(OUT, "..", "data", "digits.npz"))
+    # The example's fixed shuffle (a stable sort of stream 7); the first batch.
+    rows = np.argsort(unit_values(7, len(data["labels"])), kind="stable")[:batch]
+    x = torch.from_numpy(data["images"].astype(np.float32) / 8.0 - 1.0).unsqueeze(1)[rows]
+    y = torch.from_numpy(data["labels"].astype(np.int64))[rows]
+    p = dp_cnn_params()
+
+    def loss(p, sample, target):
+        return F.cross_entropy(dp_cnn(p, sample.unsqueeze(0)), target.unsqueeze(0))
+
+    grads = vmap(grad(loss), in_dims=(None, 0, 0))(p, x, y)
+    norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads.values()]).sum(0).sqrt()
+    factor = (clip / (norms + 1e-6)).clamp(max=1.0)
+    out = {"norms": record(norms)}
+    for name, g in grads.items():
+        out["clipped_sum." + name] = record((g * factor.view(-1, *[1] * (g.dim() - 1))).sum(0))
+    write(os.path.join(OUT, "dp_sgd.json"), out)
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     per_sample_grads_cnn()
+    dp_sgd()
     print("recorded with torch", torch.__version__)
