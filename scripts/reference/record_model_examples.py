@@ -7,6 +7,11 @@ build):
   flatten, linear 9216->128, relu, linear 128->10, log_softmax, nll_loss),
   batch 64 of 28x28, f32: the loss of the batch and every parameter's
   per-sample gradients by vmap(grad(loss)).
+- examples/reference/transformer_per_sample_grads.json: a one-block pre-LN
+  transformer (embedding, causal scaled_dot_product_attention with 4 heads,
+  layer_norm, a GELU MLP, a linear head; sequence 32, width 64, vocabulary
+  100), batch 32 sequences, f32: each sequence's loss and per-sample
+  gradients by vmap(grad(loss)).
 - examples/reference/dp_sgd.json: the deterministic part of one DP-SGD step
   of examples/dp_sgd.rs's CNN on the first 64 training images (after its
   fixed shuffle) of examples/data/digits.npz, at the initial parameters: each example's
@@ -73,6 +78,56 @@ def per_sample_grads_cnn():
     write(os.path.join(OUT, "per_sample_grads_cnn.json"), out)
 
 
+V, L, D, HEADS, FF = 100, 32, 64, 4, 256
+
+
+def transformer_params():
+    """Leaf k from stream 40 + k; layer-norm weights 1 + 0.1 u, biases 0.1 u."""
+    shapes = [
+        ("tok_emb", [V, D], 1.0), ("pos_emb", [L, D], 1.0),
+        ("ln1.weight", [D], None), ("ln1.bias", [D], 0.1),
+        ("qkv.weight", [3 * D, D], torch_bound(D)), ("qkv.bias", [3 * D], torch_bound(D)),
+        ("out.weight", [D, D], torch_bound(D)), ("out.bias", [D], torch_bound(D)),
+        ("ln2.weight", [D], None), ("ln2.bias", [D], 0.1),
+        ("fc1.weight", [FF, D], torch_bound(D)), ("fc1.bias", [FF], torch_bound(D)),
+        ("fc2.weight", [D, FF], torch_bound(FF)), ("fc2.bias", [D], torch_bound(FF)),
+        ("lnf.weight", [D], None), ("lnf.bias", [D], 0.1),
+        ("head.weight", [V, D], torch_bound(D)), ("head.bias", [V], torch_bound(D)),
+    ]
+    p = {}
+    for k, (name, shape, bound) in enumerate(shapes):
+        p[name] = 1.0 + t(shape, 40 + k, 0.1) if bound is None else t(shape, 40 + k, bound)
+    return p
+
+
+def transformer(p, tokens):
+    """One pre-LN block on one sequence [L] of token ids: logits [L, V]."""
+    h = F.embedding(tokens, p["tok_emb"]) + p["pos_emb"]
+    a = F.layer_norm(h, [D], p["ln1.weight"], p["ln1.bias"])
+    q, k, v = F.linear(a, p["qkv.weight"], p["qkv.bias"]).split(D, dim=-1)
+    heads = [z.reshape(L, HEADS, D // HEADS).transpose(0, 1) for z in (q, k, v)]
+    o = F.scaled_dot_product_attention(*heads, is_causal=True).transpose(0, 1).reshape(L, D)
+    h = h + F.linear(o, p["out.weight"], p["out.bias"])
+    m = F.layer_norm(h, [D], p["ln2.weight"], p["ln2.bias"])
+    h = h + F.linear(F.gelu(F.linear(m, p["fc1.weight"], p["fc1.bias"])), p["fc2.weight"], p["fc2.bias"])
+    return F.linear(F.layer_norm(h, [D], p["lnf.weight"], p["lnf.bias"]), p["head.weight"], p["head.bias"])
+
+
+def transformer_per_sample_grads(batch=32):
+    p = transformer_params()
+    tokens = torch.from_numpy(labels(batch * L, 600, V).reshape(batch, L))
+    targets = torch.from_numpy(labels(batch * L, 601, V).reshape(batch, L))
+
+    def loss(p, x, y):
+        return F.cross_entropy(transformer(p, x), y)
+
+    grads = vmap(grad(loss), in_dims=(None, 0, 0))(p, tokens, targets)
+    out = {"losses": record(vmap(loss, in_dims=(None, 0, 0))(p, tokens, targets))}
+    for name, g in grads.items():
+        out["grad." + name] = record(g)
+    write(os.path.join(OUT, "transformer_per_sample_grads.json"), out)
+
+
 def dp_cnn_params():
     """Leaf k from stream 20 + k, within PyTorch's default init bounds."""
     return {
@@ -115,4 +170,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     per_sample_grads_cnn()
     dp_sgd()
+    transformer_per_sample_grads()
     print("recorded with torch", torch.__version__)
