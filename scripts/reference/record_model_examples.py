@@ -12,6 +12,10 @@ build):
   layer_norm, a GELU MLP, a linear head; sequence 32, width 64, vocabulary
   100), batch 32 sequences, f32: each sequence's loss and per-sample
   gradients by vmap(grad(loss)).
+- examples/reference/neural_tangent_kernel.json: the empirical NTK of the
+  NTK tutorial's CNN (three 3x3 convs, a linear 21632->10) between 20 and 5
+  images of 3x32x32, f32, by the tutorial's two methods (Jacobian
+  contraction with einsum; NTK-vector products, vmap over vjp then jvp).
 - examples/reference/dp_sgd.json: the deterministic part of one DP-SGD step
   of examples/dp_sgd.rs's CNN on the first 64 training images (after its
   fixed shuffle) of examples/data/digits.npz, at the initial parameters: each example's
@@ -26,7 +30,7 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.func import grad, vmap
+from torch.func import grad, jacrev, jvp, vjp, vmap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from examples_common import labels, record, torch_bound, uniform, unit_values, write  # noqa: E402
@@ -128,6 +132,54 @@ def transformer_per_sample_grads(batch=32):
     write(os.path.join(OUT, "transformer_per_sample_grads.json"), out)
 
 
+def ntk_params():
+    """The NTK tutorial's CNN; leaf k from stream 70 + k, default init bounds."""
+    return {
+        "conv1.weight": t([32, 3, 3, 3], 70, torch_bound(27)),
+        "conv1.bias": t([32], 71, torch_bound(27)),
+        "conv2.weight": t([32, 32, 3, 3], 72, torch_bound(288)),
+        "conv2.bias": t([32], 73, torch_bound(288)),
+        "conv3.weight": t([32, 32, 3, 3], 74, torch_bound(288)),
+        "conv3.bias": t([32], 75, torch_bound(288)),
+        "fc.weight": t([10, 21632], 76, torch_bound(21632)),
+        "fc.bias": t([10], 77, torch_bound(21632)),
+    }
+
+
+def ntk_cnn(p, x):
+    x = F.relu(F.conv2d(x, p["conv1.weight"], p["conv1.bias"]))
+    x = F.relu(F.conv2d(x, p["conv2.weight"], p["conv2.bias"]))
+    x = F.conv2d(x, p["conv3.weight"], p["conv3.bias"])
+    return F.linear(x.flatten(1), p["fc.weight"], p["fc.bias"])
+
+
+def neural_tangent_kernel(n=20, m=5):
+    """The tutorial's two methods, which must agree; both recorded."""
+    p = ntk_params()
+    x1 = t([n, 3, 32, 32], 700, 1.0)
+    x2 = t([m, 3, 32, 32], 701, 1.0)
+
+    def f_single(p, x):
+        return ntk_cnn(p, x.unsqueeze(0)).squeeze(0)
+
+    def jacobians(x):
+        return [j.flatten(2) for j in vmap(jacrev(f_single), (None, 0))(p, x).values()]
+
+    contraction = sum(torch.einsum("Naf,Mbf->NMab", a, b) for a, b in zip(jacobians(x1), jacobians(x2)))
+
+    def ntk_pair(a, b):
+        out, pullback = vjp(lambda q: f_single(q, a), p)
+
+        def column(v):
+            return jvp(lambda q: f_single(q, b), (p,), pullback(v))[1]
+
+        return vmap(column)(torch.eye(out.numel()))
+
+    vps = vmap(vmap(ntk_pair, (None, 0)), (0, None))(x1, x2)
+    assert torch.allclose(contraction, vps, atol=1e-4), (contraction - vps).abs().max()
+    write(os.path.join(OUT, "neural_tangent_kernel.json"), {"ntk": record(contraction, count=1000), "ntk_vps": record(vps, count=1000)})
+
+
 def dp_cnn_params():
     """Leaf k from stream 20 + k, within PyTorch's default init bounds."""
     return {
@@ -171,4 +223,5 @@ if __name__ == "__main__":
     per_sample_grads_cnn()
     dp_sgd()
     transformer_per_sample_grads()
+    neural_tangent_kernel()
     print("recorded with torch", torch.__version__)
