@@ -16,6 +16,9 @@ build):
   NTK tutorial's CNN (three 3x3 convs, a linear 21632->10) between 20 and 5
   images of 3x32x32, f32, by the tutorial's two methods (Jacobian
   contraction with einsum; NTK-vector products, vmap over vjp then jvp).
+- examples/reference/maml.json: one meta-gradient of MAML sine regression
+  (an MLP 1-40-40-1; two inner SGD steps inside grad, vmap over 25 tasks),
+  f32, at the initial parameters on the first batch of tasks.
 - examples/reference/dp_sgd.json: the deterministic part of one DP-SGD step
   of examples/dp_sgd.rs's CNN on the first 64 training images (after its
   fixed shuffle) of examples/data/digits.npz, at the initial parameters: each example's
@@ -180,6 +183,55 @@ def neural_tangent_kernel(n=20, m=5):
     write(os.path.join(OUT, "neural_tangent_kernel.json"), {"ntk": record(contraction, count=1000), "ntk_vps": record(vps, count=1000)})
 
 
+TASKS, K, ALPHA, INNER_STEPS = 25, 10, 0.1, 2
+
+
+def sine_tasks(step, tasks=TASKS, k=K):
+    """Step `step`'s batch of sine tasks y = A sin(x + phase): amplitudes in
+    [0.1, 5], phases in [0, pi], K support and K query points in [-5, 5]."""
+    u = lambda j, n: unit_values(10000 + 4 * step + j, n)  # noqa: E731
+    amp = 0.1 + 4.9 * (u(0, tasks) + 1) / 2
+    phase = np.pi * (u(1, tasks) + 1) / 2
+    x1 = 5 * u(2, tasks * k).reshape(tasks, k, 1)
+    x2 = 5 * u(3, tasks * k).reshape(tasks, k, 1)
+    y1 = amp[:, None, None] * np.sin(x1 + phase[:, None, None])
+    y2 = amp[:, None, None] * np.sin(x2 + phase[:, None, None])
+    return [torch.from_numpy(a.astype(np.float32)) for a in (x1, y1, x2, y2)]
+
+
+def maml():
+    """One meta-gradient of MAML sine regression at the initial parameters:
+    INNER_STEPS SGD steps inside grad, vmap over TASKS tasks."""
+    p = {
+        "w1": t([40, 1], 80, torch_bound(1)), "b1": t([40], 81, torch_bound(1)),
+        "w2": t([40, 40], 82, torch_bound(40)), "b2": t([40], 83, torch_bound(40)),
+        "w3": t([1, 40], 84, torch_bound(40)), "b3": t([1], 85, torch_bound(40)),
+    }
+
+    def net(p, x):
+        x = F.relu(F.linear(x, p["w1"], p["b1"]))
+        x = F.relu(F.linear(x, p["w2"], p["b2"]))
+        return F.linear(x, p["w3"], p["b3"])
+
+    def mse(p, x, y):
+        return F.mse_loss(net(p, x), y)
+
+    def adapted(p, x1, y1, x2, y2):
+        for _ in range(INNER_STEPS):
+            g = grad(mse)(p, x1, y1)
+            p = {k: p[k] - ALPHA * g[k] for k in p}
+        return mse(p, x2, y2)
+
+    def meta_loss(p, tasks):
+        return vmap(adapted, in_dims=(None, 0, 0, 0, 0))(p, *tasks).mean()
+
+    tasks = sine_tasks(0)
+    out = {"meta_loss": record(meta_loss(p, tasks))}
+    for name, g in grad(meta_loss)(p, tasks).items():
+        out["meta_grad." + name] = record(g)
+    write(os.path.join(OUT, "maml.json"), out)
+
+
 def dp_cnn_params():
     """Leaf k from stream 20 + k, within PyTorch's default init bounds."""
     return {
@@ -224,4 +276,5 @@ if __name__ == "__main__":
     dp_sgd()
     transformer_per_sample_grads()
     neural_tangent_kernel()
+    maml()
     print("recorded with torch", torch.__version__)
