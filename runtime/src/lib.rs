@@ -111,10 +111,12 @@ pub use crate::core::tensor::{Element, Tensor};
 pub use crate::core::tree::{
     push_key_segment, tree_leaves, tree_map, tree_zip_map, StructTree, TensorTree,
 };
-pub use forward::{hessian, hvp, jacfwd, jvp, Hessian, Jacfwd};
+pub use forward::{
+    hessian, hvp, jacfwd, jacfwd_with_aux, jvp, jvp_with_aux, Hessian, Jacfwd, JacfwdWithAux,
+};
 pub use grad::{
-    grad, jacrev, needs_gradient, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, Jacrev,
-    ValueAndGrad, VjpFn,
+    grad, jacrev, jacrev_with_aux, linearize, needs_gradient, value_and_grad, vjp, vjp_with_aux,
+    ArgAt, Grad, GradArgs, GradOutput, Jacrev, JacrevWithAux, LinearizeFn, ValueAndGrad, VjpFn,
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
@@ -181,9 +183,9 @@ pub mod tuning {
 pub mod prelude {
     pub use crate::ops::{self, Methods as _};
     pub use crate::{
-        grad, hessian, hvp, jacfwd, jacrev, jvp, tree_leaves, tree_map, tree_zip_map,
-        value_and_grad, vjp, vmap, DType, Error, FallbackPolicy, Randomness, Reduction, Result,
-        Tensor, TensorTree,
+        grad, hessian, hvp, jacfwd, jacfwd_with_aux, jacrev, jacrev_with_aux, jvp, jvp_with_aux,
+        linearize, tree_leaves, tree_map, tree_zip_map, value_and_grad, vjp, vjp_with_aux, vmap,
+        DType, Error, FallbackPolicy, Randomness, Reduction, Result, Tensor, TensorTree,
     };
 }
 

@@ -247,4 +247,5 @@ names! {
     hvp,
     jacrev,
     jacfwd,
+    linearize,
 }

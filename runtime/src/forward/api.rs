@@ -144,6 +144,40 @@ where
     Ok((out, out_tangents))
 }
 
+/// [`jvp`] of a function that also returns auxiliary data (torch.func's
+/// `jvp(..., has_aux=True)`): `f` returns `(outputs, aux)`, and the result is
+/// `(outputs, tangents of outputs, aux)`. `aux` (any tree of tensors) is
+/// carried out as computed, without a tangent, unwrapped from this
+/// transform's level.
+///
+/// ```
+/// use batchrules::{jvp_with_aux, ops, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![0.5f64, 1.0].into_dyn());
+/// let v = Tensor::from(array![1.0f64, 1.0].into_dyn());
+/// let (y, dy, aux) = jvp_with_aux(|x: Tensor| Ok((ops::sin(&x)?, ops::cos(&x)?)), &x, &v)?;
+/// assert!(y.allclose(&ops::sin(&x)?, 1e-12, 0.0)?);
+/// // d sin(x) . 1 = cos(x), which is the aux output.
+/// assert!(dy.allclose(&aux, 1e-12, 0.0)?);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// Errors as [`jvp`].
+pub fn jvp_with_aux<I, O, X, F, M>(f: F, primals: I, tangents: I) -> Result<(O, O, X)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    X: TensorTree,
+    F: TransformFnOnce<I::Inner, (O, X), name::jvp, M>,
+    M: OneArgument<name::jvp>,
+{
+    // The aux leaves get tangents too, which are dropped: the primal of a
+    // dual output is already unwrapped from the jvp level.
+    let ((out, aux), (tangents, _)) = jvp_as("jvp", |a| f.run_once(a), primals, tangents)?;
+    Ok((out, tangents, aux))
+}
+
 /// The Hessian-vector product of a scalar function, forward over reverse:
 /// the jvp of `grad(f)` at `primals` along `tangents`, in the structure of
 /// the arguments. It costs a small multiple of one gradient and never forms

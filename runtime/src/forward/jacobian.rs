@@ -134,22 +134,143 @@ impl<F, A, const N: usize> Jacfwd<F, A, N> {
     fn at<I: ArgAt<N>>(&self, args: I, f: &impl Fn(I::Inner) -> Result<Tensor>) -> Result<I::Out> {
         let inner = args.inner("jacfwd")?;
         let range = I::leaf_range(&inner);
-        let leaves =
-            forward_jacobian("jacfwd", f, &inner, range, self.chunk_size, self.randomness)?;
+        // No aux: an empty list of tensors.
+        let (leaves, _) = forward_jacobian(
+            "jacfwd",
+            &|a| Ok((f(a)?, Vec::<Tensor>::new())),
+            &inner,
+            range,
+            self.chunk_size,
+            self.randomness,
+        )?;
         I::arg(&inner).with_leaves(leaves)
     }
 }
 
+/// A function prepared for [`jacfwd_with_aux`]; `N` is the argument
+/// differentiated.
+#[must_use = "`jacfwd_with_aux(f)` only prepares the transform: call `.call(args)` to run it"]
+pub struct JacfwdWithAux<F, A, const N: usize = 0> {
+    f: F,
+    chunk_size: Option<usize>,
+    randomness: Randomness,
+    args: PhantomData<fn(A)>,
+}
+
+impl<F: Clone, A, const N: usize> Clone for JacfwdWithAux<F, A, N> {
+    fn clone(&self) -> Self {
+        JacfwdWithAux {
+            f: self.f.clone(),
+            chunk_size: self.chunk_size,
+            randomness: self.randomness,
+            args: PhantomData,
+        }
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for JacfwdWithAux<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JacfwdWithAux")
+            .field("argnum", &N)
+            .field("chunk_size", &self.chunk_size)
+            .field("randomness", &self.randomness)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`jacfwd`] of a function that also returns auxiliary data (torch.func's
+/// `jacfwd(f, has_aux=True)`): `f` returns `(output, aux)`, and `call`
+/// returns `(jacobian, aux)`. `aux` (any tree of tensors) is carried out
+/// undifferentiated, unwrapped from this transform's levels; it must not
+/// depend on the basis of tangents (it cannot, unless a random op draws
+/// differently per column under [`Randomness::Different`], which is an error).
+///
+/// ```
+/// use batchrules::{jacfwd_with_aux, ops, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![1.0f64, 3.0].into_dyn());
+/// let (j, aux) = jacfwd_with_aux(|x: Tensor| {
+///     let y = ops::mul(&x, &x)?;
+///     Ok((y.clone(), y))
+/// })
+/// .call(&x)?;
+/// assert_eq!(j.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 0.0, 0.0, 6.0]);
+/// assert_eq!(aux.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![1.0, 9.0]);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn jacfwd_with_aux<F, A, X, M>(f: F) -> JacfwdWithAux<F, A, 0>
+where
+    F: TransformFn<A, (Tensor, X), name::jacfwd, M>,
+    M: OneArgument<name::jacfwd>,
+    X: TensorTree,
+{
+    JacfwdWithAux {
+        f,
+        chunk_size: None,
+        randomness: Randomness::Error,
+        args: PhantomData,
+    }
+}
+
+impl<F, A, const N: usize> JacfwdWithAux<F, A, N> {
+    /// Differentiates argument `M` instead (see [`Grad::argnums`](crate::Grad::argnums)).
+    pub fn argnums<const M: usize>(self) -> JacfwdWithAux<F, A, M> {
+        JacfwdWithAux {
+            f: self.f,
+            chunk_size: self.chunk_size,
+            randomness: self.randomness,
+            args: PhantomData,
+        }
+    }
+
+    /// Pushes forward at most `size` columns at a time (see [`Jacfwd::chunk_size`]).
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
+    }
+
+    /// How a random op draws across the columns (see [`Jacfwd::randomness`]).
+    pub fn randomness(mut self, randomness: Randomness) -> Self {
+        self.randomness = randomness;
+        self
+    }
+
+    /// The Jacobian at `args`, and the aux output. Errors as [`Jacfwd::call`].
+    pub fn call<I, X, M>(&self, args: I) -> Result<(I::Out, X)>
+    where
+        I: ArgAt<N, Inner = A>,
+        X: TensorTree,
+        F: TransformFn<A, (Tensor, X), name::jacfwd, M>,
+    {
+        self.at(args, &|a| self.f.run(a))
+    }
+
+    /// [`call`](Self::call), as [`Jacfwd::at`].
+    fn at<I: ArgAt<N>, X: TensorTree>(
+        &self,
+        args: I,
+        f: &impl Fn(I::Inner) -> Result<(Tensor, X)>,
+    ) -> Result<(I::Out, X)> {
+        let inner = args.inner("jacfwd")?;
+        let range = I::leaf_range(&inner);
+        let (leaves, aux) =
+            forward_jacobian("jacfwd", f, &inner, range, self.chunk_size, self.randomness)?;
+        Ok((I::arg(&inner).with_leaves(leaves)?, aux))
+    }
+}
+
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range` by
-/// forward mode: one tensor of shape `out ++ leaf` per leaf.
-fn forward_jacobian<A: TensorTree>(
+/// forward mode: one tensor of shape `out ++ leaf` per leaf, and `f`'s aux
+/// output (that of the first chunk of columns; it does not depend on them).
+fn forward_jacobian<A: TensorTree, X: TensorTree>(
     what: &'static str,
-    f: &impl Fn(A) -> Result<Tensor>,
+    f: &impl Fn(A) -> Result<(Tensor, X)>,
     inner: &A,
     range: std::ops::Range<usize>,
     chunk_size: Option<usize>,
     randomness: Randomness,
-) -> Result<Vec<Tensor>> {
+) -> Result<(Vec<Tensor>, X)> {
     let mut all = Vec::new();
     inner.leaves(&mut all);
     let leaves = &all[range.clone()];
@@ -173,6 +294,7 @@ fn forward_jacobian<A: TensorTree>(
         .collect::<Result<_>>()?;
     let columns: usize = sizes.iter().sum();
     let mut join = Joiner::new(what, 0, columns);
+    let mut first_aux: Option<X> = None;
     for (start, len) in chunks(what, columns, chunk_size, "column")? {
         let mut offset = 0;
         let basis: Vec<Tensor> = leaves
@@ -184,8 +306,8 @@ fn forward_jacobian<A: TensorTree>(
                 b
             })
             .collect::<Result<_>>()?;
-        let push = |tangents: Vec<Tensor>| -> Result<Tensor> {
-            let (out, pushed) = push_forward(what, f, inner, |i, _| {
+        let push = |tangents: Vec<Tensor>| -> Result<(Tensor, X)> {
+            let ((out, aux), pushed) = push_forward(what, f, inner, |i, _| {
                 Ok(range
                     .contains(&i)
                     .then(|| tangents[i - range.start].clone()))
@@ -196,26 +318,31 @@ fn forward_jacobian<A: TensorTree>(
                     out.dtype()
                 )));
             }
-            match pushed.into_iter().next().flatten() {
-                Some(t) => Ok(t),
-                None => ops::zeros(out.shape(), out.dtype()),
-            }
+            let tangent = match pushed.into_iter().next().flatten() {
+                Some(t) => t,
+                None => ops::zeros(out.shape(), out.dtype())?,
+            };
+            Ok((tangent, aux))
         };
         // The vmap over the columns is this transform's, not the user's:
         // its errors are reported as `what`'s.
         let level = crate::dispatch::depth() + 1;
-        let part = vmap(push)
+        // The aux output does not depend on the columns: out_dim None.
+        let (part, aux): (Tensor, X) = vmap(push)
             .randomness(randomness)
+            .out_dims([Some(0), None])
             .call(basis)
             .map_err(|e| e.reported_by(what, level))?;
         join.push(part, len)?;
+        first_aux.get_or_insert(aux);
     }
+    let aux = first_aux.ok_or_else(|| Error::Tensor(format!("{what}: no chunk ran")))?;
     let jac = join.finish()?;
     // jac is [columns, out..]: each leaf's columns, reshaped to the leaf's
     // dims and moved after the output's.
     let out_rank = jac.shape().len() - 1;
     let mut offset = 0;
-    leaves
+    let jac = leaves
         .iter()
         .zip(&sizes)
         .map(|(t, &n)| {
@@ -228,7 +355,8 @@ fn forward_jacobian<A: TensorTree>(
             let perm: Vec<usize> = (in_rank..in_rank + out_rank).chain(0..in_rank).collect();
             ops::permute(&cols, &perm)
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((jac, aux))
 }
 
 /// Columns `start..start + len` of the identity, restricted to one input leaf
@@ -348,9 +476,9 @@ impl<F> Hessian<F> {
                 "use jacfwd or jacrev for the Jacobian of a vector function",
             )
         });
-        let mut h = forward_jacobian(
+        let (mut h, _) = forward_jacobian(
             "hessian",
-            &|x: Tensor| g.call(&x),
+            &|x: Tensor| Ok((g.call(&x)?, Vec::<Tensor>::new())),
             x,
             0..1,
             self.chunk_size,

@@ -14,5 +14,5 @@ mod dual;
 mod interpreter;
 mod jacobian;
 
-pub use api::{hvp, jvp};
-pub use jacobian::{hessian, jacfwd, Hessian, Jacfwd};
+pub use api::{hvp, jvp, jvp_with_aux};
+pub use jacobian::{hessian, jacfwd, jacfwd_with_aux, Hessian, Jacfwd, JacfwdWithAux};

@@ -610,3 +610,191 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         Ok(R::with_grad(grad, aux))
     }
 }
+
+/// [`vjp`] of a function that also returns auxiliary data (torch.func's
+/// `vjp(..., has_aux=True)`): `f` returns `(outputs, aux)`, and the result is
+/// `(outputs, pullback, aux)`. The pullback is that of `outputs` only; `aux`
+/// (any tree of tensors) is carried out as computed, not differentiated, and
+/// unwrapped from this transform's level.
+///
+/// ```
+/// use batchrules::{ops, vjp_with_aux, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![1.0f64, 2.0].into_dyn());
+/// let (y, pullback, aux) = vjp_with_aux(
+///     |x: Tensor| {
+///         let y = ops::sin(&x)?;
+///         Ok((y, ops::cos(&x)?))
+///     },
+///     &x,
+/// )?;
+/// assert_eq!(y.shape(), &[2]);
+/// let ones = Tensor::from(array![1.0f64, 1.0].into_dyn());
+/// // d sin(x) = cos(x): the pullback of ones is the aux output here.
+/// assert!(pullback.call(&ones)?.allclose(&aux, 1e-12, 0.0)?);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// Errors as [`vjp`].
+pub fn vjp_with_aux<I, O, X, F, M>(f: F, args: I) -> Result<(O, VjpFn<I::Inner, O>, X)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    X: TensorTree,
+    F: TransformFnOnce<I::Inner, (O, X), name::vjp, M>,
+    M: OneArgument<name::vjp>,
+{
+    let inner = args.inner("vjp")?;
+    let all = 0..inner.leaf_count();
+    let ((out, aux), pullback) = trace(
+        "vjp",
+        |a| f.run_once(a),
+        &inner,
+        all,
+        false,
+        |(o, x): (O, X), level| {
+            let (outs, roots, o) = outputs_of(o, level)?;
+            let x = x.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))?;
+            Ok((outs, roots, (o, x)))
+        },
+    )?;
+    Ok((
+        out,
+        VjpFn {
+            pullback,
+            template: inner,
+            outputs: PhantomData,
+        },
+        aux,
+    ))
+}
+
+/// The linear map `t ↦ J·t` of a function at a point, returned by
+/// [`linearize`]: maps tangents of the inputs (same structure, shapes and
+/// dtypes) to the tangent of the outputs (the Jacobian-vector product).
+///
+/// It holds the pullback recorded when `f` ran, not `f`: each call
+/// differentiates that pullback (which is linear in its cotangent, and made
+/// of ops) instead of running `f` again, so it can be called any number of
+/// times, later, and under other transforms (`vmap` over it gives the columns
+/// of the Jacobian). A call costs about two backward passes of `f`.
+#[must_use = "the linearized function computes nothing until called: `.call(&tangent)` gives J·tangent"]
+pub struct LinearizeFn<T, O> {
+    pullback: Pullback,
+    /// Zeros of the outputs' shapes and dtypes: the point the pullback is
+    /// differentiated at (it is linear, so any point gives the same).
+    point: Vec<Tensor>,
+    /// The outputs, as the structure the result is put back into.
+    output: O,
+    inputs: PhantomData<fn(&T)>,
+}
+
+impl<T, O> std::fmt::Debug for LinearizeFn<T, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinearizeFn")
+            .field("inputs", &self.pullback.inputs)
+            .field("outputs", &self.pullback.outputs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: TensorTree, O: TensorTree> LinearizeFn<T, O> {
+    /// The Jacobian-vector product with `tangent`, which has the structure,
+    /// shapes and dtypes of the function's inputs. The result has the
+    /// structure of the outputs; an output that does not depend on the inputs
+    /// gets a zero tangent.
+    ///
+    /// Errors if a tangent's shape or dtype differs from its input's.
+    pub fn call(&self, tangent: &T) -> Result<O> {
+        let what = "linearize";
+        let mut ts = Vec::new();
+        tangent.leaves(&mut ts);
+        let inputs = &self.pullback.inputs;
+        if ts.len() != inputs.len() {
+            return Err(Error::Tensor(format!(
+                "{what}: got {} tangents for {} inputs; give one per input, of the input's shape and dtype",
+                ts.len(),
+                inputs.len()
+            )));
+        }
+        for (i, (t, (shape, dtype, _))) in ts.iter().zip(inputs).enumerate() {
+            if t.shape() != shape.as_slice() || t.dtype() != *dtype {
+                return Err(Error::Tensor(format!(
+                    "{what}: the tangent of input leaf {i} (`{}`) has shape {:?} and dtype {}, but \
+                     the input has shape {shape:?} and dtype {dtype}; a tangent has its input's shape \
+                     and dtype",
+                    tangent.leaf_path(i),
+                    t.shape(),
+                    t.dtype()
+                )));
+            }
+        }
+        // u ↦ Jᵀu is linear, so its own pullback at any u maps t to J·t.
+        let n = self.point.len();
+        let (_, transpose) = trace(
+            what,
+            |u: Vec<Tensor>| self.pullback.call(what, &u),
+            &self.point,
+            0..n,
+            false,
+            outputs_of,
+        )?;
+        let jt = transpose.call(what, &ts)?;
+        self.output.with_leaves(jt)
+    }
+}
+
+/// Evaluates `f` at `primals` and returns its outputs with the linear map
+/// `t ↦ J·t` of `f` there ([`LinearizeFn`]), as `torch.func.linearize` and
+/// `jax.linearize` do: for many Jacobian-vector products at one point.
+///
+/// `f` runs once, here. Each [`LinearizeFn::call`] transposes the pullback
+/// recorded now (the vjp formulas are ops, so the pullback is itself
+/// differentiable) instead of running `f` again: it gives what
+/// [`jvp`](crate::jvp()) gives at the same point, in about two backward
+/// passes, and keeps the values the pullback needs alive until it is dropped.
+///
+/// ```
+/// use batchrules::{linearize, ops, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![0.0f64, 1.0].into_dyn());
+/// let (y, jvp_fn) = linearize(|x: Tensor| ops::sin(&x), &x)?;
+/// assert!(y.allclose(&ops::sin(&x)?, 1e-12, 0.0)?);
+/// // J·t = cos(x) * t, for any number of tangents.
+/// let t = Tensor::from(array![2.0f64, 1.0].into_dyn());
+/// let jt = jvp_fn.call(&t)?;
+/// assert!(jt.allclose(&ops::mul(&ops::cos(&x)?, &t)?, 1e-12, 0.0)?);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// Errors if `f` errs; the calls err as [`LinearizeFn::call`] says.
+pub fn linearize<I, O, F, M>(f: F, primals: I) -> Result<(O, LinearizeFn<I::Inner, O>)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    F: TransformFnOnce<I::Inner, O, name::linearize, M>,
+    M: OneArgument<name::linearize>,
+{
+    let what = "linearize";
+    let inner = primals.inner(what)?;
+    let all = 0..inner.leaf_count();
+    let (out, pullback) = trace(what, |a| f.run_once(a), &inner, all, false, outputs_of)?;
+    let point = pullback
+        .outputs
+        .iter()
+        .map(|(shape, dtype)| ops::zeros(shape, *dtype))
+        .collect::<Result<_>>()?;
+    // The output's structure, for the result of each call (cheap handles).
+    let output = out.map_leaves(&mut |t| Ok(t.clone()))?;
+    Ok((
+        out,
+        LinearizeFn {
+            pullback,
+            point,
+            output,
+            inputs: PhantomData,
+        },
+    ))
+}

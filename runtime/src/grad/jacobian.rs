@@ -108,23 +108,131 @@ fn jacrev_at<I: ArgAt<N>, const N: usize>(
 ) -> Result<I::Out> {
     let inner = args.inner("jacrev")?;
     let range = I::leaf_range(&inner);
-    let leaves = jacobian("jacrev", f, &inner, range, chunk_size)?;
+    // No aux: an empty list of tensors.
+    let (leaves, _) = jacobian(
+        "jacrev",
+        |a| Ok((f(a)?, Vec::<Tensor>::new())),
+        &inner,
+        range,
+        chunk_size,
+    )?;
     I::arg(&inner).with_leaves(leaves)
 }
 
+/// A function prepared for [`jacrev_with_aux`]; `N` is the argument
+/// differentiated.
+#[must_use = "`jacrev_with_aux(f)` only prepares the transform: call `.call(args)` to run it"]
+pub struct JacrevWithAux<F, A, const N: usize = 0> {
+    f: F,
+    chunk_size: Option<usize>,
+    args: PhantomData<fn(A)>,
+}
+
+impl<F: Clone, A, const N: usize> Clone for JacrevWithAux<F, A, N> {
+    fn clone(&self) -> Self {
+        JacrevWithAux {
+            f: self.f.clone(),
+            chunk_size: self.chunk_size,
+            args: PhantomData,
+        }
+    }
+}
+
+impl<F, A, const N: usize> std::fmt::Debug for JacrevWithAux<F, A, N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JacrevWithAux")
+            .field("argnum", &N)
+            .field("chunk_size", &self.chunk_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`jacrev`] of a function that also returns auxiliary data (torch.func's
+/// `jacrev(f, has_aux=True)`): `f` returns `(output, aux)`, and `call` returns
+/// `(jacobian, aux)`. `aux` (any tree of tensors) is computed once, carried
+/// out undifferentiated and unwrapped from this transform's level.
+///
+/// ```
+/// use batchrules::{jacrev_with_aux, ops, Tensor};
+/// use ndarray::array;
+///
+/// let x = Tensor::from(array![1.0f64, 3.0].into_dyn());
+/// let (j, aux) = jacrev_with_aux(|x: Tensor| {
+///     let y = ops::mul(&x, &x)?;
+///     Ok((y.clone(), ops::sum(&y, None, false)?))
+/// })
+/// .call(&x)?;
+/// assert_eq!(j.to_array::<f64>()?.into_raw_vec_and_offset().0, vec![2.0, 0.0, 0.0, 6.0]);
+/// assert_eq!(aux.to_array::<f64>()?[[]], 10.0);
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn jacrev_with_aux<F, A, X, M>(f: F) -> JacrevWithAux<F, A, 0>
+where
+    F: TransformFn<A, (Tensor, X), name::jacrev, M>,
+    M: OneArgument<name::jacrev>,
+    X: TensorTree,
+{
+    JacrevWithAux {
+        f,
+        chunk_size: None,
+        args: PhantomData,
+    }
+}
+
+impl<F, A, const N: usize> JacrevWithAux<F, A, N> {
+    /// Differentiates argument `M` instead (see [`Grad::argnums`](crate::Grad::argnums)).
+    pub fn argnums<const M: usize>(self) -> JacrevWithAux<F, A, M> {
+        JacrevWithAux {
+            f: self.f,
+            chunk_size: self.chunk_size,
+            args: PhantomData,
+        }
+    }
+
+    /// Pulls back at most `size` rows at a time (see [`Jacrev::chunk_size`]).
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = Some(size);
+        self
+    }
+
+    /// The Jacobian at `args`, and the aux output. Errors as [`Jacrev::call`].
+    pub fn call<I, X, M>(&self, args: I) -> Result<(I::Out, X)>
+    where
+        I: ArgAt<N, Inner = A>,
+        X: TensorTree,
+        F: TransformFn<A, (Tensor, X), name::jacrev, M>,
+    {
+        jacrev_aux_at(args, |a| self.f.run(a), self.chunk_size)
+    }
+}
+
+/// [`JacrevWithAux::call`], as [`jacrev_at`].
+fn jacrev_aux_at<I: ArgAt<N>, X: TensorTree, const N: usize>(
+    args: I,
+    f: impl FnOnce(I::Inner) -> Result<(Tensor, X)>,
+    chunk_size: Option<usize>,
+) -> Result<(I::Out, X)> {
+    let inner = args.inner("jacrev")?;
+    let range = I::leaf_range(&inner);
+    let (leaves, aux) = jacobian("jacrev", f, &inner, range, chunk_size)?;
+    Ok((I::arg(&inner).with_leaves(leaves)?, aux))
+}
+
 /// The Jacobian of `f` at `inner` with respect to the leaves in `range`, one
-/// tensor of shape `out ++ leaf` per leaf.
-fn jacobian<A: TensorTree>(
+/// tensor of shape `out ++ leaf` per leaf, and `f`'s aux output (unwrapped).
+fn jacobian<A: TensorTree, X: TensorTree>(
     what: &'static str,
-    f: impl FnOnce(A) -> Result<Tensor>,
+    f: impl FnOnce(A) -> Result<(Tensor, X)>,
     inner: &A,
     range: std::ops::Range<usize>,
     chunk_size: Option<usize>,
-) -> Result<Vec<Tensor>> {
-    let (out, pullback) = trace(what, f, inner, range, true, |o: Tensor, level| {
-        let (p, root) = primal(&o, level)?;
-        Ok((vec![p.clone()], vec![root], p))
-    })?;
+) -> Result<(Vec<Tensor>, X)> {
+    let ((out, aux), pullback) =
+        trace(what, f, inner, range, true, |(o, x): (Tensor, X), level| {
+            let (p, root) = primal(&o, level)?;
+            let x = x.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))?;
+            Ok((vec![p.clone()], vec![root], (p, x)))
+        })?;
     let dtype = out.dtype();
     let out_shape = out.shape().to_vec();
     let rows = crate::core::alloc::checked_numel(&out_shape)?;
@@ -151,7 +259,7 @@ fn jacobian<A: TensorTree>(
         .into_iter()
         .map(Joiner::finish)
         .collect::<Result<_>>()?;
-    grads
+    let jac = grads
         .iter()
         .map(|g| {
             // g is [rows, leaf..]: split the rows back into the output's dims.
@@ -159,7 +267,8 @@ fn jacobian<A: TensorTree>(
             shape.extend_from_slice(&g.shape()[1..]);
             ops::reshape(g, &shape)
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((jac, aux))
 }
 
 /// The chunks `(start, len)` of `total` rows (or columns) of an identity,

@@ -15,6 +15,9 @@ pub(crate) mod jacobian;
 pub(crate) mod ops;
 mod tracked;
 
-pub use api::{grad, value_and_grad, vjp, ArgAt, Grad, GradArgs, GradOutput, ValueAndGrad, VjpFn};
+pub use api::{
+    grad, linearize, value_and_grad, vjp, vjp_with_aux, ArgAt, Grad, GradArgs, GradOutput, LinearizeFn,
+    ValueAndGrad, VjpFn,
+};
 pub use graph::needs_gradient;
-pub use jacobian::{jacrev, Jacrev};
+pub use jacobian::{jacrev, jacrev_with_aux, Jacrev, JacrevWithAux};

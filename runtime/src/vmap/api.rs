@@ -259,12 +259,43 @@ impl From<Vec<InDim>> for InDims {
 /// a tensor or a struct is one output, a tuple has one per element, a `Vec`
 /// one per element. An output's dim applies to every leaf (tensor) of it, each
 /// leaf counting from its own rank.
+///
+/// `None` (torch.func's `out_dims=None`) marks an output that does not depend
+/// on the batch: it is returned as the function returned it, without a batch
+/// dim. An output marked `None` that *is* batched is an error naming vmap.
+///
+/// ```
+/// use batchrules::{ops, vmap, Tensor};
+/// use ndarray::array;
+///
+/// let xs = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]].into_dyn());
+/// let w = Tensor::from(array![10.0f64, 20.0].into_dyn());
+/// // Output 0 is batched at dim 0; output 1 (w itself) is returned as it is.
+/// let (ys, same): (Tensor, Tensor) = vmap(|(x, w): (Tensor, Tensor)| Ok((ops::mul(&x, &w)?, w)))
+///     .in_dims([Some(0), None])
+///     .out_dims([Some(0), None])
+///     .call((&xs, &w))?;
+/// assert_eq!(ys.shape(), &[3, 2]);
+/// assert_eq!(same.shape(), &[2]);
+/// // A batched output under out_dims None is an error.
+/// let err = vmap(|x: Tensor| ops::sin(&x)).out_dims(None).call(&xs).unwrap_err();
+/// assert!(err.to_string().contains("vmap"));
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutDims {
-    /// The same dim for every output.
-    All(i64),
-    /// One dim per output.
-    Each(Vec<i64>),
+    /// The same dim for every output (`None`: no output is batched).
+    All(Option<i64>),
+    /// One dim per output (`None`: that output is not batched).
+    Each(Vec<Option<i64>>),
+}
+
+/// `None`: no output is batched, each is returned as the function returned
+/// it; `Some(d)`: every output is batched at `d`.
+impl From<Option<i64>> for OutDims {
+    fn from(d: Option<i64>) -> Self {
+        OutDims::All(d)
+    }
 }
 
 macro_rules! dims_from_int {
@@ -291,17 +322,27 @@ macro_rules! dims_from_int {
         }
         impl From<$t> for OutDims {
             fn from(d: $t) -> Self {
-                OutDims::All(d.as_dim())
+                OutDims::All(Some(d.as_dim()))
             }
         }
         impl<const N: usize> From<[$t; N]> for OutDims {
             fn from(d: [$t; N]) -> Self {
-                OutDims::Each(d.iter().map(|&d| d.as_dim()).collect())
+                OutDims::Each(d.iter().map(|&d| Some(d.as_dim())).collect())
             }
         }
         impl From<Vec<$t>> for OutDims {
             fn from(d: Vec<$t>) -> Self {
-                OutDims::Each(d.iter().map(|&d| d.as_dim()).collect())
+                OutDims::Each(d.iter().map(|&d| Some(d.as_dim())).collect())
+            }
+        }
+        impl<const N: usize> From<[Option<$t>; N]> for OutDims {
+            fn from(d: [Option<$t>; N]) -> Self {
+                OutDims::Each(d.iter().map(|d| d.map(|d| d.as_dim())).collect())
+            }
+        }
+        impl From<Vec<Option<$t>>> for OutDims {
+            fn from(d: Vec<Option<$t>>) -> Self {
+                OutDims::Each(d.iter().map(|d| d.map(|d| d.as_dim())).collect())
             }
         }
     )*};
@@ -432,7 +473,7 @@ where
         f,
         args: PhantomData,
         in_dims: InDims::All(Some(0)),
-        out_dims: OutDims::All(0),
+        out_dims: OutDims::All(Some(0)),
         batch_size: None,
         policy: None,
         chunk_size: None,
@@ -592,7 +633,7 @@ impl<F, A> Vmap<F, A> {
         // so a chunk's result is dropped once it is copied (see `Joiner`).
         // (The first chunk's output is kept for its structure only.)
         let mut first: Option<O> = None;
-        let mut joins: Vec<Joiner> = Vec::new();
+        let mut joins: Vec<Join> = Vec::new();
         for start in (0..size).step_by(chunk) {
             let len = chunk.min(size - start);
             let sliced: Inputs = inputs
@@ -613,10 +654,13 @@ impl<F, A> Vmap<F, A> {
                     .enumerate()
                     .map(|(k, leaf)| {
                         // The dim was checked against this rank by the first chunk.
-                        let d = self.out_dim(&counts, k)?;
+                        let Some(d) = self.out_dim(&counts, k)? else {
+                            // Not batched (out_dim None): the first chunk's leaf.
+                            return Ok(Join::Unbatched(leaf.clone()));
+                        };
                         let rank = leaf.ndim() as i64;
                         let d = if d < 0 { d + rank } else { d } as usize;
-                        Ok(Joiner::new("chunk_size", d, size))
+                        Ok(Join::Batched(Joiner::new("chunk_size", d, size)))
                     })
                     .collect::<Result<_>>()?;
                 first = Some(part);
@@ -629,21 +673,25 @@ impl<F, A> Vmap<F, A> {
                 )));
             }
             for (join, leaf) in joins.iter_mut().zip(leaves) {
-                join.push(leaf, len)?;
+                if let Join::Batched(join) = join {
+                    join.push(leaf, len)?;
+                }
             }
         }
         let mut joins = joins.into_iter();
         let first = first.ok_or_else(|| Error::Vmap("chunk_size: no chunk ran".to_string()))?;
         first.map_leaves(&mut |_| match joins.next() {
-            Some(join) => join.finish(),
+            Some(Join::Batched(join)) => join.finish(),
+            Some(Join::Unbatched(leaf)) => Ok(leaf),
             None => Err(Error::Vmap(
                 "chunk_size: the output has more tensors than its first chunk".to_string(),
             )),
         })
     }
 
-    /// The out_dim of output leaf `k`, for outputs of `counts` leaves each.
-    fn out_dim(&self, counts: &[usize], k: usize) -> Result<i64> {
+    /// The out_dim of output leaf `k`, for outputs of `counts` leaves each
+    /// (`None`: the leaf is not batched).
+    fn out_dim(&self, counts: &[usize], k: usize) -> Result<Option<i64>> {
         match &self.out_dims {
             OutDims::All(d) => Ok(*d),
             OutDims::Each(ds) => ds
@@ -708,6 +756,13 @@ impl<F, A> Vmap<F, A> {
             finish_output(&name, t, d, level, size)
         })
     }
+}
+
+/// How the chunks of one output leaf are put together: joined along its
+/// out_dim, or (out_dim None) the first chunk's leaf, the same for all.
+enum Join<'a> {
+    Batched(Joiner<'a>),
+    Unbatched(Tensor),
 }
 
 /// A hand-written `TensorTree` whose `leaf_count` disagrees with its `leaves`
@@ -900,14 +955,28 @@ fn batch_size(
 }
 
 /// Moves the batch dim at `level` of an output leaf (`name()` for messages)
-/// to `out_dim`, broadcasting a leaf that does not depend on the batch.
+/// to `out_dim`, broadcasting a leaf that does not depend on the batch. With
+/// `out_dim` None the leaf is returned as it is, and must not be batched.
 fn finish_output(
     name: &dyn Fn() -> String,
     t: &Tensor,
-    out_dim: i64,
+    out_dim: Option<i64>,
     level: LevelId,
     size: usize,
 ) -> Result<Tensor> {
+    let Some(out_dim) = out_dim else {
+        if Batched::at(t, level).is_some() {
+            return Err(Error::Vmap(format!(
+                "{} has out_dim None but depends on the batch (it is batched at this level, of {size} \
+                 examples); out_dims None is for outputs that are the same for every example: give it a dim",
+                name()
+            )));
+        }
+        return match t.level() {
+            Some(l) if l.depth() >= level.depth() => Err(dispatch::escaped(t)),
+            _ => Ok(t.clone()),
+        };
+    };
     let rank = t.ndim() as i64 + 1;
     if out_dim < -rank || out_dim >= rank {
         return Err(Error::Vmap(format!(
