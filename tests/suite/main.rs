@@ -17,6 +17,7 @@ mod conv;
 mod dense_ops;
 mod diagnostics;
 mod edge_cases;
+mod func_api;
 mod grad;
 mod grad_macro_hygiene;
 mod hostile;

@@ -16,8 +16,8 @@ pub(crate) mod ops;
 mod tracked;
 
 pub use api::{
-    grad, linearize, value_and_grad, vjp, vjp_with_aux, ArgAt, Grad, GradArgs, GradOutput, LinearizeFn,
-    ValueAndGrad, VjpFn,
+    grad, linearize, value_and_grad, vjp, vjp_with_aux, ArgAt, Grad, GradArgs, GradOutput,
+    LinearizeFn, ValueAndGrad, VjpFn,
 };
 pub use graph::needs_gradient;
 pub use jacobian::{jacrev, jacrev_with_aux, Jacrev, JacrevWithAux};
