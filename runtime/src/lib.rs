@@ -116,7 +116,9 @@ pub use forward::{
 };
 pub use grad::{
     grad, jacrev, jacrev_with_aux, linearize, needs_gradient, value_and_grad, vjp, vjp_with_aux,
-    ArgAt, Grad, GradArgs, GradOutput, Jacrev, JacrevWithAux, LinearizeFn, ValueAndGrad, VjpFn,
+    ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, Grad, GradArgs, GradOutput, HasAux,
+    JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, LinearizeFn, NoAux, ValueAndGrad, VjpFn,
+    WithAux,
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,

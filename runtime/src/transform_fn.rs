@@ -31,11 +31,6 @@
 //! give it a type (`|x: Tensor|`), as `vmap` and `grad` always needed (their
 //! function is given before their arguments).
 //!
-//! `hessian` keeps a plain `Fn(Tensor) -> Result<Tensor>` bound: it
-//! differentiates one tensor, so rustc knows the parameter's type before
-//! checking the closure, and its own message for a closure of two arguments
-//! ("expected closure that takes 1 argument") is accurate there.
-//!
 //! ```
 //! use batchrules::{grad, ops, Tensor};
 //! use ndarray::array;
@@ -247,5 +242,6 @@ names! {
     hvp,
     jacrev,
     jacfwd,
+    hessian,
     linearize,
 }

@@ -6,118 +6,15 @@ use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::core::tree::checked_copy;
 use crate::dispatch::{escaped, push_level, Interpreter};
 use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
+use super::args::{argnums_methods, selected_ranges, Argnum, Argnums, GradArgs, Selected};
 use super::graph::{backward, Node, NodeRef};
 use super::interpreter::GradInterpreter;
 use super::ops;
 use super::tracked::Tracked;
-
-/// The arguments of a differentiated function, as given to [`vjp`],
-/// [`Grad::call`] or [`jacrev`](crate::jacrev): one tree by reference
-/// (`&x`, `&params`), or a tuple of up to four (`(&params, &x, &y)`). The
-/// function receives owned handles of the same shape.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the arguments of a differentiated function",
-    label = "not a tensor, a reference to a structure of tensors, or a tuple of references",
-    note = "give `&x` (a tensor, or a struct with `#[derive(TensorTree)]`), or several as one tuple of references: `(&params, &x)`"
-)]
-pub trait GradArgs {
-    /// What the function receives: `Tensor`, a struct, a tuple of them.
-    type Inner: TensorTree;
-    /// The function's argument: the same tensors (cheap handles). Errors,
-    /// naming `what` (the transform called), if a hand-written
-    /// [`TensorTree`] impl among the arguments is inconsistent.
-    fn inner(&self, what: &str) -> Result<Self::Inner>;
-}
-
-impl<T: TensorTree> GradArgs for &T {
-    type Inner = T;
-    fn inner(&self, what: &str) -> Result<T> {
-        checked_copy(*self, what)
-    }
-}
-
-impl GradArgs for Tensor {
-    type Inner = Tensor;
-    fn inner(&self, _what: &str) -> Result<Tensor> {
-        Ok(self.clone())
-    }
-}
-
-/// Which argument [`grad`] differentiates: `ArgAt<N>` is implemented by the
-/// argument forms that have an argument `N` (`&x` and `x` have argument 0; a
-/// tuple of `k` references has `0..k`), so an out-of-range
-/// [`argnums`](Grad::argnums) does not compile.
-#[diagnostic::on_unimplemented(
-    message = "argument {N} is out of range for the arguments `{Self}`: `argnums::<{N}>()` picks an element of the tuple given to `.call(...)`, counting from 0",
-    label = "no argument {N} here",
-    note = "a tuple of k references `(&a, &b, ...)` has arguments 0 to k - 1; a single `&x` or tensor has only argument 0",
-    note = "to differentiate several arguments at once, pass them as one tuple or struct, e.g. `.call((&(w, b), &x))` with `argnums::<0>()`",
-    note = "each argument is a reference to a tensor or to a structure of tensors; a struct needs `#[derive(TensorTree)]`"
-)]
-pub trait ArgAt<const N: usize>: GradArgs {
-    /// The type of argument `N`: the gradient has the same type.
-    type Out: TensorTree;
-    /// Argument `N` of `inner`.
-    fn arg(inner: &Self::Inner) -> &Self::Out;
-    /// Which of `inner`'s leaves belong to argument `N`.
-    fn leaf_range(inner: &Self::Inner) -> Range<usize>;
-}
-
-impl<T: TensorTree> ArgAt<0> for &T {
-    type Out = T;
-    fn arg(inner: &T) -> &T {
-        inner
-    }
-    fn leaf_range(inner: &T) -> Range<usize> {
-        0..inner.leaf_count()
-    }
-}
-
-impl ArgAt<0> for Tensor {
-    type Out = Tensor;
-    fn arg(inner: &Tensor) -> &Tensor {
-        inner
-    }
-    fn leaf_range(_: &Tensor) -> Range<usize> {
-        0..1
-    }
-}
-
-macro_rules! tuple_args {
-    ($($t:ident $i:tt),+) => {
-        impl<$($t: TensorTree),+> GradArgs for ($(&$t,)+) {
-            type Inner = ($($t,)+);
-            fn inner(&self, what: &str) -> Result<Self::Inner> {
-                Ok(($(checked_copy(self.$i, what)?,)+))
-            }
-        }
-        tuple_args!(@at [$($t $i),+] $($t $i),+);
-    };
-    (@at $all:tt $($t:ident $i:tt),+) => {$(
-        tuple_args!(@one $all $t $i);
-    )+};
-    (@one [$($all:ident $ai:tt),+] $t:ident $i:tt) => {
-        impl<$($all: TensorTree),+> ArgAt<$i> for ($(&$all,)+) {
-            type Out = $t;
-            fn arg(inner: &Self::Inner) -> &$t {
-                &inner.$i
-            }
-            fn leaf_range(inner: &Self::Inner) -> Range<usize> {
-                let mut start = 0;
-                $(if $ai < $i { start += inner.$ai.leaf_count(); })+
-                start..start + inner.$i.leaf_count()
-            }
-        }
-    };
-}
-tuple_args!(A 0, B 1);
-tuple_args!(A 0, B 1, C 2);
-tuple_args!(A 0, B 1, C 2, D 3);
 
 /// What a differentiated function returns: a [`Tensor`], or `(Tensor, aux)`
 /// where `aux` is any tree of tensors carried along without being
@@ -242,15 +139,16 @@ pub(super) fn primal(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<NodeR
     }
 }
 
-/// Runs `f` at a new grad level with the leaves of `inner` in `range`
-/// tracked, and returns its result (one level down) with the pullback.
-/// Integer and bool leaves in `range` are an error if `require_float`, and
-/// otherwise left untracked (zero gradient).
+/// Runs `f` at a new grad level with the leaves of `inner` in `ranges`
+/// tracked, and returns its result (one level down) with the pullback, whose
+/// inputs are those leaves in the order of `ranges`. Integer and bool leaves
+/// in `ranges` are an error if `require_float`, and otherwise left untracked
+/// (zero gradient).
 pub(super) fn trace<A: TensorTree, R, T>(
     what: &str,
     f: impl FnOnce(A) -> Result<R>,
     inner: &A,
-    range: Range<usize>,
+    ranges: &[Range<usize>],
     require_float: bool,
     outputs_of: impl FnOnce(R, LevelId) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, T)>,
 ) -> Result<(T, Pullback)> {
@@ -259,14 +157,14 @@ pub(super) fn trace<A: TensorTree, R, T>(
     })?;
     let level = guard.id();
     let mut index = 0usize;
-    let mut inputs = Vec::new();
+    let mut inputs = vec![None; ranges.iter().map(|r| r.len()).sum()];
     let mut tracked = 0usize;
     let wrapped = inner.map_leaves(&mut |t| {
         let i = index;
         index += 1;
-        if !range.contains(&i) {
+        let Some(slot) = position(ranges, i) else {
             return Ok(t.clone());
-        }
+        };
         if !t.dtype().is_float() {
             if require_float {
                 return Err(Error::Tensor(format!(
@@ -277,10 +175,10 @@ pub(super) fn trace<A: TensorTree, R, T>(
                     t.dtype()
                 )));
             }
-            inputs.push((t.shape().to_vec(), t.dtype(), None));
+            inputs[slot] = Some((t.shape().to_vec(), t.dtype(), None));
             return Ok(t.clone());
         }
-        inputs.push((t.shape().to_vec(), t.dtype(), Some(tracked)));
+        inputs[slot] = Some((t.shape().to_vec(), t.dtype(), Some(tracked)));
         let leaf = NodeRef {
             node: Arc::new(Node::Leaf { index: tracked }),
             output: 0,
@@ -288,6 +186,10 @@ pub(super) fn trace<A: TensorTree, R, T>(
         tracked += 1;
         Ok(Tracked::wrap(t.clone(), leaf, level))
     })?;
+    let inputs = inputs
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| inconsistent_ranges(what, ranges, index))?;
     let result = f(wrapped)?;
     let (outs, roots, result) = outputs_of(result, level)?;
     drop(guard);
@@ -306,8 +208,31 @@ pub(super) fn trace<A: TensorTree, R, T>(
     ))
 }
 
+/// Where leaf `i` goes among the leaves selected by `ranges` (in their
+/// order), if it is selected.
+pub(crate) fn position(ranges: &[Range<usize>], i: usize) -> Option<usize> {
+    let mut before = 0;
+    for r in ranges {
+        if r.contains(&i) {
+            return Some(before + i - r.start);
+        }
+        before += r.len();
+    }
+    None
+}
+
+/// The error for selected ranges that do not lie within the `leaves` leaves
+/// of the arguments (a hand-written `TensorTree` impl that counts its leaves
+/// inconsistently).
+pub(crate) fn inconsistent_ranges(what: &str, ranges: &[Range<usize>], leaves: usize) -> Error {
+    Error::Tensor(format!(
+        "{what}: the differentiated leaves {ranges:?} are not all among the arguments' {leaves} \
+         leaves; a hand-written TensorTree impl counts its leaves inconsistently"
+    ))
+}
+
 /// The primal values of an output tree and the node of each leaf.
-fn outputs_of<O: TensorTree>(
+pub(super) fn outputs_of<O: TensorTree>(
     out: O,
     level: LevelId,
 ) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, O)> {
@@ -388,7 +313,14 @@ where
 {
     let inner = args.inner("vjp")?;
     let all = 0..inner.leaf_count();
-    let (out, pullback) = trace("vjp", |a| f.run_once(a), &inner, all, false, outputs_of)?;
+    let (out, pullback) = trace(
+        "vjp",
+        |a| f.run_once(a),
+        &inner,
+        std::slice::from_ref(&all),
+        false,
+        outputs_of,
+    )?;
     Ok((
         out,
         VjpFn {
@@ -400,16 +332,16 @@ where
 }
 
 /// A function prepared for reverse-mode differentiation; see [`grad`] and
-/// [`value_and_grad`]. `N` is the argument differentiated (see
-/// [`Grad::argnums`]).
+/// [`value_and_grad`]. `S` is the selection of arguments differentiated
+/// (see [`Grad::argnums`] and [`Grad::argnums2`]).
 #[must_use = "`grad(f)` only prepares the transform: call `.call(args)` to run it"]
-pub struct Grad<F, A, const N: usize = 0> {
+pub struct Grad<F, A, S = Argnum<0>> {
     f: F,
     with_value: bool,
-    args: PhantomData<fn(A)>,
+    args: PhantomData<fn(A, S)>,
 }
 
-impl<F: Clone, A, const N: usize> Clone for Grad<F, A, N> {
+impl<F: Clone, A, S> Clone for Grad<F, A, S> {
     fn clone(&self) -> Self {
         Grad {
             f: self.f.clone(),
@@ -419,10 +351,10 @@ impl<F: Clone, A, const N: usize> Clone for Grad<F, A, N> {
     }
 }
 
-impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
+impl<F, A, S: Selected> std::fmt::Debug for Grad<F, A, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Grad")
-            .field("argnum", &N)
+            .field("argnums", &S::ARGNUMS)
             .finish_non_exhaustive()
     }
 }
@@ -465,7 +397,7 @@ impl<F, A, const N: usize> std::fmt::Debug for Grad<F, A, N> {
 /// assert!(err.to_string().contains("jacrev"));
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn grad<F, A, R, M>(f: F) -> Grad<F, A, 0>
+pub fn grad<F, A, R, M>(f: F) -> Grad<F, A>
 where
     F: TransformFn<A, R, name::grad, M>,
     M: OneArgument<name::grad>,
@@ -493,7 +425,7 @@ where
 /// assert_eq!(g.to_array::<f32>()?[[0]], 6.0);
 /// # Ok::<(), batchrules::Error>(())
 /// ```
-pub fn value_and_grad<F, A, R, M>(f: F) -> ValueAndGrad<F, A, 0>
+pub fn value_and_grad<F, A, R, M>(f: F) -> ValueAndGrad<F, A>
 where
     F: TransformFn<A, R, name::value_and_grad, M>,
     M: OneArgument<name::value_and_grad>,
@@ -508,33 +440,35 @@ where
 
 /// A function prepared by [`value_and_grad`].
 #[must_use = "`value_and_grad(f)` only prepares the transform: call `.call(args)` to run it"]
-pub struct ValueAndGrad<F, A, const N: usize = 0>(Grad<F, A, N>);
+pub struct ValueAndGrad<F, A, S = Argnum<0>>(Grad<F, A, S>);
 
-impl<F: Clone, A, const N: usize> Clone for ValueAndGrad<F, A, N> {
+impl<F: Clone, A, S> Clone for ValueAndGrad<F, A, S> {
     fn clone(&self) -> Self {
         ValueAndGrad(self.0.clone())
     }
 }
 
-impl<F, A, const N: usize> std::fmt::Debug for ValueAndGrad<F, A, N> {
+impl<F, A, S: Selected> std::fmt::Debug for ValueAndGrad<F, A, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ValueAndGrad")
-            .field("argnum", &N)
+            .field("argnums", &S::ARGNUMS)
             .finish_non_exhaustive()
     }
 }
 
-impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
-    /// Differentiates argument `M` instead; see [`Grad::argnums`].
-    pub fn argnums<const M: usize>(self) -> ValueAndGrad<F, A, M> {
-        ValueAndGrad(self.0.argnums())
+impl<F, A, S> ValueAndGrad<F, A, S> {
+    argnums_methods!(ValueAndGrad);
+
+    fn retag<T>(self) -> ValueAndGrad<F, A, T> {
+        ValueAndGrad(self.0.retag())
     }
 
     /// The value and the gradient: `(value, gradient)`, or `((value, aux),
     /// gradient)` when `f` returns `(tensor, aux)`. Errors as [`Grad::call`].
-    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithValue<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithValue<S::Out>>
     where
-        I: ArgAt<N, Inner = A>,
+        I: GradArgs<Inner = A>,
+        S: Argnums<I>,
         F: TransformFn<A, R, name::value_and_grad, M>,
         R: GradOutput,
     {
@@ -543,12 +477,10 @@ impl<F, A, const N: usize> ValueAndGrad<F, A, N> {
     }
 }
 
-impl<F, A, const N: usize> Grad<F, A, N> {
-    /// Differentiates argument `M` instead (0-based, in the tuple `call` is
-    /// given). An argument the call does not have does not compile. To
-    /// differentiate several arguments at once, pass them as one tuple or
-    /// struct.
-    pub fn argnums<const M: usize>(self) -> Grad<F, A, M> {
+impl<F, A, S> Grad<F, A, S> {
+    argnums_methods!(Grad);
+
+    fn retag<T>(self) -> Grad<F, A, T> {
         Grad {
             f: self.f,
             with_value: self.with_value,
@@ -563,9 +495,10 @@ impl<F, A, const N: usize> Grad<F, A, N> {
         &self,
         args: I,
         f: impl FnOnce(I::Inner) -> Result<R>,
-    ) -> Result<(Tensor, R::Aux, I::Out)>
+    ) -> Result<(Tensor, R::Aux, S::Out)>
     where
-        I: ArgAt<N>,
+        I: GradArgs,
+        S: Argnums<I>,
         R: GradOutput,
     {
         let what = if self.with_value {
@@ -574,41 +507,54 @@ impl<F, A, const N: usize> Grad<F, A, N> {
             "grad"
         };
         let inner = args.inner(what)?;
-        let range = I::leaf_range(&inner);
-        let ((value, aux), pullback) = trace(what, f, &inner, range, true, |r: R, level| {
-            let (value, aux) = r.split();
-            let (value, root) = primal(&value, level)?;
-            if !value.shape().is_empty() || !value.dtype().is_float() {
-                return Err(Error::Tensor(format!(
-                        "{what}: the function returned a {} tensor of shape {:?}; {what} needs a scalar \
-                         (0-d) floating-point output. For a non-scalar output use vjp (a \
-                         vector-Jacobian product) or jacrev (the whole Jacobian)",
-                        value.dtype(),
-                        value.shape()
-                    )));
-            }
-            let aux = R::unwrap_aux(aux, level)?;
-            Ok((vec![value.clone()], vec![root], (value, aux)))
-        })?;
-        let one = ops::full_scalar(1.0, value.dtype())?;
-        let grads = pullback.call(what, &[one])?;
-        let grad = I::arg(&inner).with_leaves(grads)?;
-        Ok((value, aux, grad))
+        let ranges = selected_ranges::<I, S>(what, &inner)?;
+        let (value, aux, grads) = gradient(what, f, &inner, &ranges)?;
+        Ok((value, aux, S::build(&inner, grads)?))
     }
 
     /// The gradient (with the aux output when `f` returns `(tensor, aux)`).
     ///
     /// Errors if `f` errs, if its output is not a 0-d float tensor, or if
     /// the differentiated argument has an integer or bool tensor.
-    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithGrad<I::Out>>
+    pub fn call<I, R, M>(&self, args: I) -> Result<R::WithGrad<S::Out>>
     where
-        I: ArgAt<N, Inner = A>,
+        I: GradArgs<Inner = A>,
+        S: Argnums<I>,
         F: TransformFn<A, R, name::grad, M>,
         R: GradOutput,
     {
         let (_, aux, grad) = self.run(args, |a| self.f.run(a))?;
         Ok(R::with_grad(grad, aux))
     }
+}
+
+/// The gradient of `f`'s 0-d float output at `inner` with respect to the
+/// leaves in `ranges` (one tensor per leaf, in their order), with the value
+/// and the aux output (both one level down).
+pub(crate) fn gradient<A: TensorTree, R: GradOutput>(
+    what: &str,
+    f: impl FnOnce(A) -> Result<R>,
+    inner: &A,
+    ranges: &[Range<usize>],
+) -> Result<(Tensor, R::Aux, Vec<Tensor>)> {
+    let ((value, aux), pullback) = trace(what, f, inner, ranges, true, |r: R, level| {
+        let (value, aux) = r.split();
+        let (value, root) = primal(&value, level)?;
+        if !value.shape().is_empty() || !value.dtype().is_float() {
+            return Err(Error::Tensor(format!(
+                "{what}: the function returned a {} tensor of shape {:?}; {what} needs a scalar \
+                 (0-d) floating-point output. For a non-scalar output use vjp (a \
+                 vector-Jacobian product) or jacrev (the whole Jacobian)",
+                value.dtype(),
+                value.shape()
+            )));
+        }
+        let aux = R::unwrap_aux(aux, level)?;
+        Ok((vec![value.clone()], vec![root], (value, aux)))
+    })?;
+    let one = ops::full_scalar(1.0, value.dtype())?;
+    let grads = pullback.call(what, &[one])?;
+    Ok((value, aux, grads))
 }
 
 /// [`vjp`] of a function that also returns auxiliary data (torch.func's
@@ -651,7 +597,7 @@ where
         "vjp",
         |a| f.run_once(a),
         &inner,
-        all,
+        std::slice::from_ref(&all),
         false,
         |(o, x): (O, X), level| {
             let (outs, roots, o) = outputs_of(o, level)?;
@@ -736,7 +682,7 @@ impl<T: TensorTree, O: TensorTree> LinearizeFn<T, O> {
             what,
             |u: Vec<Tensor>| self.pullback.call(what, &u),
             &self.point,
-            0..n,
+            std::slice::from_ref(&(0..n)),
             false,
             outputs_of,
         )?;
@@ -780,7 +726,14 @@ where
     let what = "linearize";
     let inner = primals.inner(what)?;
     let all = 0..inner.leaf_count();
-    let (out, pullback) = trace(what, |a| f.run_once(a), &inner, all, false, outputs_of)?;
+    let (out, pullback) = trace(
+        what,
+        |a| f.run_once(a),
+        &inner,
+        std::slice::from_ref(&all),
+        false,
+        outputs_of,
+    )?;
     let point = pullback
         .outputs
         .iter()

@@ -9,6 +9,7 @@
 //! decomposition, so each of their constituents is recorded.
 
 mod api;
+pub(crate) mod args;
 mod graph;
 mod interpreter;
 pub(crate) mod jacobian;
@@ -16,8 +17,13 @@ pub(crate) mod ops;
 mod tracked;
 
 pub use api::{
-    grad, linearize, value_and_grad, vjp, vjp_with_aux, ArgAt, Grad, GradArgs, GradOutput,
-    LinearizeFn, ValueAndGrad, VjpFn,
+    grad, linearize, value_and_grad, vjp, vjp_with_aux, Grad, GradOutput, LinearizeFn,
+    ValueAndGrad, VjpFn,
 };
+pub(crate) use api::{gradient, inconsistent_ranges, position};
+pub use args::{ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, GradArgs};
 pub use graph::needs_gradient;
-pub use jacobian::{jacrev, jacrev_with_aux, Jacrev, JacrevWithAux};
+pub use jacobian::{
+    jacrev, jacrev_with_aux, HasAux, JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, NoAux,
+    WithAux,
+};
