@@ -82,6 +82,7 @@ pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpret
 mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
 mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
 pub mod io; // weights in and out: safetensors, npy, npz
+pub mod jacobian; // Jacobians in both modes (one builder) and the Hessian
 mod library; // the built-in op library
 mod operators; // `+ - * /` and unary `-` on tensors and scalars
 pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
@@ -111,14 +112,14 @@ pub use crate::core::tensor::{Element, Tensor};
 pub use crate::core::tree::{
     push_key_segment, tree_leaves, tree_map, tree_zip_map, StructTree, TensorTree,
 };
-pub use forward::{
-    hessian, hvp, jacfwd, jacfwd_with_aux, jvp, jvp_with_aux, Hessian, Jacfwd, JacfwdWithAux,
-};
+pub use forward::{hvp, jvp, jvp_with_aux};
 pub use grad::{
-    grad, jacrev, jacrev_with_aux, linearize, needs_gradient, value_and_grad, vjp, vjp_with_aux,
-    ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, Grad, GradArgs, GradOutput, HasAux,
-    JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, LinearizeFn, NoAux, ValueAndGrad, VjpFn,
-    WithAux,
+    grad, linearize, needs_gradient, value_and_grad, vjp, vjp_with_aux, ArgAt, Argnum, Argnums,
+    Argnums2, Argnums3, Argnums4, Grad, GradArgs, GradOutput, LinearizeFn, ValueAndGrad, VjpFn,
+};
+pub use jacobian::{
+    hessian, jacfwd, jacfwd_with_aux, jacrev, jacrev_with_aux, HasAux, Hessian, Jacfwd,
+    JacfwdWithAux, Jacobian, JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, NoAux, WithAux,
 };
 pub use vmap::{
     fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,

@@ -3,8 +3,8 @@
 //! ```text
 //! core → schema | io → checks → registry → dispatch → private (glue of the
 //! generated code) | transform_fn (the functions transforms run) → vmap |
-//! batching → grad → forward → testing → library → coverage | owned →
-//! operators
+//! batching → grad → forward → jacobian → testing → library → coverage |
+//! owned → operators
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -30,11 +30,12 @@ const LAYERS: &[(&str, usize)] = &[
     ("batching", 6),
     ("grad", 7),
     ("forward", 8),
-    ("testing", 9),
-    ("library", 10),
-    ("coverage", 11),
-    ("owned", 11),
-    ("operators", 12),
+    ("jacobian", 9),
+    ("testing", 10),
+    ("library", 11),
+    ("coverage", 12),
+    ("owned", 12),
+    ("operators", 13),
 ];
 
 /// Items the crate root re-exports, and the module each comes from.
@@ -62,17 +63,17 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("needs_gradient", "grad"),
     ("vjp", "grad"),
     ("value_and_grad", "grad"),
-    ("jacrev", "grad"),
-    ("hessian", "forward"),
+    ("jacrev", "jacobian"),
+    ("hessian", "jacobian"),
     ("hvp", "forward"),
     ("jvp", "forward"),
-    ("jacfwd", "forward"),
-    ("Jacfwd", "forward"),
+    ("jacfwd", "jacobian"),
+    ("Jacfwd", "jacobian"),
     ("VjpFn", "grad"),
     ("Grad", "grad"),
     ("ValueAndGrad", "grad"),
-    ("Jacrev", "grad"),
-    ("Hessian", "forward"),
+    ("Jacrev", "jacobian"),
+    ("Hessian", "jacobian"),
     ("GradArgs", "grad"),
     ("GradOutput", "grad"),
     ("ArgAt", "grad"),

@@ -215,7 +215,7 @@ where
 
 /// `y` if it is a scalar (0-d), else an error naming `what` (the transform
 /// that needs one: hessian, hvp) and saying what to use instead.
-pub(super) fn scalar_output(what: &str, y: Tensor, instead: &str) -> Result<Tensor> {
+pub(crate) fn scalar_output(what: &str, y: Tensor, instead: &str) -> Result<Tensor> {
     if !y.shape().is_empty() {
         return Err(Error::Tensor(format!(
             "{what}: the function returned a tensor of shape {:?}; {what} needs a scalar (0-d) \

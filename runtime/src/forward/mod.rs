@@ -5,14 +5,15 @@
 //! and its jvp on the tangents ([`interpreter`]): a `#[jvp]` written with ops,
 //! or, for an op its table marks `linear`, the op itself applied to the
 //! tangents. Both are ordinary op calls, so under an enclosing vmap they are
-//! batched ([`jacfwd`] is the jvp vmapped over a basis of tangents) and under
+//! batched ([`jacfwd`](crate::jacfwd()) is the jvp vmapped over a basis of tangents) and under
 //! an enclosing grad they are recorded. Composite ops are differentiated
 //! through their decomposition.
 
 mod api;
 mod dual;
 mod interpreter;
-mod jacobian;
+pub(crate) mod jacobian;
 
+pub(crate) use api::scalar_output;
 pub use api::{hvp, jvp, jvp_with_aux};
-pub use jacobian::{hessian, jacfwd, jacfwd_with_aux, Hessian, Jacfwd, JacfwdWithAux};
+pub(crate) use jacobian::forward_jacobian;

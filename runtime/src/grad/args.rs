@@ -8,8 +8,8 @@ use std::ops::Range;
 use crate::core::tree::checked_copy;
 use crate::{Error, Result, Tensor, TensorTree};
 
-/// The arguments of a differentiated function, as given to [`vjp`],
-/// [`Grad::call`] or [`jacrev`](crate::jacrev): one tree by reference
+/// The arguments of a differentiated function, as given to [`vjp`](crate::vjp()),
+/// [`Grad::call`](crate::Grad::call) or [`jacrev`](crate::jacrev()): one tree by reference
 /// (`&x`, `&params`), or a tuple of up to four (`(&params, &x, &y)`). The
 /// function receives owned handles of the same shape.
 #[diagnostic::on_unimplemented(
@@ -40,10 +40,10 @@ impl GradArgs for Tensor {
     }
 }
 
-/// Which argument [`grad`] differentiates: `ArgAt<N>` is implemented by the
+/// Which argument [`grad`](crate::grad()) differentiates: `ArgAt<N>` is implemented by the
 /// argument forms that have an argument `N` (`&x` and `x` have argument 0; a
 /// tuple of `k` references has `0..k`), so an out-of-range
-/// [`argnums`](Grad::argnums) does not compile.
+/// [`argnums`](crate::Grad::argnums) does not compile.
 #[diagnostic::on_unimplemented(
     message = "argument {N} is out of range for the arguments `{Self}`: `argnums::<{N}>()` picks an element of the tuple given to `.call(...)`, counting from 0",
     label = "no argument {N} here",
@@ -243,11 +243,11 @@ several_argnums!(
 /// rest (`$extra`: the parameters after `S`).
 macro_rules! argnums_methods {
     ($ty:ident $(, $extra:ident)*) => {
-        /// Differentiates argument `M` instead (0-based, in the tuple `call`
+        /// Differentiates argument `N` instead (0-based, in the tuple `call`
         /// is given). An argument the call does not have does not compile.
         /// For several arguments see `argnums2`, or pass them as one tuple
         /// or struct.
-        pub fn argnums<const M: usize>(self) -> $ty<F, A, $crate::grad::Argnum<M> $(, $extra)*> {
+        pub fn argnums<const N: usize>(self) -> $ty<F, A, $crate::grad::Argnum<N> $(, $extra)*> {
             self.retag()
         }
 

@@ -23,7 +23,4 @@ pub use api::{
 pub(crate) use api::{gradient, inconsistent_ranges, position};
 pub use args::{ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, GradArgs};
 pub use graph::needs_gradient;
-pub use jacobian::{
-    jacrev, jacrev_with_aux, HasAux, JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, NoAux,
-    WithAux,
-};
+pub(crate) use jacobian::reverse_jacobian;
