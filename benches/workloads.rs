@@ -1,5 +1,5 @@
-//! The batchrules workloads W1-W11, W16 and W17 (see docs/benchmarks.md; the
-//! numbers W12-W15 are kept for the model workloads, not yet built). Each workload
+//! The batchrules workloads W1-W17 (see docs/benchmarks.md; the model
+//! workloads W12-W15 are in `models/`, their peers in `peers_models.py`). Each workload
 //! measures batchrules and its baseline in the same run; after criterion has
 //! run, a table of medians and ratios is printed (and written to
 //! `target/criterion/summary.md`).
@@ -15,6 +15,8 @@ use batchrules::{
     grad, jacfwd, jacrev, jvp, ops, owned, vjp, vmap, FallbackPolicy, Result, Tensor,
 };
 use criterion::{BenchmarkId, Criterion};
+
+mod models;
 use ndarray::{Array, Array2, ArrayD, Axis, IxDyn, Zip};
 
 fn tensor(shape: &[usize]) -> Tensor {
@@ -774,6 +776,21 @@ const ROWS: &[(&str, &str, &str)] = &[
         "vmap_affine_ops/2048x1024",
     ),
     (
+        "W12_mnist_per_sample_grads_b256",
+        "batchrules_vmap_grad",
+        "batchrules_loop_grad",
+    ),
+    (
+        "W13_transformer_per_sample_grads_b32",
+        "batchrules_vmap_grad",
+        "batchrules_loop_grad",
+    ),
+    (
+        "W14_dp_sgd_step_b256",
+        "batchrules_step",
+        "batchrules_per_sample_grads_only",
+    ),
+    (
         "R_rayon",
         "fallback_cumsum_b1024/all_threads",
         "fallback_cumsum_b1024/1_thread",
@@ -982,6 +999,85 @@ fn human(ns: f64) -> String {
     }
 }
 
+/// W12: per-sample gradients of the DP-SGD paper's MNIST CNN, batch 256
+/// (`models`), by `vmap(grad)` against the loop of single-example grads.
+fn w12_mnist_per_sample_grads(c: &mut Criterion) {
+    let p = models::MnistCnn::new().unwrap();
+    let (x, y) = models::mnist_inputs().unwrap();
+    let grads = models::mnist_per_sample_grads(&p, &x, &y).unwrap();
+    println!(
+        "W12 checksum (sum, sum of |.|): {:?}",
+        models::checksum(&grads)
+    );
+    let examples: Vec<(Tensor, Tensor)> = (0..models::MNIST_BATCH)
+        .map(|i| (x.select(0, i).unwrap(), y.select(0, i).unwrap()))
+        .collect();
+    let mut g = c.benchmark_group("W12_mnist_per_sample_grads_b256");
+    g.sample_size(10);
+    g.bench_function("batchrules_vmap_grad", |bch| {
+        bch.iter(|| black_box(models::mnist_per_sample_grads(&p, &x, &y).unwrap()))
+    });
+    g.bench_function("batchrules_loop_grad", |bch| {
+        bch.iter(|| black_box(models::mnist_loop_grads(&p, &examples).unwrap()))
+    });
+    g.finish();
+}
+
+/// W13: per-sample gradients of example 5's transformer block, batch 32.
+fn w13_transformer_per_sample_grads(c: &mut Criterion) {
+    let p = models::Block::new().unwrap();
+    let (x, y) = models::transformer_inputs().unwrap();
+    let grads = models::transformer_per_sample_grads(&p, &x, &y).unwrap();
+    println!(
+        "W13 checksum (sum, sum of |.|): {:?}",
+        models::checksum(&grads)
+    );
+    let examples: Vec<(Tensor, Tensor)> = (0..models::TRANSFORMER_BATCH)
+        .map(|i| (x.select(0, i).unwrap(), y.select(0, i).unwrap()))
+        .collect();
+    let mut g = c.benchmark_group("W13_transformer_per_sample_grads_b32");
+    g.sample_size(10);
+    g.bench_function("batchrules_vmap_grad", |bch| {
+        bch.iter(|| black_box(models::transformer_per_sample_grads(&p, &x, &y).unwrap()))
+    });
+    g.bench_function("batchrules_loop_grad", |bch| {
+        bch.iter(|| black_box(models::transformer_loop_grads(&p, &examples).unwrap()))
+    });
+    g.finish();
+}
+
+/// W14: one DP-SGD step of W12 (per-sample gradients, clipping, noise,
+/// update), against W12's per-sample gradients alone.
+fn w14_dp_sgd_step(c: &mut Criterion) {
+    let p = models::MnistCnn::new().unwrap();
+    let (x, y) = models::mnist_inputs().unwrap();
+    let mut g = c.benchmark_group("W14_dp_sgd_step_b256");
+    g.sample_size(10);
+    g.bench_function("batchrules_step", |bch| {
+        bch.iter(|| black_box(models::dp_sgd_step(&p, &x, &y, 1).unwrap()))
+    });
+    g.bench_function("batchrules_per_sample_grads_only", |bch| {
+        bch.iter(|| black_box(models::mnist_per_sample_grads(&p, &x, &y).unwrap()))
+    });
+    g.finish();
+}
+
+/// W15: the empirical NTK of example 2's CNN between two batches of 16, by
+/// the Jacobian contraction (vmap of jacrev per batch, einsum).
+fn w15_ntk(c: &mut Criterion) {
+    let p = models::NtkCnn::new().unwrap();
+    let (x1, x2) = models::ntk_inputs().unwrap();
+    let k = models::ntk(&p, &x1, &x2).unwrap();
+    assert_eq!(k.shape(), &[16, 16, 10, 10]);
+    println!("W15 checksum (sum, sum of |.|): {:?}", models::checksum(&k));
+    let mut g = c.benchmark_group("W15_ntk_2x16");
+    g.sample_size(10);
+    g.bench_function("batchrules_jacobian_contraction", |bch| {
+        bch.iter(|| black_box(models::ntk(&p, &x1, &x2).unwrap()))
+    });
+    g.finish();
+}
+
 /// W16/W17's layer: input `[64, 32, 28, 28]`, weight `[64, 32, 3, 3]`,
 /// padding 1 (stride 1): a `[64, 64, 28, 28]` output.
 const CONV_BATCH: usize = 64;
@@ -1004,7 +1100,7 @@ fn conv_layer(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 
 /// W16: `conv2d` forward (im2col + one batched GEMM) against the GEMM it
 /// reduces to.
-fn w12_conv2d(c: &mut Criterion) {
+fn w16_conv2d(c: &mut Criterion) {
     let (x, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
     let mut g = c.benchmark_group("W16_conv2d_b64");
     g.sample_size(10);
@@ -1029,7 +1125,7 @@ fn w12_conv2d(c: &mut Criterion) {
 /// W17: per-sample weight gradients of the W16 layer, `vmap(grad)` of the
 /// sum of one example's outputs (`[32, 28, 28]`), batch 64, with the
 /// fallback loop forbidden; against the per-example GEMMs of the gradients.
-fn w13_conv2d_per_sample_grads(c: &mut Criterion) {
+fn w17_conv2d_per_sample_grads(c: &mut Criterion) {
     let (xs, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
     let per_sample = || -> Result<Tensor> {
         vmap(|(w, x): (Tensor, Tensor)| {
@@ -1071,8 +1167,12 @@ fn main() {
     w9_grad_overhead(&mut c);
     w10_jacobians(&mut c);
     w11_pointwise_chain(&mut c);
-    w12_conv2d(&mut c);
-    w13_conv2d_per_sample_grads(&mut c);
+    w12_mnist_per_sample_grads(&mut c);
+    w13_transformer_per_sample_grads(&mut c);
+    w14_dp_sgd_step(&mut c);
+    w15_ntk(&mut c);
+    w16_conv2d(&mut c);
+    w17_conv2d_per_sample_grads(&mut c);
     #[cfg(feature = "rayon")]
     r_rayon(&mut c);
     c.final_summary();
