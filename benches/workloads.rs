@@ -1067,9 +1067,7 @@ fn w14_dp_sgd_step(c: &mut Criterion) {
 fn w15_ntk(c: &mut Criterion) {
     let p = models::NtkCnn::new().unwrap();
     let (x1, x2) = models::ntk_inputs().unwrap();
-    let k = models::ntk(&p, &x1, &x2).unwrap();
-    assert_eq!(k.shape(), &[16, 16, 10, 10]);
-    println!("W15 checksum (sum, sum of |.|): {:?}", models::checksum(&k));
+    models::print_checksum("W15", || models::ntk(&p, &x1, &x2));
     let mut g = c.benchmark_group("W15_ntk_2x16");
     g.sample_size(10);
     g.bench_function("batchrules_jacobian_contraction", |bch| {

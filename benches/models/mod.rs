@@ -327,6 +327,16 @@ pub fn ntk(p: &NtkCnn, x1: &Tensor, x2: &Tensor) -> Result<Tensor> {
     Ok(total.expect("the model has parameters"))
 }
 
+/// With `BATCHRULES_BENCH_CHECKSUMS=1` in the environment, prints the
+/// checksum of `result()` for workload `name` (the setup of every group runs
+/// whatever the filter, and W15's takes a second).
+pub fn print_checksum<T: TensorTree>(name: &str, result: impl FnOnce() -> Result<T>) {
+    if std::env::var_os("BATCHRULES_BENCH_CHECKSUMS").is_some() {
+        let value = result().expect("the workload runs");
+        println!("{name} checksum (sum, sum of |.|): {:?}", checksum(&value));
+    }
+}
+
 /// The sum and the sum of absolute values of every leaf of `t`, in f64: the
 /// checksum `peers_models.py` prints for the same result.
 pub fn checksum<T: TensorTree>(t: &T) -> (f64, f64) {

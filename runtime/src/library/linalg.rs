@@ -292,8 +292,24 @@ fn as_matrix_stack<'a, T: Clone>(x: &'a ArrayViewD<'_, T>) -> Result<CowArray<'a
             return Ok(CowArray::from(v3));
         }
     }
-    x.to_shape((batch, rows, cols))
-        .map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
+    // The batch dims merge into one without a copy when each (of size > 1)
+    // steps over the next whole: ndarray's `to_shape` then gives a view.
+    // Otherwise it would copy element by element; copy row by row instead.
+    let dims: Vec<(usize, isize)> = x.shape()[..r - 2]
+        .iter()
+        .copied()
+        .zip(x.strides()[..r - 2].iter().copied())
+        .filter(|&(d, _)| d != 1)
+        .collect();
+    let mergeable = dims.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0 as isize);
+    let shaped = if mergeable {
+        x.to_shape((batch, rows, cols))
+    } else {
+        crate::core::buffers::row_major(x)
+            .into_shape_with_order((batch, rows, cols))
+            .map(CowArray::from)
+    };
+    shaped.map_err(|e| Error::invalid(format!("cannot view {:?} as matrices: {e}", x.shape())))
 }
 
 /// Products whose inner dim is 1 (outer products: per-sample weight gradients

@@ -6,7 +6,7 @@
 //! Their rules move the batch dim to the front and put the batch size (or, for
 //! `expand`, -1) before the logical shape argument.
 
-use ndarray::{ArcArray, ArrayD, IxDyn};
+use ndarray::{ArcArray, IxDyn};
 
 use super::dims::dim_in;
 use crate::batching::{align_to_front, bdim_to_front, shape_arg};
@@ -75,7 +75,9 @@ fn reshape_array<T: Element>(a: &ArcArray<T, IxDyn>, shape: &[usize]) -> Result<
     let out = if a.is_standard_layout() {
         a.clone().into_shape_with_order(IxDyn(shape))
     } else {
-        ArrayD::from_shape_vec(IxDyn(shape), a.iter().copied().collect()).map(|o| o.into_shared())
+        crate::core::buffers::row_major(&a.view())
+            .into_shape_with_order(IxDyn(shape))
+            .map(|o| o.into_shared())
     };
     out.map(Tensor::from).map_err(|e| {
         Error::invalid(format!(
@@ -191,7 +193,7 @@ fn expand_array<T: Element>(a: &ArcArray<T, IxDyn>, shape: &[usize]) -> Result<T
     let view = a.broadcast(IxDyn(shape)).ok_or_else(|| {
         Error::invalid(format!("cannot expand shape {:?} to {shape:?}", a.shape()))
     })?;
-    Ok(Tensor::from(view.to_owned()))
+    Ok(Tensor::from(crate::core::buffers::row_major(&view)))
 }
 
 #[kernel(op = "expand")]
