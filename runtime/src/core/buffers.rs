@@ -287,6 +287,25 @@ pub(crate) fn give<T: Cached>(v: Vec<T>) {
     });
 }
 
+/// `a` copied into a new array in row-major order. A copy of a view that is
+/// not in standard layout (a transpose, a broadcast, a slice): ndarray's
+/// `to_owned`, `as_standard_layout` and `to_shape` copy such a view element
+/// by element through its iterator, where this one is a tight loop along the
+/// innermost axis (ndarray's `Zip`), several times faster.
+pub(crate) fn row_major<T: Clone, D: ndarray::Dimension>(
+    a: &ndarray::ArrayView<'_, T, D>,
+) -> ndarray::Array<T, D> {
+    match a.first() {
+        Some(first) if !a.is_standard_layout() => {
+            // Filled with any element first (a pass of stores), then assigned.
+            let mut copy = ndarray::Array::from_elem(a.raw_dim(), first.clone());
+            copy.assign(a);
+            copy
+        }
+        _ => a.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,24 +372,5 @@ mod tests {
         set_buffer_cache_limit(before);
         clear_buffer_cache();
         assert_eq!(cached_bytes(), 0);
-    }
-}
-
-/// `a` copied into a new array in row-major order. A copy of a view that is
-/// not in standard layout (a transpose, a broadcast, a slice): ndarray's
-/// `to_owned`, `as_standard_layout` and `to_shape` copy such a view element
-/// by element through its iterator, where this one is a tight loop along the
-/// innermost axis (ndarray's `Zip`), several times faster.
-pub(crate) fn row_major<T: Clone, D: ndarray::Dimension>(
-    a: &ndarray::ArrayView<'_, T, D>,
-) -> ndarray::Array<T, D> {
-    match a.first() {
-        Some(first) if !a.is_standard_layout() => {
-            // Filled with any element first (a pass of stores), then assigned.
-            let mut copy = ndarray::Array::from_elem(a.raw_dim(), first.clone());
-            copy.assign(a);
-            copy
-        }
-        _ => a.to_owned(),
     }
 }
