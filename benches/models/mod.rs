@@ -102,9 +102,14 @@ pub fn mnist_loop_grads(p: &MnistCnn, examples: &[(Tensor, Tensor)]) -> Result<V
 pub fn dp_sgd_step(p: &MnistCnn, x: &Tensor, y: &Tensor, seed: i64) -> Result<MnistCnn> {
     let (clip, sigma, lr) = (1.0, 1.0, 0.1);
     let grads = mnist_per_sample_grads(p, x, y)?;
+    // Each leaf seen as [batch, its size]; the squared norms and the
+    // weighted sum over the batch are contractions (Opacus writes them with
+    // einsum too), one pass over the per-sample gradients each.
+    let flat = |g: &Tensor| g.flatten_from(1);
     let mut norms: Option<Tensor> = None;
     for (_, g) in tree_leaves(&grads) {
-        let sq = (&g * &g)?.flatten_from(1)?.sum_dim(1)?;
+        let f = flat(&g)?;
+        let sq = ops::einsum("bi,bi->b", &[f.clone(), f])?;
         norms = Some(match norms {
             Some(t) => (t + sq)?,
             None => sq,
@@ -115,10 +120,8 @@ pub fn dp_sgd_step(p: &MnistCnn, x: &Tensor, y: &Tensor, seed: i64) -> Result<Mn
     let batch = x.shape()[0] as f64;
     let mut leaf = 0;
     let update = tree_map(&grads, |g| {
-        let mut shape = vec![g.shape()[0] as i64];
-        shape.resize(g.ndim(), 1);
-        let summed = (g * &factor.reshape(&shape)?)?.sum_dim(0)?;
-        let dims: Vec<i64> = summed.shape().iter().map(|&d| d as i64).collect();
+        let dims: Vec<i64> = g.shape()[1..].iter().map(|&d| d as i64).collect();
+        let summed = ops::einsum("b,bi->i", &[factor.clone(), flat(g)?])?.reshape(&dims)?;
         let noise = ops::randn(&dims, seed * 16 + leaf, DType::F32)?;
         leaf += 1;
         (summed + &(noise * (sigma * clip))?)? / batch

@@ -306,6 +306,19 @@ pub(crate) fn row_major<T: Clone, D: ndarray::Dimension>(
     }
 }
 
+/// `a` itself when it is in standard layout, else its [`row_major`] copy:
+/// what kernels that read a contiguous slice take (in place of ndarray's
+/// `as_standard_layout`, which copies element by element).
+pub(crate) fn standard<'a, T: Clone, D: ndarray::Dimension>(
+    a: ndarray::ArrayView<'a, T, D>,
+) -> ndarray::CowArray<'a, T, D> {
+    if a.is_standard_layout() {
+        a.into()
+    } else {
+        row_major(&a).into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

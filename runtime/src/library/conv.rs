@@ -256,7 +256,7 @@ fn unfold_array<T: LinalgScalar + Cached + crate::Element>(
     g: &Geometry,
     shape: &[usize],
 ) -> Result<Tensor> {
-    let a = a.as_standard_layout();
+    let a = crate::core::buffers::standard(a.view());
     let values = a
         .as_slice()
         .ok_or_else(|| Error::invalid("unfold: the input is not contiguous"))?;
@@ -271,7 +271,7 @@ fn fold_array<T: LinalgScalar + Cached + crate::Element>(
     g: &Geometry,
     shape: &[usize],
 ) -> Result<Tensor> {
-    let a = a.as_standard_layout();
+    let a = crate::core::buffers::standard(a.view());
     let values = a
         .as_slice()
         .ok_or_else(|| Error::invalid("fold: the input is not contiguous"))?;

@@ -53,7 +53,7 @@ fn mask<T: Element + Cached>(
     a: &ArcArray<T, IxDyn>,
     zeroed: impl Fn(usize, usize) -> std::ops::Range<usize>,
 ) -> Result<Tensor> {
-    let a = a.as_standard_layout();
+    let a = crate::core::buffers::standard(a.view());
     let r = a.ndim();
     let (rows, cols) = (a.shape()[r - 2], a.shape()[r - 1]);
     let src = a
@@ -840,11 +840,7 @@ fn matmul_arrays<T: Gemm>(a: ArrayViewD<'_, T>, b: ArrayViewD<'_, T>) -> Result<
         // times each image's blocks, `m` = 784 in W12) cost 3x the products
         // themselves; there each product packs the small shared matrix
         // cheaply and runs straight on the operand's memory.
-        let b2 = b3
-            .view()
-            .permuted_axes([1, 0, 2])
-            .as_standard_layout()
-            .into_owned()
+        let b2 = crate::core::buffers::row_major(&b3.view().permuted_axes([1, 0, 2]))
             .into_shape_with_order((k, count * m))
             .map_err(|e| Error::invalid(format!("cannot fold the batch into columns: {e}")))?;
         let mut wide = ndarray::Array2::<T>::zeros((n, count * m));

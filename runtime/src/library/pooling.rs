@@ -354,18 +354,19 @@ fn max_pool_planes<T: Element + PartialOrd>(
                 }
                 // As PyTorch: start at -inf with the first valid position; a
                 // greater value or a NaN replaces the maximum.
+                // Branch-free selects: which tap wins is data-dependent, and a
+                // mispredicted branch per tap cost more than the loads.
                 let mut best = neg_inf;
                 let mut at = r0 * width + c0;
-                for r in (0..nr).map(|t| r0 + t * dh) {
-                    let row = r * width;
-                    for c in (0..nc).map(|t| c0 + t * dw) {
-                        let v = plane[row + c];
+                for t in 0..nr {
+                    let row = (r0 + t * dh) * width;
+                    for u in 0..nc {
+                        let i = row + c0 + u * dw;
+                        let v = plane[i];
                         #[allow(clippy::eq_op)]
-                        let is_nan = v != v;
-                        if v > best || is_nan {
-                            best = v;
-                            at = row + c;
-                        }
+                        let take = (v > best) | (v != v);
+                        best = if take { v } else { best };
+                        at = if take { i } else { at };
                     }
                 }
                 values.push(best);
@@ -404,7 +405,7 @@ fn max_pool2d_with_indices_kernel(
         n: usize,
         indices: &mut Vec<i64>,
     ) -> Result<Tensor> {
-        let a = a.as_standard_layout();
+        let a = crate::core::buffers::standard(a.view());
         let x = a
             .as_slice()
             .ok_or_else(|| Error::invalid("max_pool2d: the input is not contiguous"))?;

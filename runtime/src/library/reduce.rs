@@ -673,7 +673,7 @@ mod log_softmax {
         let d = check_dim(dim, rank)?;
         let last = rank - 1;
         let moved = a.view().permuted_axes(moved_last(rank, d));
-        let rows = moved.as_standard_layout();
+        let rows = crate::core::buffers::standard(moved.view());
         let values = rows.as_slice().ok_or_else(|| {
             Error::invalid("log_softmax: a standard-layout copy is not contiguous")
         })?;
