@@ -61,6 +61,9 @@
 //! assert_eq!(y.to_array::<f64>()?, ndarray::array![[2.0, 3.0], [5.0, 6.0]].into_dyn());
 //! # Ok::<(), batchrules::Error>(())
 //! ```
+//!
+//! Layer 6 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use crate::{Error, Result, Tensor};
 

@@ -1,5 +1,8 @@
 //! The coverage report: per op, what is registered, what vmap will use, and
 //! how grad differentiates it.
+//!
+//! Layer 12 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::fmt::Write;
 

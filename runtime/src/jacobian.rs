@@ -8,6 +8,9 @@
 //! identity back under one vmap, `forward::jacobian` pushes its columns
 //! forward. This module puts their blocks into the structures the user
 //! asked for.
+//!
+//! Layer 9 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;

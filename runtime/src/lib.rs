@@ -73,26 +73,60 @@
 
 extern crate self as batchrules;
 
-// Layers, bottom up; each imports only from the layers above it in this list.
-pub mod batching; // helpers and generators for batching rules
-mod checks; // compile-time checks of registrations against a schema
-mod core; // tensor, dtypes, errors, dims, broadcasting, casting, size checks
-pub mod coverage; // what each op has, and what vmap uses
-pub mod dispatch; // op calls: meta, dense path, hand-off to a level's interpreter
-mod forward; // forward-mode differentiation: dual tensors, jvp/jacfwd/hvp/hessian
-mod grad; // reverse-mode differentiation: tracked tensors, the graph, grad/vjp/jacrev
-pub mod io; // weights in and out: safetensors, npy, npz
-pub mod jacobian; // Jacobians in both modes (one builder) and the Hessian
-mod library; // the built-in op library
-mod operators; // `+ - * /` and unary `-` on tensors and scalars
-pub mod owned; // pointwise ops that reuse the buffer of an operand given by value
+// The modules by layer, bottom up, as `tests/suite/layers.rs` enforces it: a
+// module imports only from modules of lower layers, never from its own layer
+// or one above.
+// Layer 0:
+// core: tensor, dtypes, errors, dims, broadcasting, casting, size checks
+mod core;
+// Layer 1:
+// io: weights in and out: safetensors, npy, npz
+pub mod io;
+// schema: op schemas as generated from op tables
+pub mod schema;
+// Layer 2:
+// checks: compile-time checks of registrations against a schema
+mod checks;
+// Layer 3:
+// registry: the registrations of every op, audited
+pub mod registry;
+// Layer 4:
+// dispatch: op calls: meta, dense path, hand-off to a level's interpreter
+pub mod dispatch;
+// Layer 5:
+// private: what the macros' generated code names
 #[doc(hidden)]
 pub mod private;
-pub mod registry; // the registrations of every op, audited
-pub mod schema; // op schemas as generated from op tables
-pub mod testing; // vmap against the per-example loop, for any op
-pub mod transform_fn; // the functions transforms run: one argument, returning Result
-mod vmap; // the vmap transform: its interpreter, fallback loop and API
+// transform_fn: the functions transforms run: one argument, returning Result
+pub mod transform_fn;
+// Layer 6:
+// batching: helpers and generators for batching rules
+pub mod batching;
+// vmap: the vmap transform: its interpreter, fallback loop and API
+mod vmap;
+// Layer 7:
+// grad: reverse mode: tracked tensors, the graph, grad/vjp
+mod grad;
+// Layer 8:
+// forward: forward mode: dual tensors, jvp/hvp
+mod forward;
+// Layer 9:
+// jacobian: Jacobians in both modes (one builder) and the Hessian
+pub mod jacobian;
+// Layer 10:
+// testing: vmap against the per-example loop, gradients against differences
+pub mod testing;
+// Layer 11:
+// library: the built-in op library
+mod library;
+// Layer 12:
+// coverage: what each op has, and what vmap uses
+pub mod coverage;
+// owned: pointwise ops that reuse the buffer of an operand given by value
+pub mod owned;
+// Layer 13:
+// operators: `+ - * /` and unary `-` on tensors and scalars
+mod operators;
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]

@@ -35,6 +35,9 @@
 //! broadcast as the examples do); otherwise they run as their `ops`
 //! functions do. Under `grad`, `vjp` and `jvp` every op runs as its `ops`
 //! function does (they keep operands for the derivative).
+//!
+//! Layer 12 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::sync::OnceLock;
 

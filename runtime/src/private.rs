@@ -4,6 +4,9 @@
 //! `__rt` re-export of it (`op_table!` makes it from `$crate`), never as
 //! `::batchrules::__private`, so it works whatever name a crate gives the
 //! runtime in its Cargo.toml.
+//!
+//! Layer 5 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::cell::Cell;
 use std::marker::PhantomData;

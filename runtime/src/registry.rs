@@ -7,6 +7,9 @@
 //! see that a primitive has no kernel, or that two crates registered a rule for
 //! the same op. Each [`Problem`] names the op and the source location of every
 //! registration involved.
+//!
+//! Layer 3 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -223,3 +223,56 @@ fn the_scanner_sees_grouped_and_plain_imports() {
     );
     assert_eq!(names, ["a", "b", "d"]);
 }
+
+/// The layer order is written down where readers meet it: in the crate
+/// root's list of modules (under `// Layer N:` headers) and in each module's own
+/// docs (`Layer N of the runtime`). Both must say what `LAYERS` enforces.
+#[test]
+fn the_comments_state_the_enforced_order() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src");
+    let root = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    // `// Layer N:` headers, each followed by that layer's `mod` lines (one
+    // group per layer, so that rustfmt's module sorting keeps the order).
+    let mut listed = Vec::new();
+    let mut current = None;
+    for line in root.lines() {
+        if let Some(n) = line.strip_prefix("// Layer ") {
+            current = n.trim_end_matches(':').parse::<usize>().ok();
+            continue;
+        }
+        let line = line.trim_start_matches("pub ");
+        let name = line.strip_prefix("mod ").and_then(|r| r.strip_suffix(';'));
+        if let (Some(name), Some(_)) = (name, current) {
+            listed.push((name.to_string(), current));
+        }
+    }
+    let expected: Vec<(String, Option<usize>)> = LAYERS
+        .iter()
+        .map(|(m, l)| (m.to_string(), Some(*l)))
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort_by_key(|(_, l)| *l);
+    assert_eq!(
+        listed, sorted,
+        "lib.rs lists the modules out of layer order"
+    );
+    let mut a = listed.clone();
+    let mut b = expected;
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "lib.rs's `// Layer N:` headers disagree with LAYERS");
+    for (module, layer) in LAYERS {
+        let file = [format!("{module}.rs"), format!("{module}/mod.rs")]
+            .into_iter()
+            .map(|f| src.join(f))
+            .find(|p| p.exists())
+            .unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let stated = format!("//! Layer {layer} of the runtime");
+        assert!(
+            text.contains(&stated),
+            "{} does not say `{stated}`",
+            file.display()
+        );
+    }
+}

@@ -1,5 +1,5 @@
-//! The five registration attributes: `#[kernel]`, `#[meta]`, `#[batching_rule]`,
-//! `#[decompose]` and `#[vjp]`.
+//! The six registration attributes: `#[kernel]`, `#[meta]`, `#[batching_rule]`,
+//! `#[decompose]`, `#[vjp]` and `#[jvp]`.
 //!
 //! Phases, as in thiserror and serde_derive: [`attr`] parses the arguments,
 //! [`valid`] checks the function for what needs no op table, [`ast`] holds the

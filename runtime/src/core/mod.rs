@@ -1,7 +1,14 @@
 //! The core layer: tensors, element types, the erased argument convention,
 //! errors, and the dense helpers kernels and metas share (dim wrapping,
 //! broadcasting, casting, size checks), and structures of tensors (trees).
-//! It knows no transform and no op.
+//! It imports no other layer and names no op. It names the transforms only
+//! in [`Error`]: the variants for misusing them (`Vmap`, `InVmap`,
+//! `Fallback`, `Randomness`) live here so that every layer can report them;
+//! the transforms' types live in their own layers (the order is in the
+//! crate's root module and enforced by `tests/suite/layers.rs`).
+//!
+//! Layer 0 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 pub(crate) mod alloc;
 pub(crate) mod broadcast;

@@ -1,7 +1,7 @@
 //! [`Tensor`]: a cheap handle over dense `ndarray` storage, or over a value
 //! that lives at one transform level (batched inside `vmap`, ...).
 //!
-//! This module knows no transform: a transform's tensors implement
+//! This module names no transform's types: a transform's tensors implement
 //! [`LevelTensor`], and the structural views below delegate to it.
 
 use std::any::Any;
@@ -190,7 +190,7 @@ pub struct Tensor {
 enum Repr {
     /// Shared so that cloning a tensor is one reference-count increment.
     Dense(Arc<Dense>),
-    /// A value at a transform level (batched, and later tracked or dual).
+    /// A value at a transform level (batched, tracked or dual).
     Level(Arc<dyn LevelTensor>),
 }
 

@@ -1,7 +1,7 @@
 //! The per-thread stack of transform levels.
 //!
-//! Each level is one live transform call (a `vmap`, later a `grad` or `jvp`)
-//! with its [`Interpreter`]. The dispatcher hands an op call to the interpreter
+//! Each level is one live transform call (a `vmap`, a `grad` or a `jvp`,
+//! each with its [`Interpreter`]). The dispatcher hands an op call to the interpreter
 //! of the highest level among the call's tensors; the interpreter's own op calls
 //! re-enter the dispatcher and reach the levels below.
 

@@ -20,6 +20,9 @@
 //! A transform is added by implementing [`Interpreter`] and
 //! [`LevelTensor`](crate::LevelTensor) and pushing levels with [`push_level`];
 //! nothing here changes.
+//!
+//! Layer 4 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod levels;
 mod meta_cache;

@@ -8,6 +8,9 @@
 //! batched ([`jacfwd`](crate::jacfwd()) is the jvp vmapped over a basis of tangents) and under
 //! an enclosing grad they are recorded. Composite ops are differentiated
 //! through their decomposition.
+//!
+//! Layer 8 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;
 mod dual;

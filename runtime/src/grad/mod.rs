@@ -7,6 +7,9 @@
 //! example gradients), under an enclosing grad they are recorded again
 //! (higher derivatives). Composite ops are differentiated through their
 //! decomposition, so each of their constituents is recorded.
+//!
+//! Layer 7 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;
 pub(crate) mod args;

@@ -77,6 +77,9 @@
 //! renamed over it, so an error never leaves half a file behind.
 //!
 //! [safetensors]: https://huggingface.co/docs/safetensors
+//!
+//! Layer 1 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -1,6 +1,9 @@
 //! The built-in op library, one file per op family, each named after its op
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
 //! a downstream crate uses.
+//!
+//! Layer 11 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod activations;
 mod attention;

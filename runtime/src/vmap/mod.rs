@@ -14,6 +14,9 @@
 //! * `api`: [`vmap`], [`Vmap`], in/out dims;
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
+//!
+//! Layer 6 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;
 mod batched;
