@@ -62,7 +62,7 @@
 //! # Ok::<(), batchrules::Error>(())
 //! ```
 //!
-//! Layer 6 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 7 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use crate::{Error, Result, Tensor};

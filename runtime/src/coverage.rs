@@ -1,7 +1,7 @@
 //! The coverage report: per op, what is registered, what vmap will use, and
 //! how grad differentiates it.
 //!
-//! Layer 12 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 13 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::fmt::Write;

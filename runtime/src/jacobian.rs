@@ -9,7 +9,7 @@
 //! forward. This module puts their blocks into the structures the user
 //! asked for.
 //!
-//! Layer 9 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 10 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;

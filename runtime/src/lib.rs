@@ -100,31 +100,34 @@ pub mod private;
 // transform_fn: the functions transforms run: one argument, returning Result
 pub mod transform_fn;
 // Layer 6:
+// ops: the built-in ops' typed functions and methods (their interface)
+pub mod ops;
+// Layer 7:
 // batching: helpers and generators for batching rules
 pub mod batching;
 // vmap: the vmap transform: its interpreter, fallback loop and API
 mod vmap;
-// Layer 7:
+// Layer 8:
 // grad: reverse mode: tracked tensors, the graph, grad/vjp
 mod grad;
-// Layer 8:
+// Layer 9:
 // forward: forward mode: dual tensors, jvp/hvp
 mod forward;
-// Layer 9:
+// Layer 10:
 // jacobian: Jacobians in both modes (one builder) and the Hessian
 pub mod jacobian;
-// Layer 10:
+// Layer 11:
 // testing: vmap against the per-example loop, gradients against differences
 pub mod testing;
-// Layer 11:
+// Layer 12:
 // library: the built-in op library
 mod library;
-// Layer 12:
+// Layer 13:
 // coverage: what each op has, and what vmap uses
 pub mod coverage;
 // owned: pointwise ops that reuse the buffer of an operand given by value
 pub mod owned;
-// Layer 13:
+// Layer 14:
 // operators: `+ - * /` and unary `-` on tensors and scalars
 mod operators;
 
@@ -756,30 +759,3 @@ pub use batchrules_macros::TensorTree;
 
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
-
-/// The built-in ops, generated from the op table in `ops/*.toml` (one file per
-/// op family).
-pub mod ops {
-    crate::op_table!(
-        "ops/unary.toml",
-        "ops/binary.toml",
-        "ops/reduce.toml",
-        "ops/shape.toml",
-        "ops/dims.toml",
-        "ops/join.toml",
-        "ops/indexing.toml",
-        "ops/linalg.toml",
-        "ops/composites.toml",
-        "ops/factories.toml",
-        "ops/random.toml",
-        "ops/activations.toml",
-        "ops/attention.toml",
-        "ops/manipulation.toml",
-        "ops/sorting.toml",
-        "ops/normalization.toml",
-        "ops/embedding.toml",
-        "ops/losses.toml",
-        "ops/pooling.toml",
-        "ops/conv.toml",
-    );
-}

@@ -28,7 +28,7 @@
 //! # Ok::<(), batchrules::Error>(())
 //! ```
 //!
-//! Layer 13 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 14 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::ops::{Add, Div, Mul, Neg, Sub};

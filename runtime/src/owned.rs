@@ -36,33 +36,20 @@
 //! functions do. Under `grad`, `vjp` and `jvp` every op runs as its `ops`
 //! function does (they keep operands for the derivative).
 //!
-//! Layer 12 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 13 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
-use std::sync::OnceLock;
-
 use crate::core::value::Arg;
-use crate::dispatch::{builtin_entry, call_owned, one_output, InPlace};
+use crate::dispatch::{call_owned, one_output, InPlace};
 use crate::library::{binary, unary};
-use crate::registry::OpEntry;
+use crate::ops::{__index, __TABLE};
+use crate::registry;
 use crate::{Result, Tensor};
 
-/// Calls the built-in op `name`, which has one output, with `args` by value;
-/// `entry` remembers the op's registry entry after the first call.
-fn call(
-    entry: &OnceLock<&'static OpEntry>,
-    name: &str,
-    args: Vec<Arg<Tensor>>,
-    in_place: &InPlace,
-) -> Result<Tensor> {
-    let op = match entry.get() {
-        Some(op) => *op,
-        None => {
-            let op = builtin_entry(name)?;
-            let _ = entry.set(op);
-            op
-        }
-    };
+/// Calls the built-in op at `index` of the table (`name` for errors), which
+/// has one output, with `args` by value.
+fn call(index: usize, name: &str, args: Vec<Arg<Tensor>>, in_place: &InPlace) -> Result<Tensor> {
+    let op = registry::entry(&__TABLE, index)?;
     one_output(name, call_owned(op, args, in_place)?)
 }
 
@@ -74,8 +61,8 @@ macro_rules! owned_unary {
             "), written into `x`'s buffer when nobody else holds it (see the module docs)."
         )]
         pub fn $name(x: Tensor) -> Result<Tensor> {
-            static ENTRY: OnceLock<&'static OpEntry> = OnceLock::new();
-            call(&ENTRY, stringify!($name), vec![Arg::Tensor(x)], &unary::$name::IN_PLACE)
+            let args = vec![Arg::Tensor(x)];
+            call(__index::$name, stringify!($name), args, &unary::$name::IN_PLACE)
         }
     )*};
 }
@@ -89,9 +76,8 @@ macro_rules! owned_binary {
              `a`'s shape and dtype (see the module docs)."
         )]
         pub fn $name(a: Tensor, b: &Tensor) -> Result<Tensor> {
-            static ENTRY: OnceLock<&'static OpEntry> = OnceLock::new();
             let args = vec![Arg::Tensor(a), Arg::Tensor(b.clone())];
-            call(&ENTRY, stringify!($name), args, &binary::$name::IN_PLACE)
+            call(__index::$name, stringify!($name), args, &binary::$name::IN_PLACE)
         }
     )*};
 }

@@ -5,7 +5,7 @@
 //! `::batchrules::__private`, so it works whatever name a crate gives the
 //! runtime in its Cargo.toml.
 //!
-//! Layer 5 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 5 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::cell::Cell;

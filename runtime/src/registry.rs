@@ -8,7 +8,7 @@
 //! the same op. Each [`Problem`] names the op and the source location of every
 //! registration involved.
 //!
-//! Layer 3 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 3 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;

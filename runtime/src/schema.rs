@@ -4,7 +4,7 @@
 //! slice that the attribute macros' compile-time checks read (`const fn`s the
 //! compiler evaluates), and a `static` [`OpTable`] that the registry indexes.
 //!
-//! Layer 1 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 1 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::sync::atomic::{AtomicUsize, Ordering};

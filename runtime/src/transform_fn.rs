@@ -50,7 +50,7 @@
 //! error[E0277]: `grad` takes a function of ONE argument: several inputs go in one tuple
 //! ```
 //!
-//! Layer 5 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 5 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 #![allow(non_camel_case_types)]

@@ -216,6 +216,10 @@ pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream 
     let schemas = ops.iter().map(schema_const);
     let methods = methods_trait(ops);
     let functions = ops.iter().enumerate().map(|(i, op)| op_function(op, i));
+    let indices = ops.iter().enumerate().map(|(i, op)| {
+        let name = format_ident!("{}", schema::rust_ident(&op.schema.name));
+        quote!(pub const #name: usize = #i;)
+    });
     let count = ops.len();
     // Rebuild when a table file changes.
     let tracked = paths.iter().map(|p| {
@@ -246,6 +250,15 @@ pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream 
 
         __rt::inventory::submit! {
             __rt::schema::TableRegistration(&__TABLE)
+        }
+
+        /// Each op's index in this table, under the op's name: code that
+        /// needs an op's registry entry (`registry::entry(&__TABLE, __index::add)`)
+        /// names it at compile time, never by a string.
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        pub mod __index {
+            #(#indices)*
         }
 
         #(#functions)*

@@ -7,7 +7,7 @@
 //! the transforms' types live in their own layers (the order is in the
 //! crate's root module and enforced by `tests/suite/layers.rs`).
 //!
-//! Layer 0 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 0 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 pub(crate) mod alloc;

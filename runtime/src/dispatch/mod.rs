@@ -21,17 +21,14 @@
 //! [`LevelTensor`](crate::LevelTensor) and pushing levels with [`push_level`];
 //! nothing here changes.
 //!
-//! Layer 4 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 4 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod levels;
 mod meta_cache;
 mod owned;
-pub(crate) mod views;
 
 use std::any::Any;
-use std::collections::HashMap;
-use std::sync::OnceLock;
 
 pub(crate) use levels::reaches_random;
 pub use levels::{
@@ -232,17 +229,6 @@ pub(crate) fn decompose(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result
     }
 }
 
-/// The module path of the built-in op table.
-const BUILTIN_TABLE: &str = "batchrules::ops";
-
-/// Calls the built-in op `name`, which has one output, through the dispatcher
-/// (so it is transformed like any call). For transforms that need ops
-/// themselves (grad accumulating gradients, vmap joining chunks): the op
-/// library sits above them, so they reach its ops by name.
-pub(crate) fn call_builtin(name: &str, args: &[Arg<Tensor>]) -> Result<Tensor> {
-    one_output(name, call_entry(builtin_entry(name)?, args)?)
-}
-
 /// The one output of a call to op `name`.
 pub(crate) fn one_output(name: &str, mut outs: Outs<Tensor>) -> Result<Tensor> {
     match (outs.pop(), outs.is_empty()) {
@@ -251,26 +237,6 @@ pub(crate) fn one_output(name: &str, mut outs: Outs<Tensor>) -> Result<Tensor> {
             "op `{name}` did not return one tensor"
         ))),
     }
-}
-
-/// The entry of the built-in op `name`.
-pub(crate) fn builtin_entry(name: &str) -> Result<&'static OpEntry> {
-    static BY_NAME: OnceLock<HashMap<&'static str, &'static OpEntry>> = OnceLock::new();
-    let reg = registry::registry()?;
-    let by_name = BY_NAME.get_or_init(|| {
-        reg.ops()
-            .iter()
-            .filter(|e| e.table.path == BUILTIN_TABLE)
-            .map(|e| (e.name(), e))
-            .collect()
-    });
-    by_name
-        .get(name)
-        .copied()
-        .ok_or_else(|| Error::NotImplemented {
-            op: name.to_string(),
-            message: "this built-in op is needed but not registered".to_string(),
-        })
 }
 
 /// The highest transform level among the tensors of `args`.

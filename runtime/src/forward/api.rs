@@ -3,7 +3,8 @@
 use std::rc::Rc;
 
 use crate::dispatch::{escaped, push_level, Interpreter};
-use crate::grad::{grad, ops, GradArgs};
+use crate::grad::{grad, GradArgs};
+use crate::ops::internal;
 use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
@@ -138,7 +139,7 @@ where
         k += 1;
         match t {
             Some(t) => Ok(t),
-            None => ops::zeros(o.shape(), o.dtype()),
+            None => internal::zeros(o.shape(), o.dtype()),
         }
     })?;
     Ok((out, out_tangents))

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::dispatch::views;
+use crate::ops::internal;
 use crate::{DType, LevelId, LevelTensor, Tensor};
 
 /// A tensor at a jvp level: its value and its tangent, both one level down
@@ -69,5 +69,5 @@ impl LevelTensor for Dual {
         self
     }
 
-    views::views_through_ops!();
+    internal::views_through_ops!();
 }

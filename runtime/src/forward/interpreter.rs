@@ -9,7 +9,7 @@ use crate::schema::OpKind;
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::dual::Dual;
-use crate::grad::ops;
+use crate::ops::internal;
 
 /// The interpreter of one jvp level. It holds no state: each dual tensor
 /// carries its tangent.
@@ -121,7 +121,7 @@ fn linear_jvp(
                     k += 1;
                     match t {
                         Some(t) => Ok(t),
-                        None => ops::zeros(p.shape(), p.dtype()),
+                        None => internal::zeros(p.shape(), p.dtype()),
                     }
                 })
             }

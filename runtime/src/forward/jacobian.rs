@@ -7,7 +7,8 @@ use std::ops::Range;
 
 use crate::core::alloc::checked_numel;
 use crate::grad::jacobian::{chunks, float_output, identity_blocks, no_outputs};
-use crate::grad::{inconsistent_ranges, ops, position};
+use crate::grad::{inconsistent_ranges, position};
+use crate::ops::internal;
 use crate::vmap::join::Joiner;
 use crate::{vmap, Error, Randomness, Result, Tensor, TensorTree};
 
@@ -77,7 +78,7 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
                     float_output(what, o)?;
                     match t {
                         Some(t) => Ok(t),
-                        None => ops::zeros(o.shape(), o.dtype()),
+                        None => internal::zeros(o.shape(), o.dtype()),
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -118,15 +119,15 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
                 .iter()
                 .zip(&sizes)
                 .map(|(t, &n)| {
-                    let cols = ops::narrow0(&jac, offset, n)?;
+                    let cols = internal::narrow(&jac, 0, offset, n)?;
                     offset += n;
                     let mut shape = t.shape().to_vec();
                     shape.extend_from_slice(&jac.shape()[1..]);
-                    let cols = ops::reshape(&cols, &shape)?;
+                    let cols = internal::reshape(&cols, &shape)?;
                     let in_rank = t.shape().len();
                     let perm: Vec<usize> =
                         (in_rank..in_rank + out_rank).chain(0..in_rank).collect();
-                    ops::permute(&cols, &perm)
+                    internal::permuted(&cols, &perm)
                 })
                 .collect::<Result<Vec<_>>>()
         })

@@ -9,7 +9,7 @@
 //! an enclosing grad they are recorded. Composite ops are differentiated
 //! through their decomposition.
 //!
-//! Layer 8 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 9 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;

@@ -13,8 +13,8 @@ use crate::{Error, LevelId, Result, Tensor, TensorTree};
 use super::args::{argnums_methods, selected_ranges, Argnum, Argnums, GradArgs, Selected};
 use super::graph::{backward, Node, NodeRef};
 use super::interpreter::GradInterpreter;
-use super::ops;
 use super::tracked::Tracked;
+use crate::ops::internal;
 
 /// What a differentiated function returns: a [`Tensor`], or `(Tensor, aux)`
 /// where `aux` is any tree of tensors carried along without being
@@ -121,7 +121,7 @@ impl Pullback {
             .iter()
             .map(|(shape, dtype, k)| match k.and_then(|k| grads[k].take()) {
                 Some(g) => Ok(g),
-                None => ops::zeros(shape, *dtype),
+                None => internal::zeros(shape, *dtype),
             })
             .collect()
     }
@@ -552,7 +552,7 @@ pub(crate) fn gradient<A: TensorTree, R: GradOutput>(
         let aux = R::unwrap_aux(aux, level)?;
         Ok((vec![value.clone()], vec![root], (value, aux)))
     })?;
-    let one = ops::full_scalar(1.0, value.dtype())?;
+    let one = internal::full_scalar(1.0, value.dtype())?;
     let grads = pullback.call(what, &[one])?;
     Ok((value, aux, grads))
 }
@@ -737,7 +737,7 @@ where
     let point = pullback
         .outputs
         .iter()
-        .map(|(shape, dtype)| ops::zeros(shape, *dtype))
+        .map(|(shape, dtype)| internal::zeros(shape, *dtype))
         .collect::<Result<_>>()?;
     // The output's structure, for the result of each call (cheap handles).
     let output = out.map_leaves(&mut |t| Ok(t.clone()))?;

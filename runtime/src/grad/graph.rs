@@ -17,7 +17,7 @@ use crate::core::value::{Arg, TensorMeta};
 use crate::registry::OpEntry;
 use crate::{Error, Result, Tensor};
 
-use super::ops;
+use crate::ops::internal;
 
 /// A node and which of its outputs a tensor is.
 #[derive(Clone, Debug)]
@@ -162,7 +162,7 @@ fn accumulate(cotangents: &mut Cotangents, at: &NodeRef, ct: Tensor) -> Result<(
         .or_insert_with(|| SmallVec::from_elem(None, n));
     let slot = &mut slots[at.output];
     *slot = Some(match slot.take() {
-        Some(prev) => ops::add(&prev, &ct)?,
+        Some(prev) => crate::ops::add(&prev, &ct)?,
         None => ct,
     });
     Ok(())
@@ -181,7 +181,7 @@ fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option
         .zip(cts)
         .map(|(out, ct)| match ct {
             Some(ct) => Ok(ct),
-            None => ops::zeros(out.shape(), out.dtype()),
+            None => internal::zeros(out.shape(), out.dtype()),
         })
         .collect::<Result<Vec<_>>>()?;
     let grads = {

@@ -10,7 +10,7 @@ use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
 
 use super::api::{outputs_of, primal, trace};
-use super::ops;
+use crate::ops::internal;
 
 /// The Jacobian of `f` at `inner` with respect to the leaves in `ranges`:
 /// `f`'s output (one level down), for each of its leaves one tensor of shape
@@ -70,10 +70,10 @@ pub(crate) fn reverse_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
         let jac = grads
             .iter()
             .map(|g| {
-                let block = ops::narrow0(g, offset, n)?;
+                let block = internal::narrow(g, 0, offset, n)?;
                 let mut shape = o.shape().to_vec();
                 shape.extend_from_slice(&g.shape()[1..]);
-                ops::reshape(&block, &shape)
+                internal::reshape(&block, &shape)
             })
             .collect::<Result<_>>()?;
         per_output.push(jac);

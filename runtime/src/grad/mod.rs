@@ -8,7 +8,7 @@
 //! (higher derivatives). Composite ops are differentiated through their
 //! decomposition, so each of their constituents is recorded.
 //!
-//! Layer 7 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 8 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;
@@ -16,7 +16,6 @@ pub(crate) mod args;
 mod graph;
 mod interpreter;
 pub(crate) mod jacobian;
-pub(crate) mod ops;
 mod tracked;
 
 pub use api::{

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::{DType, LevelId, LevelTensor, Tensor};
 
 use super::graph::NodeRef;
-use crate::dispatch::views;
+use crate::ops::internal;
 
 /// A tensor at a grad level: its value one level down (`inner`, which may
 /// itself belong to a lower level) and the graph node that produced it.
@@ -65,5 +65,5 @@ impl LevelTensor for Tracked {
         self
     }
 
-    views::views_through_ops!();
+    internal::views_through_ops!();
 }

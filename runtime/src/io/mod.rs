@@ -78,7 +78,7 @@
 //!
 //! [safetensors]: https://huggingface.co/docs/safetensors
 //!
-//! Layer 1 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 1 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
 //! a downstream crate uses.
 //!
-//! Layer 11 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 12 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod activations;

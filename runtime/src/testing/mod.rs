@@ -17,7 +17,7 @@
 //! # Ok::<(), batchrules::testing::Mismatch>(())
 //! ```
 //!
-//! Layer 10 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 11 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod grad;

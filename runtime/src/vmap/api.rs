@@ -9,12 +9,12 @@ use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
-use super::builtin;
 use super::fallback::FallbackPolicy;
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
 use super::interpreter::{LevelConfig, VmapInterpreter};
 use super::join::Joiner;
 use super::random::Randomness;
+use crate::ops::internal;
 
 /// The number of vmap levels active on this thread.
 pub fn vmap_depth() -> usize {
@@ -640,7 +640,7 @@ impl<F, A> Vmap<F, A> {
                 .iter()
                 .zip(dims)
                 .map(|(t, d)| match d {
-                    Some(d) => builtin::narrow(t, *d, start, len),
+                    Some(d) => internal::narrow(t, *d, start, len),
                     None => Ok(t.clone()),
                 })
                 .collect::<Result<_>>()?;

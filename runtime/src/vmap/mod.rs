@@ -15,12 +15,11 @@
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
 //!
-//! Layer 6 of the runtime, of 0 to 13 bottom up: it imports only from lower
+//! Layer 7 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 mod api;
 mod batched;
-mod builtin;
 mod fallback;
 mod inputs;
 mod interpreter;
