@@ -2,11 +2,13 @@
 //! composition matrix of vjp with vmap and with itself.
 
 use crate::core::cast::cast;
-use crate::dispatch::call_op;
 use crate::registry::OpEntry;
-use crate::schema::OpKind;
-use crate::{vjp, vmap, Arg, DType, Data, Error, Result, Tensor};
+use crate::{vjp, Arg, DType, Data, Error, Result, Tensor};
 
+use super::derivative::{
+    at_floats, batchings, check_derivative, check_op_with, example_inputs, labelled, stacked,
+    vmapped, Mode, BATCH,
+};
 use super::{check_vmap, Mismatch};
 
 /// The step and relative tolerance of the central differences, on inputs
@@ -224,96 +226,7 @@ pub fn check_grad<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Mism
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
-    check_grad_dyn(&f, inputs, "vjp")?.required("vjp")
-}
-
-/// [`check_grad`]'s comparison, reporting how many directions it compared
-/// (for the composition matrix and the per-op sweeps, where a sample may be
-/// at a kink or hold a NaN on purpose).
-fn check_grad_dyn(
-    f: &TensorFn<'_>,
-    inputs: &[Tensor],
-    what: &str,
-) -> std::result::Result<Compared, Mismatch> {
-    let fail = |detail: String| Mismatch {
-        case: what.to_string(),
-        detail,
-    };
-    let err = |e: Error| fail(e.to_string());
-    let Point {
-        x,
-        float,
-        y,
-        pullback,
-        f32_output,
-    } = match point(f, inputs).map_err(err)? {
-        Ok(point) => point,
-        Err(why) => return Ok(Compared::none(why)),
-    };
-    let (step, tolerance) = if f32_output {
-        (STEP_F32, TOLERANCE_F32)
-    } else {
-        (STEP, TOLERANCE)
-    };
-    let mut compared = 0;
-    let u = cotangents(&y, 101).map_err(err)?;
-    let g = pullback.call(&u).map_err(err)?;
-    let directions = directions(&float);
-    let phi = |xs: &[Tensor]| -> Result<f64> {
-        let ys = f(xs)?;
-        ys.iter()
-            .zip(&u)
-            .filter(|(y, _)| y.dtype().is_float())
-            .map(|(y, u)| dot(y, u))
-            .sum()
-    };
-    for (k, which) in directions.iter().enumerate() {
-        let v: Vec<Option<Tensor>> = (0..x.len())
-            .map(|i| {
-                which
-                    .contains(&i)
-                    .then(|| probe(x[i].shape(), DType::F64, 1000 + 17 * k as u64 + i as u64))
-                    .transpose()
-            })
-            .collect::<Result<_>>()
-            .map_err(err)?;
-        let at = |t: f64| -> Result<Vec<Tensor>> {
-            x.iter()
-                .zip(&v)
-                .map(|(x, v)| match v {
-                    Some(v) => shifted(x, v, t),
-                    None => Ok(x.clone()),
-                })
-                .collect()
-        };
-        let (plus, minus) = (
-            phi(&at(step).map_err(err)?).map_err(err)?,
-            phi(&at(-step).map_err(err)?).map_err(err)?,
-        );
-        if !plus.is_finite() || !minus.is_finite() {
-            continue;
-        }
-        let numeric = (plus - minus) / (2.0 * step);
-        let analytic: f64 = g
-            .iter()
-            .zip(&v)
-            .filter_map(|(g, v)| v.as_ref().map(|v| dot(g, v)))
-            .sum::<Result<f64>>()
-            .map_err(err)?;
-        let scale = 1.0 + numeric.abs().max(analytic.abs());
-        // Written so that a NaN on either side fails.
-        let agree = (numeric - analytic).abs() <= tolerance * scale;
-        if !agree {
-            return Err(fail(format!(
-                "direction {k} (inputs {which:?}): the vjp gives {analytic:.12e}, central differences {numeric:.12e}"
-            )));
-        }
-        compared += 1;
-    }
-    Ok(Compared {
-        directions: compared,
-        why_none: NO_FINITE_DIFFERENCE,
-    })
+    check_derivative(&f, inputs, "vjp", Mode::Reverse)?.required("vjp")
 }
 
 /// The vjp of `f` as a function: inputs to the gradients of `⟨u, f(x)⟩`, for
@@ -326,12 +239,7 @@ pub(super) fn pulled_back<'a>(
         let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &xs.to_vec())?;
         let u = cotangents(&y, seed)?;
         let g = pullback.call(&u)?;
-        // Only the gradients of float inputs carry information.
-        Ok(g.into_iter()
-            .zip(xs)
-            .filter(|(_, x)| x.dtype().is_float())
-            .map(|(g, _)| g)
-            .collect())
+        Ok(at_floats(g, xs))
     }
 }
 
@@ -355,69 +263,34 @@ where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
     let f: &TensorFn<'_> = &f;
-    let label = |what: &'static str| {
-        move |m: Mismatch| Mismatch {
-            case: format!("{what}: {}", m.case),
-            detail: m.detail,
-        }
-    };
+    let first = pulled_back(f, 201);
     if !inputs.iter().any(|t| t.dtype().is_float()) {
         return Ok(0);
     }
-    let first = pulled_back(f, 201);
-    let mut cases = check_vmap(&first, inputs).map_err(label("vmap∘vjp"))?;
-    cases += check_vjp_of_vmap(f, inputs).map_err(label("vjp∘vmap"))?;
-    cases += check_grad_dyn(&first, inputs, "vjp∘vjp")?.directions;
+    let mut cases = check_vmap(&first, inputs).map_err(labelled("vmap∘vjp"))?;
+    cases += check_vjp_of_vmap(f, inputs).map_err(labelled("vjp∘vmap"))?;
+    cases += check_derivative(&first, inputs, "vjp∘vjp", Mode::Reverse)?.directions;
     let second = pulled_back(&first, 301);
-    cases += check_vmap(&second, inputs).map_err(label("vmap∘vjp∘vjp"))?;
+    cases += check_vmap(&second, inputs).map_err(labelled("vmap∘vjp∘vjp"))?;
     Ok(cases)
 }
 
 /// vjp∘vmap: every input batched (at dim 0, batch of 3) or unbatched in turn.
 fn check_vjp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch> {
-    const SIZE: usize = 3;
     let mut cases = 0;
     let n = inputs.len();
-    // All batched, then each input unbatched alone.
-    let mut choices: Vec<Vec<bool>> = vec![vec![true; n]];
-    if n > 1 {
-        choices.extend((0..n).map(|i| (0..n).map(|j| j != i).collect()));
-    }
-    for batched in choices {
-        let case = format!("batched inputs {batched:?}, batch size {SIZE}");
+    for batched in batchings(n) {
+        let case = format!("batched inputs {batched:?}, batch size {BATCH}");
         let fail = |detail: String| Mismatch {
             case: case.clone(),
             detail,
         };
         let err = |e: Error| fail(e.to_string());
-        let examples: Vec<Vec<Tensor>> = (0..SIZE)
-            .map(|k| {
-                inputs
-                    .iter()
-                    .zip(&batched)
-                    .map(|(t, &b)| {
-                        if b {
-                            super::example(&to_f64(t)?, k)
-                        } else {
-                            to_f64(t)
-                        }
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })
+        let examples: Vec<Vec<Tensor>> = (0..BATCH)
+            .map(|k| example_inputs(inputs, &batched, k))
             .collect::<Result<_>>()
             .map_err(err)?;
-        let stacked: Vec<Tensor> = (0..n)
-            .map(|i| {
-                if batched[i] {
-                    let col: Vec<Tensor> = examples.iter().map(|e| e[i].clone()).collect();
-                    Tensor::stack_dense(&col, 0)
-                } else {
-                    Ok(examples[0][i].clone())
-                }
-            })
-            .collect::<Result<_>>()
-            .map_err(err)?;
-        let dims: Vec<Option<i64>> = batched.iter().map(|&b| b.then_some(0)).collect();
+        let (stacked, dims) = stacked(&examples, &batched).map_err(err)?;
         // Per-example cotangents, stacked for the batched function.
         let per_example: Vec<(Vec<Tensor>, Vec<Tensor>)> = examples
             .iter()
@@ -437,15 +310,7 @@ fn check_vjp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
             })
             .collect::<Result<_>>()
             .map_err(err)?;
-        let (_, pullback) = vjp(
-            |xs: Vec<Tensor>| {
-                vmap(|xs: Vec<Tensor>| f(&xs))
-                    .in_dims(dims.clone())
-                    .call(&xs)
-            },
-            &stacked,
-        )
-        .map_err(err)?;
+        let (_, pullback) = vjp(vmapped(f, &dims), &stacked).map_err(err)?;
         let got = pullback.call(&big_u).map_err(err)?;
         for i in 0..n {
             if !stacked[i].dtype().is_float() {
@@ -487,22 +352,11 @@ pub fn check_op_grad(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
-    let named = |m: Mismatch| Mismatch {
-        case: format!("{} {}: {}", entry.name(), super::describe(sample), m.case),
-        detail: m.detail,
-    };
-    if entry.schema.kind == OpKind::Primitive && !entry.schema.differentiable {
-        return Ok(0);
-    }
-    let f = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
-        Ok(call_op(entry, &super::with_tensors(sample, ts)?)?.into_vec())
-    };
-    let tensors = super::sample_tensors(sample);
-    // A sample may sit at a kink or hold a NaN on purpose: it then compares
-    // fewer directions, or none, and the sweep counts what it did compare.
-    let mut n = check_grad_dyn(&f, &tensors, "vjp")
-        .map_err(named)?
-        .directions;
-    n += check_grad_compositions(f, &tensors).map_err(named)?;
-    Ok(n)
+    check_op_with(entry, sample, |f, tensors| {
+        // A sample may sit at a kink or hold a NaN on purpose: it then
+        // compares fewer directions, or none, and the sweep counts what it
+        // did compare.
+        let n = check_derivative(f, tensors, "vjp", Mode::Reverse)?.directions;
+        Ok(n + check_grad_compositions(f, tensors)?)
+    })
 }

@@ -3,47 +3,15 @@
 //! with vjp, and forward Jacobians against reverse ones.
 
 use crate::core::cast::cast;
-use crate::dispatch::call_op;
 use crate::registry::OpEntry;
-use crate::schema::OpKind;
-use crate::{jacfwd, jacrev, jvp, vmap, Arg, DType, Error, Result, Tensor};
+use crate::{jacfwd, jacrev, jvp, Arg, DType, Error, Result, Tensor};
 
-use super::grad::{
-    cotangents, directions, dot, finite, point, probe, pulled_back, shifted, to_f64, zeros_of,
-    Compared, Point, TensorFn, NOT_FINITE, NO_FINITE_DIFFERENCE, NO_FLOAT, STEP, STEP_F32,
-    TOLERANCE, TOLERANCE_F32,
+use super::derivative::{
+    at_floats, batchings, check_derivative, check_op_with, example_inputs, labelled, stacked,
+    tangent_of, vmapped, Mode, BATCH,
 };
+use super::grad::{finite, probe, pulled_back, to_f64, Compared, TensorFn, NOT_FINITE, NO_FLOAT};
 use super::{check_vmap, Mismatch};
-
-/// The relative tolerance of ⟨u, J v⟩ = ⟨Jᵀ u, v⟩: both sides are exact up to
-/// the rounding of two different orders of summation.
-const TRANSPOSE_TOLERANCE: f64 = 1e-8;
-const TRANSPOSE_TOLERANCE_F32: f64 = 1e-4;
-
-/// A tangent for `x`: a probe direction from `seed` for a float input, the
-/// input itself for an integer or bool one (jvp ignores those).
-fn tangent_of(x: &Tensor, seed: u64) -> Result<Tensor> {
-    if x.dtype().is_float() {
-        probe(x.shape(), x.dtype(), seed)
-    } else {
-        Ok(x.clone())
-    }
-}
-
-/// The tangents of `xs`: a probe direction for the float inputs in `which`,
-/// zeros for the other float inputs.
-fn tangents(xs: &[Tensor], which: &[usize], seed: u64) -> Result<Vec<Tensor>> {
-    xs.iter()
-        .enumerate()
-        .map(|(i, x)| {
-            if x.dtype().is_float() && !which.contains(&i) {
-                zeros_of(x.shape(), x.dtype())
-            } else {
-                tangent_of(x, seed + i as u64)
-            }
-        })
-        .collect()
-}
 
 /// Checks the jvp of `f` at `inputs` against central finite differences and
 /// against its vjp.
@@ -73,113 +41,7 @@ pub fn check_jvp<F>(f: F, inputs: &[Tensor]) -> std::result::Result<usize, Misma
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
-    check_jvp_dyn(&f, inputs, "jvp")?.required("jvp")
-}
-
-/// [`check_jvp`]'s comparison, reporting how many directions it compared
-/// with finite differences (for the composition matrix and the per-op
-/// sweeps, where a sample may be at a kink or hold a NaN on purpose).
-fn check_jvp_dyn(
-    f: &TensorFn<'_>,
-    inputs: &[Tensor],
-    what: &str,
-) -> std::result::Result<Compared, Mismatch> {
-    let fail = |detail: String| Mismatch {
-        case: what.to_string(),
-        detail,
-    };
-    let err = |e: Error| fail(e.to_string());
-    let Point {
-        x,
-        float,
-        y,
-        pullback,
-        f32_output,
-    } = match point(f, inputs).map_err(err)? {
-        Ok(point) => point,
-        Err(why) => return Ok(Compared::none(why)),
-    };
-    let mut compared = 0;
-    let (step, tolerance, transpose_tolerance) = if f32_output {
-        (STEP_F32, TOLERANCE_F32, TRANSPOSE_TOLERANCE_F32)
-    } else {
-        (STEP, TOLERANCE, TRANSPOSE_TOLERANCE)
-    };
-    let u = cotangents(&y, 501).map_err(err)?;
-    let g = pullback.call(&u).map_err(err)?;
-    let project = |ys: &[Tensor]| -> Result<f64> {
-        ys.iter()
-            .zip(&u)
-            .filter(|(y, _)| y.dtype().is_float())
-            .map(|(y, u)| dot(y, u))
-            .sum()
-    };
-    let directions = directions(&float);
-    for (k, which) in directions.iter().enumerate() {
-        let seed = 2000 + 31 * k as u64;
-        let v = tangents(&x, which, seed).map_err(err)?;
-        let (y_fwd, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x, &v).map_err(err)?;
-        for (i, (a, b)) in y_fwd.iter().zip(&y).enumerate() {
-            if let Some(d) = super::values_differ(a, b).map_err(err)? {
-                return Err(fail(format!(
-                    "direction {k}: output {i} of jvp differs from the plain call: {d}"
-                )));
-            }
-        }
-        let forward = project(&dy).map_err(err)?;
-        let reverse: f64 = g
-            .iter()
-            .zip(&v)
-            .zip(&x)
-            .filter(|(_, x)| x.dtype().is_float())
-            .map(|((g, v), _)| dot(g, v))
-            .sum::<Result<f64>>()
-            .map_err(err)?;
-        let scale = 1.0 + forward.abs().max(reverse.abs());
-        // Written so that a NaN on either side fails.
-        let agree = (forward - reverse).abs() <= transpose_tolerance * scale;
-        if !agree {
-            return Err(fail(format!(
-                "direction {k} (inputs {which:?}): ⟨u, J v⟩ = {forward:.12e} from the jvp, but \
-                 ⟨Jᵀ u, v⟩ = {reverse:.12e} from the vjp"
-            )));
-        }
-        let at = |t: f64| -> Result<Vec<Tensor>> {
-            x.iter()
-                .zip(&v)
-                .map(|(x, v)| {
-                    if x.dtype().is_float() {
-                        shifted(x, v, t)
-                    } else {
-                        Ok(x.clone())
-                    }
-                })
-                .collect()
-        };
-        let plus = f(&at(step).map_err(err)?).and_then(|ys| project(&ys));
-        let minus = f(&at(-step).map_err(err)?).and_then(|ys| project(&ys));
-        let (Ok(plus), Ok(minus)) = (plus, minus) else {
-            // A step that leaves the op's domain: no difference to compare.
-            continue;
-        };
-        if !plus.is_finite() || !minus.is_finite() {
-            continue;
-        }
-        let numeric = (plus - minus) / (2.0 * step);
-        let scale = 1.0 + numeric.abs().max(forward.abs());
-        let agree = (numeric - forward).abs() <= tolerance * scale;
-        if !agree {
-            return Err(fail(format!(
-                "direction {k} (inputs {which:?}): the jvp gives {forward:.12e}, central \
-                 differences {numeric:.12e}"
-            )));
-        }
-        compared += 1;
-    }
-    Ok(Compared {
-        directions: compared,
-        why_none: NO_FINITE_DIFFERENCE,
-    })
+    check_derivative(&f, inputs, "jvp", Mode::Forward)?.required("jvp")
 }
 
 /// The jvp of `f` as a function of the inputs and the tangents of its float
@@ -206,12 +68,7 @@ fn pushed_forward<'a>(
             })
             .collect::<Result<_>>()?;
         let (y, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x.to_vec(), &v)?;
-        Ok(dy
-            .into_iter()
-            .zip(&y)
-            .filter(|(_, y)| y.dtype().is_float())
-            .map(|(d, _)| d)
-            .collect())
+        Ok(at_floats(dy, &y))
     }
 }
 
@@ -235,12 +92,6 @@ where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
     let f: &TensorFn<'_> = &f;
-    let label = |what: &'static str| {
-        move |m: Mismatch| Mismatch {
-            case: format!("{what}: {}", m.case),
-            detail: m.detail,
-        }
-    };
     if !inputs.iter().any(|t| t.dtype().is_float()) {
         return Ok(0);
     }
@@ -258,28 +109,22 @@ where
     };
     let pushed = pushed_forward(f, &float);
     let mut cases = check_vmap(&pushed, &with_tangents(inputs, 3000).map_err(err)?)
-        .map_err(label("vmap∘jvp"))?;
-    cases += check_jvp_of_vmap(f, inputs).map_err(label("jvp∘vmap"))?;
+        .map_err(labelled("vmap∘jvp"))?;
+    cases += check_jvp_of_vmap(f, inputs).map_err(labelled("jvp∘vmap"))?;
     let first = pulled_back(f, 601);
-    cases += check_jvp_dyn(&first, inputs, "jvp∘vjp")?.directions;
+    cases += check_derivative(&first, inputs, "jvp∘vjp", Mode::Forward)?.directions;
     let second = pushed_forward(&first, &float);
     cases += check_vmap(&second, &with_tangents(inputs, 3100).map_err(err)?)
-        .map_err(label("vmap∘jvp∘vjp"))?;
+        .map_err(labelled("vmap∘jvp∘vjp"))?;
     Ok(cases)
 }
 
 /// jvp∘vmap: every input batched (at dim 0, batch of 3) or unbatched in turn;
 /// an unbatched input has one tangent for the whole batch.
 fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result<usize, Mismatch> {
-    const SIZE: usize = 3;
-    let n = inputs.len();
-    let mut choices: Vec<Vec<bool>> = vec![vec![true; n]];
-    if n > 1 {
-        choices.extend((0..n).map(|i| (0..n).map(|j| j != i).collect()));
-    }
     let mut cases = 0;
-    for batched in choices {
-        let case = format!("batched inputs {batched:?}, batch size {SIZE}");
+    for batched in batchings(inputs.len()) {
+        let case = format!("batched inputs {batched:?}, batch size {BATCH}");
         let fail = |detail: String| Mismatch {
             case: case.clone(),
             detail,
@@ -288,11 +133,7 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
         // Example k's inputs and tangents; an unbatched input (and its
         // tangent) is example 0's for every k.
         let example = |k: usize| -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-            let xs: Vec<Tensor> = inputs
-                .iter()
-                .zip(&batched)
-                .map(|(t, &b)| super::example(&to_f64(t)?, if b { k } else { 0 }))
-                .collect::<Result<_>>()?;
+            let xs = example_inputs(inputs, &batched, k)?;
             let vs = xs
                 .iter()
                 .enumerate()
@@ -303,38 +144,15 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
                 .collect::<Result<_>>()?;
             Ok((xs, vs))
         };
-        let (inputs_of, tangents_of): (Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) = (0..SIZE)
+        let (inputs_of, tangents_of): (Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) = (0..BATCH)
             .map(example)
             .collect::<Result<Vec<_>>>()
             .map_err(err)?
             .into_iter()
             .unzip();
-        // Input i of every example, stacked if it is batched.
-        let stack = |per_example: &[Vec<Tensor>]| {
-            (0..n)
-                .map(|i| {
-                    if batched[i] {
-                        let col: Vec<Tensor> = per_example.iter().map(|e| e[i].clone()).collect();
-                        Tensor::stack_dense(&col, 0)
-                    } else {
-                        Ok(per_example[0][i].clone())
-                    }
-                })
-                .collect::<Result<Vec<_>>>()
-        };
-        let xs = stack(&inputs_of).map_err(err)?;
-        let vs = stack(&tangents_of).map_err(err)?;
-        let dims: Vec<Option<i64>> = batched.iter().map(|&b| b.then_some(0)).collect();
-        let (_, got) = jvp(
-            |xs: Vec<Tensor>| {
-                vmap(|xs: Vec<Tensor>| f(&xs))
-                    .in_dims(dims.clone())
-                    .call(&xs)
-            },
-            &xs,
-            &vs,
-        )
-        .map_err(err)?;
+        let (xs, dims) = stacked(&inputs_of, &batched).map_err(err)?;
+        let (vs, _) = stacked(&tangents_of, &batched).map_err(err)?;
+        let (_, got) = jvp(vmapped(f, &dims), &xs, &vs).map_err(err)?;
         let per_example: Vec<Vec<Tensor>> = inputs_of
             .iter()
             .zip(&tangents_of)
@@ -446,23 +264,12 @@ pub fn check_op_jvp(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
-    let named = |m: Mismatch| Mismatch {
-        case: format!("{} {}: {}", entry.name(), super::describe(sample), m.case),
-        detail: m.detail,
-    };
-    if entry.schema.kind == OpKind::Primitive && !entry.schema.differentiable {
-        return Ok(0);
-    }
-    let f = |ts: &[Tensor]| -> Result<Vec<Tensor>> {
-        Ok(call_op(entry, &super::with_tensors(sample, ts)?)?.into_vec())
-    };
-    let tensors = super::sample_tensors(sample);
-    // A sample may sit at a kink or hold a NaN on purpose: it then compares
-    // fewer directions, or none, and the sweep counts what it did compare.
-    let mut n = check_jvp_dyn(&f, &tensors, "jvp")
-        .map_err(named)?
-        .directions;
-    n += check_jvp_compositions(f, &tensors).map_err(named)?;
-    n += check_jacobians_dyn(&f, &tensors).map_err(named)?.directions;
-    Ok(n)
+    check_op_with(entry, sample, |f, tensors| {
+        // A sample may sit at a kink or hold a NaN on purpose: it then
+        // compares fewer directions, or none, and the sweep counts what it
+        // did compare.
+        let mut n = check_derivative(f, tensors, "jvp", Mode::Forward)?.directions;
+        n += check_jvp_compositions(f, tensors)?;
+        Ok(n + check_jacobians_dyn(f, tensors)?.directions)
+    })
 }

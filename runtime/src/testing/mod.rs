@@ -20,6 +20,7 @@
 //! Layer 11 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
+mod derivative;
 mod grad;
 mod jvp;
 
