@@ -9,9 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use batchrules::dispatch::{self, Interpreter};
-use batchrules::registry::OpEntry;
-use batchrules::rules::{Arg, Outs, TensorMeta};
+use batchrules::dispatch::{self, Call, Interpreter};
+use batchrules::rules::Outs;
 use batchrules::transform::{LevelId, LevelTensor};
 use batchrules::{ops, vmap, DType, Result, Tensor};
 use ndarray::{array, Array};
@@ -76,13 +75,16 @@ impl Interpreter for Trace {
     fn wants_output_metas(&self) -> bool {
         true
     }
-    fn process(
-        &self,
-        entry: &'static OpEntry,
-        args: &[Arg<Tensor>],
-        level: LevelId,
-        out_metas: Option<&[TensorMeta]>,
-    ) -> Result<Outs<Tensor>> {
+    fn decomposes_composites(&self) -> bool {
+        false
+    }
+    fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
+        let Call {
+            entry,
+            args,
+            level,
+            out_metas,
+        } = call;
         let shape = out_metas.map_or_else(Vec::new, |m| m[0].shape().to_vec());
         self.log.borrow_mut().push((entry.name(), shape));
         let unwrapped = args

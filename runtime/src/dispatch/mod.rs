@@ -43,6 +43,21 @@ use crate::registry::{self, OpEntry};
 use crate::schema::{OpKind, OpTable};
 use crate::{Error, LevelId, Result, Tensor};
 
+/// One op call as a level's interpreter receives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The op.
+    pub entry: &'static OpEntry,
+    /// Its arguments, the level's own tensors still wrapped.
+    pub args: &'a [Arg<Tensor>],
+    /// The live level the call is at.
+    pub level: LevelId,
+    /// The op's output metas (logical shapes and dtypes), when
+    /// [`Interpreter::wants_output_metas`] returned `true` and the op has a
+    /// meta.
+    pub out_metas: Option<&'a [TensorMeta]>,
+}
+
 /// A transform's interpreter: what an op call does at one of its levels.
 ///
 /// `process` receives the call with the level's own tensors still wrapped
@@ -61,16 +76,17 @@ pub trait Interpreter: Any {
         false
     }
 
-    /// Runs op `entry` on `args` at `level`. `out_metas` holds the output
-    /// metas when [`Interpreter::wants_output_metas`] returned `true` and the
-    /// op has a meta.
-    fn process(
-        &self,
-        entry: &'static OpEntry,
-        args: &[Arg<Tensor>],
-        level: LevelId,
-        out_metas: Option<&[TensorMeta]>,
-    ) -> Result<Outs<Tensor>>;
+    /// Whether the dispatcher runs a composite op's decomposition at this
+    /// level instead of calling [`Interpreter::process`], so that the
+    /// transform sees only primitives (their rules are the only ones it
+    /// has). The default is `true`, as for grad and jvp; vmap says `false`,
+    /// because a composite may ask to be looped under vmap instead.
+    fn decomposes_composites(&self) -> bool {
+        true
+    }
+
+    /// Runs the op call `call` at its level.
+    fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>>;
 
     /// Whether this level takes the calls of random ops (ops whose table says
     /// `random = true`) made while it is live, also those in which none of
@@ -101,7 +117,12 @@ pub trait Interpreter: Any {
         in_place: &InPlace,
     ) -> Result<Outs<Tensor>> {
         let _ = in_place;
-        self.process(entry, &args, level, out_metas)
+        self.process(Call {
+            entry,
+            args: &args,
+            level,
+            out_metas,
+        })
     }
 
     /// `self` as [`Any`], so a transform can reach its own interpreter's state.
@@ -189,9 +210,23 @@ pub(crate) fn call_entry(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Resul
     let (live, interp) = live_level(entry, args, top)?;
     let at = Some((top.depth(), interp.name()));
     let metas = run_meta(entry, args, at, interp.wants_output_metas())?;
-    interp
-        .process(entry, args, live, metas.as_deref())
-        .map_err(|e| attribute(e, entry.name()))
+    if decomposed_here(entry, &*interp) {
+        return decompose(entry, args).map_err(|e| attribute(e, entry.name()));
+    }
+    let call = Call {
+        entry,
+        args,
+        level: live,
+        out_metas: metas.as_deref(),
+    };
+    interp.process(call).map_err(|e| attribute(e, entry.name()))
+}
+
+/// Whether a call of `entry` at the level of `interp` runs the op's
+/// decomposition instead of the interpreter (see
+/// [`Interpreter::decomposes_composites`]).
+fn decomposed_here(entry: &OpEntry, interp: &dyn Interpreter) -> bool {
+    entry.schema.kind == OpKind::Composite && interp.decomposes_composites()
 }
 
 /// The live level `top` of a call and its interpreter. Errors if `top` is

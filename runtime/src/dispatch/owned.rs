@@ -84,6 +84,9 @@ pub fn call_owned(
         let (live, interp) = live_level(entry, &args, top)?;
         let at = Some((top.depth(), interp.name()));
         let metas = run_meta(entry, &args, at, interp.wants_output_metas())?;
+        if super::decomposed_here(entry, &*interp) {
+            return super::decompose(entry, &args).map_err(|e| attribute(e, entry.name()));
+        }
         return interp
             .process_owned(entry, args, live, metas.as_deref(), in_place)
             .map_err(|e| attribute(e, entry.name()));

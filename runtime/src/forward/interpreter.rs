@@ -1,11 +1,11 @@
 //! jvp's interpreter: an op call at a jvp level runs the op on the primals one
-//! level down and its jvp on the tangents, or runs a composite's
-//! decomposition so that each constituent op is differentiated.
+//! level down and its jvp on the tangents. A composite never reaches it: the
+//! dispatcher runs its decomposition, so each constituent op is
+//! differentiated.
 
-use crate::core::value::{Arg, Outs, TensorMeta};
-use crate::dispatch::{call_entry, decompose, Interpreter};
+use crate::core::value::{Arg, Outs};
+use crate::dispatch::{call_entry, Call, Interpreter};
 use crate::registry::OpEntry;
-use crate::schema::OpKind;
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::dual::Dual;
@@ -25,16 +25,10 @@ impl Interpreter for JvpInterpreter {
         "jvp"
     }
 
-    fn process(
-        &self,
-        entry: &'static OpEntry,
-        args: &[Arg<Tensor>],
-        level: LevelId,
-        _out_metas: Option<&[TensorMeta]>,
-    ) -> Result<Outs<Tensor>> {
-        if entry.schema.kind == OpKind::Composite {
-            return decompose(entry, args);
-        }
+    fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
+        let Call {
+            entry, args, level, ..
+        } = call;
         let (primals, tangents) = split(args, level)?;
         let outs = call_entry(entry, &primals)?;
         let any_tangent = tangents.iter().flatten().any(Option::is_some);

@@ -1,14 +1,12 @@
 //! grad's interpreter: an op call at a grad level runs the op one level down
-//! and records a graph node, or runs a composite's decomposition so that each
-//! of its constituent ops is recorded.
+//! and records a graph node. A composite never reaches it: the dispatcher
+//! runs its decomposition, so each of its constituent ops is recorded.
 
 use std::sync::Arc;
 
-use crate::core::value::{Arg, Outs, TensorMeta};
-use crate::dispatch::{call_entry, decompose, Interpreter};
-use crate::registry::OpEntry;
-use crate::schema::OpKind;
-use crate::{LevelId, Result, Tensor};
+use crate::core::value::{Arg, Outs};
+use crate::dispatch::{call_entry, Call, Interpreter};
+use crate::{Result, Tensor};
 
 use super::graph::{no_vjp, Node, NodeRef, OpNode};
 use super::tracked::Tracked;
@@ -22,16 +20,10 @@ impl Interpreter for GradInterpreter {
         "grad"
     }
 
-    fn process(
-        &self,
-        entry: &'static OpEntry,
-        args: &[Arg<Tensor>],
-        level: LevelId,
-        _out_metas: Option<&[TensorMeta]>,
-    ) -> Result<Outs<Tensor>> {
-        if entry.schema.kind == OpKind::Composite {
-            return decompose(entry, args);
-        }
+    fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
+        let Call {
+            entry, args, level, ..
+        } = call;
         let mut parents = Vec::new();
         let mut inner = Vec::with_capacity(args.len());
         for a in args {

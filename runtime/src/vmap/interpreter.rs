@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
-use crate::dispatch::{InPlace, Interpreter};
+use crate::dispatch::{Call, InPlace, Interpreter};
 use crate::registry::{OpEntry, VmapStrategy};
 use crate::{Error, LevelId, Result, Tensor};
 
@@ -109,13 +109,19 @@ impl Interpreter for VmapInterpreter {
         true
     }
 
-    fn process(
-        &self,
-        entry: &'static OpEntry,
-        args: &[Arg<Tensor>],
-        level: LevelId,
-        out_metas: Option<&[TensorMeta]>,
-    ) -> Result<Outs<Tensor>> {
+    /// A composite reaches vmap's interpreter: its table may ask for it to be
+    /// looped instead of decomposed (see [`VmapStrategy`]).
+    fn decomposes_composites(&self) -> bool {
+        false
+    }
+
+    fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
+        let Call {
+            entry,
+            args,
+            level,
+            out_metas,
+        } = call;
         if entry.schema.random {
             return random::process(self, entry, args, level, out_metas);
         }
@@ -129,13 +135,7 @@ impl Interpreter for VmapInterpreter {
             };
         match strategy {
             VmapStrategy::BatchingRule => self.run_rule(entry, args, level, out_metas),
-            VmapStrategy::Decomposition => match entry.decomposition {
-                Some((f, _)) => f(args),
-                None => Err(Error::NotImplemented {
-                    op: entry.name().to_string(),
-                    message: "no decomposition is registered".to_string(),
-                }),
-            },
+            VmapStrategy::Decomposition => crate::dispatch::decompose(entry, args),
             // An op without tensor arguments never has batched ones, so it
             // never reaches here; treat it like the fallback if it does.
             VmapStrategy::Fallback | VmapStrategy::NeverBatched => fallback::run(
@@ -193,7 +193,12 @@ impl Interpreter for VmapInterpreter {
             // Not taken by value: the first argument goes back as it came.
             args.insert(0, Arg::Tensor(first));
         }
-        self.process(entry, &args, level, out_metas)
+        self.process(Call {
+            entry,
+            args: &args,
+            level,
+            out_metas,
+        })
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
