@@ -252,6 +252,67 @@ fn live_level(
     Ok((live, interp))
 }
 
+/// What a level keeps of one argument's tensors when it lowers the argument
+/// one level down (see [`lower`]): grad keeps a tensor's graph node, jvp its
+/// tangent, vmap its batch dim.
+#[derive(Debug)]
+pub(crate) enum Slot<K> {
+    /// A non-tensor argument.
+    NotTensor,
+    /// A `Tensor` or `Tensor?` argument (`None` also for an absent one).
+    One(Option<K>),
+    /// A `Tensor[]` argument: one entry per element.
+    List(Vec<Option<K>>),
+}
+
+impl<K> Slot<K> {
+    /// What was kept of a tensor argument, one entry per tensor (one `None`
+    /// for an absent `Tensor?`); `None` for a non-tensor argument.
+    pub(crate) fn tensors(self) -> Option<Vec<Option<K>>> {
+        match self {
+            Slot::NotTensor => None,
+            Slot::One(k) => Some(vec![k]),
+            Slot::List(ks) => Some(ks),
+        }
+    }
+}
+
+impl From<Slot<usize>> for crate::core::value::BDim {
+    fn from(slot: Slot<usize>) -> Self {
+        match slot {
+            Slot::NotTensor => Self::NotTensor,
+            Slot::One(b) => Self::One(b),
+            Slot::List(bs) => Self::List(bs),
+        }
+    }
+}
+
+/// The arguments of a call at a level, one level down, each with what the
+/// level keeps of its tensors: the unwrap step every interpreter takes.
+/// `peel` gives a tensor's value one level down and what the level keeps of
+/// it (`None` for a tensor that is not of the level).
+pub(crate) fn lower<'a, K: 'a>(
+    args: &'a [Arg<Tensor>],
+    mut peel: impl FnMut(&Tensor) -> (Tensor, Option<K>) + 'a,
+) -> impl Iterator<Item = (Arg<Tensor>, Slot<K>)> + 'a {
+    args.iter().map(move |a| match a {
+        Arg::Tensor(t) => {
+            let (v, k) = peel(t);
+            (Arg::Tensor(v), Slot::One(k))
+        }
+        Arg::OptTensor(Some(t)) => {
+            let (v, k) = peel(t);
+            (Arg::OptTensor(Some(v)), Slot::One(k))
+        }
+        Arg::OptTensor(None) => (Arg::OptTensor(None), Slot::One(None)),
+        Arg::TensorList(ts) => {
+            let (vs, ks) = ts.iter().map(&mut peel).unzip();
+            (Arg::TensorList(vs), Slot::List(ks))
+        }
+        other => (other.clone(), Slot::NotTensor),
+    })
+}
+
 /// Runs composite op `entry` through its decomposition, at the current level:
 /// what a transform does with a composite it does not handle as a whole.
 pub(crate) fn decompose(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::ops::internal;
-use crate::{DType, LevelId, LevelTensor, Tensor};
+use crate::{LevelId, Tensor};
 
 /// A tensor at a jvp level: its value and its tangent, both one level down
 /// (either may itself belong to a lower level, e.g. a tangent batched by the
@@ -41,33 +41,11 @@ impl Dual {
     }
 }
 
-/// As for grad's tracked tensors, the structural views go through ops, so
-/// the jvp level transforms them like any other call (they are linear: the
-/// same view of the tangent).
-impl LevelTensor for Dual {
-    fn level(&self) -> LevelId {
-        self.level
-    }
-
-    fn transform(&self) -> &'static str {
-        "jvp"
-    }
-
-    fn kind(&self) -> &'static str {
-        "dual"
-    }
-
-    fn shape(&self) -> &[usize] {
-        self.primal.shape()
-    }
-
-    fn dtype(&self) -> DType {
-        self.primal.dtype()
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    internal::views_through_ops!();
-}
+// As for grad's tracked tensors, the structural views go through ops, so
+// the jvp level transforms them like any other call (they are linear: the
+// same view of the tangent).
+internal::level_tensor_through_ops!(Dual {
+    value: primal,
+    transform: "jvp",
+    kind: "dual"
+});

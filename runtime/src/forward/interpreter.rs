@@ -4,7 +4,7 @@
 //! differentiated.
 
 use crate::core::value::{Arg, Outs};
-use crate::dispatch::{call_entry, Call, Interpreter};
+use crate::dispatch::{call_entry, lower, Call, Interpreter, Slot};
 use crate::registry::OpEntry;
 use crate::{Error, LevelId, Result, Tensor};
 
@@ -29,7 +29,7 @@ impl Interpreter for JvpInterpreter {
         let Call {
             entry, args, level, ..
         } = call;
-        let (primals, tangents) = split(args, level)?;
+        let (primals, tangents) = split(args, level);
         let outs = call_entry(entry, &primals)?;
         let any_tangent = tangents.iter().flatten().any(Option::is_some);
         if !any_tangent
@@ -64,30 +64,16 @@ impl Interpreter for JvpInterpreter {
 }
 
 /// The primal arguments (one level down) and the tangent of each tensor slot.
-fn split(args: &[Arg<Tensor>], level: LevelId) -> Result<(Vec<Arg<Tensor>>, Tangents)> {
-    let mut tangents = Vec::new();
-    let mut primals = Vec::with_capacity(args.len());
-    for a in args {
-        let mut slot = Vec::new();
-        primals.push(a.try_map(|t| {
-            Ok(match Dual::at(t, level) {
-                Some(d) => {
-                    slot.push(Some(d.tangent.clone()));
-                    d.primal.clone()
-                }
-                None => {
-                    slot.push(None);
-                    t.clone()
-                }
-            })
-        })?);
-        match a {
-            Arg::Tensor(_) | Arg::TensorList(_) => tangents.push(slot),
-            Arg::OptTensor(_) => tangents.push(if slot.is_empty() { vec![None] } else { slot }),
-            _ => {}
-        }
-    }
-    Ok((primals, tangents))
+fn split(args: &[Arg<Tensor>], level: LevelId) -> (Vec<Arg<Tensor>>, Tangents) {
+    let (primals, slots): (Vec<_>, Vec<_>) = lower(args, |t| match Dual::at(t, level) {
+        Some(d) => (d.primal.clone(), Some(d.tangent.clone())),
+        None => (t.clone(), None),
+    })
+    .unzip();
+    (
+        primals,
+        slots.into_iter().filter_map(Slot::tensors).collect(),
+    )
 }
 
 /// The jvp of an op its table marks `linear`: the op itself applied to the

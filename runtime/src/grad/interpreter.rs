@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::core::value::{Arg, Outs};
-use crate::dispatch::{call_entry, Call, Interpreter};
+use crate::core::value::Outs;
+use crate::dispatch::{call_entry, lower, Call, Interpreter, Slot};
 use crate::{Result, Tensor};
 
 use super::graph::{no_vjp, Node, NodeRef, OpNode};
@@ -24,25 +24,18 @@ impl Interpreter for GradInterpreter {
         let Call {
             entry, args, level, ..
         } = call;
-        let mut parents = Vec::new();
-        let mut inner = Vec::with_capacity(args.len());
-        for a in args {
-            if let Arg::OptTensor(None) = a {
-                parents.push(None);
-            }
-            inner.push(a.try_map(|t| {
-                Ok(match Tracked::at(t, level) {
-                    Some(tr) => {
-                        parents.push(Some(tr.node.clone()));
-                        tr.inner.clone()
-                    }
-                    None => {
-                        parents.push(None);
-                        t.clone()
-                    }
-                })
-            })?);
-        }
+        let (inner, slots): (Vec<_>, Vec<_>) = lower(args, |t| match Tracked::at(t, level) {
+            Some(tr) => (tr.inner.clone(), Some(tr.node.clone())),
+            None => (t.clone(), None),
+        })
+        .unzip();
+        // One parent per tensor, in schema order (what the vjps' gradients
+        // line up with).
+        let parents: Vec<_> = slots
+            .into_iter()
+            .filter_map(Slot::tensors)
+            .flatten()
+            .collect();
         let tracked = parents.iter().any(Option::is_some);
         let outs = call_entry(entry, &inner)?;
         if !tracked || !entry.schema.differentiable {

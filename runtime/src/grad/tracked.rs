@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{DType, LevelId, LevelTensor, Tensor};
+use crate::{LevelId, Tensor};
 
 use super::graph::NodeRef;
 use crate::ops::internal;
@@ -36,34 +36,12 @@ impl Tracked {
     }
 }
 
-/// The structural views go through ops (`permute`, `unsqueeze`, ...), so that
-/// the grad level records them like any other call: a batching rule or the
-/// fallback loop of an inner vmap that rearranges a tracked tensor is
-/// differentiated through.
-impl LevelTensor for Tracked {
-    fn level(&self) -> LevelId {
-        self.level
-    }
-
-    fn transform(&self) -> &'static str {
-        "grad"
-    }
-
-    fn kind(&self) -> &'static str {
-        "tracked"
-    }
-
-    fn shape(&self) -> &[usize] {
-        self.inner.shape()
-    }
-
-    fn dtype(&self) -> DType {
-        self.inner.dtype()
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    internal::views_through_ops!();
-}
+// The structural views go through ops (`permute`, `unsqueeze`, ...), so that
+// the grad level records them like any other call: a batching rule or the
+// fallback loop of an inner vmap that rearranges a tracked tensor is
+// differentiated through.
+internal::level_tensor_through_ops!(Tracked {
+    value: inner,
+    transform: "grad",
+    kind: "tracked"
+});

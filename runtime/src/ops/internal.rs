@@ -7,7 +7,7 @@
 //! rearrangement as an op call: grad records it, jvp applies it to the
 //! tangent. vmap's fallback loop and batching helpers ask a level tensor for
 //! these views through [`LevelTensor`](crate::LevelTensor); such a transform
-//! answers with [`views_through_ops`].
+//! answers with [`level_tensor_through_ops`].
 //!
 //! Each is a call of a typed op function of this table, so it goes through
 //! the dispatcher and is transformed like any other call.
@@ -80,26 +80,54 @@ pub(crate) fn broadcast_new_dim(t: &Tensor, dim: usize, size: usize) -> Result<T
     super::expand(&unsqueezed(t, dim)?, &shape)
 }
 
-/// The view methods of [`LevelTensor`](crate::LevelTensor) for a level tensor
-/// whose views are op calls: expands, inside the `impl`, to the four methods
-/// calling the ops on `self.handle()` (a new handle to the same level tensor).
-macro_rules! views_through_ops {
-    () => {
-        fn permuted(&self, perm: &[usize]) -> $crate::Result<$crate::Tensor> {
-            $crate::ops::internal::permuted(&self.handle(), perm)
-        }
+/// The [`LevelTensor`](crate::LevelTensor) impl of a level tensor that is a
+/// value one level down (field `value`, whose shape and dtype it has) at
+/// field `level`, and whose views are op calls on `self.handle()` (a new
+/// handle to the same level tensor), so its level transforms them like any
+/// other call. grad's tracked and jvp's dual tensors are such.
+macro_rules! level_tensor_through_ops {
+    ($ty:ty { value: $value:ident, transform: $transform:literal, kind: $kind:literal }) => {
+        impl $crate::LevelTensor for $ty {
+            fn level(&self) -> $crate::LevelId {
+                self.level
+            }
 
-        fn unsqueezed(&self, dim: usize) -> $crate::Result<$crate::Tensor> {
-            $crate::ops::internal::unsqueezed(&self.handle(), dim)
-        }
+            fn transform(&self) -> &'static str {
+                $transform
+            }
 
-        fn select(&self, dim: usize, index: usize) -> $crate::Result<$crate::Tensor> {
-            $crate::ops::internal::select(&self.handle(), dim, index)
-        }
+            fn kind(&self) -> &'static str {
+                $kind
+            }
 
-        fn broadcast_new_dim(&self, dim: usize, size: usize) -> $crate::Result<$crate::Tensor> {
-            $crate::ops::internal::broadcast_new_dim(&self.handle(), dim, size)
+            fn shape(&self) -> &[usize] {
+                self.$value.shape()
+            }
+
+            fn dtype(&self) -> $crate::DType {
+                self.$value.dtype()
+            }
+
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+
+            fn permuted(&self, perm: &[usize]) -> $crate::Result<$crate::Tensor> {
+                $crate::ops::internal::permuted(&self.handle(), perm)
+            }
+
+            fn unsqueezed(&self, dim: usize) -> $crate::Result<$crate::Tensor> {
+                $crate::ops::internal::unsqueezed(&self.handle(), dim)
+            }
+
+            fn select(&self, dim: usize, index: usize) -> $crate::Result<$crate::Tensor> {
+                $crate::ops::internal::select(&self.handle(), dim, index)
+            }
+
+            fn broadcast_new_dim(&self, dim: usize, size: usize) -> $crate::Result<$crate::Tensor> {
+                $crate::ops::internal::broadcast_new_dim(&self.handle(), dim, size)
+            }
         }
     };
 }
-pub(crate) use views_through_ops;
+pub(crate) use level_tensor_through_ops;

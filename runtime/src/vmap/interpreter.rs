@@ -257,28 +257,10 @@ impl VmapInterpreter {
                 message: "no batching rule is registered".to_string(),
             });
         };
-        let mut values: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
-        let mut bdims: smallvec::SmallVec<[_; 4]> = smallvec::SmallVec::new();
-        for a in args {
-            let (v, b) = match a {
-                Arg::Tensor(t) => {
-                    let (p, b) = Batched::unwrap(t, level);
-                    (Arg::Tensor(p), BDim::One(b))
-                }
-                Arg::OptTensor(Some(t)) => {
-                    let (p, b) = Batched::unwrap(t, level);
-                    (Arg::OptTensor(Some(p)), BDim::One(b))
-                }
-                Arg::OptTensor(None) => (Arg::OptTensor(None), BDim::One(None)),
-                Arg::TensorList(ts) => {
-                    let (ps, bs) = ts.iter().map(|t| Batched::unwrap(t, level)).unzip();
-                    (Arg::TensorList(ps), BDim::List(bs))
-                }
-                other => (other.clone(), BDim::NotTensor),
-            };
-            values.push(v);
-            bdims.push(b);
-        }
+        let (values, bdims): (smallvec::SmallVec<[_; 4]>, smallvec::SmallVec<[BDim; 4]>) =
+            crate::dispatch::lower(args, |t| Batched::unwrap(t, level))
+                .map(|(v, slot)| (v, slot.into()))
+                .unzip();
         let outs = rule(&values, &bdims)?;
         // The structural checks are cheap and run in every build; the
         // comparison with the meta runs in debug builds.
