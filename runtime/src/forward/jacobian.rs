@@ -6,10 +6,9 @@ use std::cell::RefCell;
 use std::ops::Range;
 
 use crate::core::alloc::checked_numel;
-use crate::grad::jacobian::{chunks, float_output, identity_blocks, no_outputs};
+use crate::grad::jacobian::{by_chunks, float_output, identity_blocks, no_outputs};
 use crate::grad::{inconsistent_ranges, position};
 use crate::ops::internal;
-use crate::vmap::join::Joiner;
 use crate::{vmap, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::push_forward;
@@ -58,9 +57,8 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
     // The output's structure, with placeholder leaves: its values live at
     // the levels of the vmap below and may not leave it.
     let structure: RefCell<Option<O>> = RefCell::new(None);
-    let mut joins: Vec<Joiner> = Vec::new();
     let mut first_aux: Option<X> = None;
-    for (start, len) in chunks(what, columns, chunk_size, "column")? {
+    let jacs = by_chunks(what, columns, chunk_size, "column", |start, len| {
         let basis = identity_blocks(what, start, len, &leaves)?;
         let push = |tangents: Vec<Tensor>| -> Result<(Vec<Tensor>, X)> {
             let ((out, aux), pushed) = push_forward(what, f, inner, |i, _| {
@@ -95,24 +93,18 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
             .out_dims([Some(0), None])
             .call(basis)
             .map_err(|e| e.reported_by(what, level))?;
-        if joins.is_empty() {
-            joins = part.iter().map(|_| Joiner::new(what, 0, columns)).collect();
-        }
-        for (join, t) in joins.iter_mut().zip(part) {
-            join.push(t, len)?;
-        }
         first_aux.get_or_insert(aux);
-    }
+        Ok(part)
+    })?;
     let aux = first_aux.ok_or_else(|| Error::Tensor(format!("{what}: no chunk ran")))?;
     let out = structure
         .into_inner()
         .ok_or_else(|| Error::Tensor(format!("{what}: no chunk ran")))?;
     // Output k's Jacobian is [columns, out_k..]: each selected leaf's
     // columns, reshaped to the leaf's dims and moved after the output's.
-    let per_output = joins
+    let per_output = jacs
         .into_iter()
-        .map(|join| {
-            let jac = join.finish()?;
+        .map(|jac| {
             let out_rank = jac.shape().len() - 1;
             let mut offset = 0;
             leaves

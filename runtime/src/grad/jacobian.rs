@@ -43,26 +43,15 @@ pub(crate) fn reverse_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
     // Rows of the identity of the outputs' space, a chunk at a time (all at
     // once by default), each batch of rows pulled back under one vmap; the
     // rows are built per chunk, so a chunk bounds the memory of the basis.
-    let mut joins: Vec<Joiner> = Vec::new();
-    for (start, len) in chunks(what, rows, chunk_size, "row")? {
+    let grads = by_chunks(what, rows, chunk_size, "row", |start, len| {
         let basis = identity_blocks(what, start, len, &outs)?;
         // The vmap over the rows is this transform's, not the user's: its
         // errors are reported as `what`'s.
         let level = crate::dispatch::depth() + 1;
-        let part = vmap(|cts: Vec<Tensor>| pullback.call(what, &cts))
+        vmap(|cts: Vec<Tensor>| pullback.call(what, &cts))
             .call(basis)
-            .map_err(|e| e.reported_by(what, level))?;
-        if joins.is_empty() {
-            joins = part.iter().map(|_| Joiner::new(what, 0, rows)).collect();
-        }
-        for (join, g) in joins.iter_mut().zip(part) {
-            join.push(g, len)?;
-        }
-    }
-    let grads: Vec<Tensor> = joins
-        .into_iter()
-        .map(Joiner::finish)
-        .collect::<Result<_>>()?;
+            .map_err(|e| e.reported_by(what, level))
+    })?;
     // grads[j] is [rows, leaf_j..]: output k's rows, reshaped to its dims.
     let mut offset = 0;
     let mut per_output = Vec::with_capacity(outs.len());
@@ -99,6 +88,30 @@ pub(crate) fn float_output(what: &str, t: &Tensor) -> Result<()> {
             t.dtype()
         )))
     }
+}
+
+/// The results of `part` over the rows (or columns) of an identity of
+/// `total`, `chunk_size` at a time (see [`chunks`]): `part(start, len)`
+/// gives each result's block `[len, ..]` for one chunk, and the blocks of
+/// each result are joined along dim 0 into `[total, ..]`.
+pub(crate) fn by_chunks(
+    what: &'static str,
+    total: usize,
+    chunk_size: Option<usize>,
+    unit: &str,
+    mut part: impl FnMut(usize, usize) -> Result<Vec<Tensor>>,
+) -> Result<Vec<Tensor>> {
+    let mut joins: Vec<Joiner> = Vec::new();
+    for (start, len) in chunks(what, total, chunk_size, unit)? {
+        let blocks = part(start, len)?;
+        if joins.is_empty() {
+            joins = blocks.iter().map(|_| Joiner::new(what, 0, total)).collect();
+        }
+        for (join, block) in joins.iter_mut().zip(blocks) {
+            join.push(block, len)?;
+        }
+    }
+    joins.into_iter().map(Joiner::finish).collect()
 }
 
 /// The chunks `(start, len)` of `total` rows (or columns) of an identity,
