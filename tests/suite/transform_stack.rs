@@ -79,27 +79,24 @@ impl Interpreter for Trace {
         false
     }
     fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
-        let Call {
-            entry,
-            args,
-            level,
-            out_metas,
-        } = call;
-        let shape = out_metas.map_or_else(Vec::new, |m| m[0].shape().to_vec());
-        self.log.borrow_mut().push((entry.name(), shape));
-        let unwrapped = args
+        let shape = call
+            .out_metas
+            .map_or_else(Vec::new, |m| m[0].shape().to_vec());
+        self.log.borrow_mut().push((call.entry.name(), shape));
+        let unwrapped = call
+            .args
             .iter()
             .map(|a| {
                 a.try_map(|t| {
                     Ok(match t.downcast_level::<Traced>() {
-                        Some(tr) if tr.level == level => tr.inner.clone(),
+                        Some(tr) if tr.level == call.level => tr.inner.clone(),
                         _ => t.clone(),
                     })
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let outs = dispatch::call_op(entry, &unwrapped)?;
-        Ok(outs.into_iter().map(|t| traced(t, level)).collect())
+        let outs = dispatch::call_op(call.entry, &unwrapped)?;
+        Ok(outs.into_iter().map(|t| traced(t, call.level)).collect())
     }
     fn as_any(&self) -> &dyn Any {
         self
