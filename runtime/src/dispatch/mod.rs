@@ -269,11 +269,24 @@ impl<K> Slot<K> {
     /// What was kept of a tensor argument, one entry per tensor (one `None`
     /// for an absent `Tensor?`); `None` for a non-tensor argument.
     pub(crate) fn tensors(self) -> Option<Vec<Option<K>>> {
-        match self {
-            Slot::NotTensor => None,
-            Slot::One(k) => Some(vec![k]),
-            Slot::List(ks) => Some(ks),
-        }
+        (!matches!(self, Slot::NotTensor)).then(|| self.into_iter().collect())
+    }
+}
+
+/// What was kept of each tensor of the argument, in order (nothing for a
+/// non-tensor argument), without allocating for a single tensor.
+impl<K> IntoIterator for Slot<K> {
+    type Item = Option<K>;
+    type IntoIter =
+        std::iter::Chain<std::option::IntoIter<Option<K>>, std::vec::IntoIter<Option<K>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, list) = match self {
+            Slot::NotTensor => (None, Vec::new()),
+            Slot::One(k) => (Some(k), Vec::new()),
+            Slot::List(ks) => (None, ks),
+        };
+        one.into_iter().chain(list)
     }
 }
 

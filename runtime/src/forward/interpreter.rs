@@ -4,7 +4,7 @@
 //! differentiated.
 
 use crate::core::value::{Arg, Outs};
-use crate::dispatch::{call_entry, lower, Call, Interpreter, Slot};
+use crate::dispatch::{call_entry, lower, Call, Interpreter};
 use crate::registry::OpEntry;
 use crate::{Error, LevelId, Result, Tensor};
 
@@ -65,15 +65,17 @@ impl Interpreter for JvpInterpreter {
 
 /// The primal arguments (one level down) and the tangent of each tensor slot.
 fn split(args: &[Arg<Tensor>], level: LevelId) -> (Vec<Arg<Tensor>>, Tangents) {
-    let (primals, slots): (Vec<_>, Vec<_>) = lower(args, |t| match Dual::at(t, level) {
+    let mut tangents = Vec::new();
+    let primals = lower(args, |t| match Dual::at(t, level) {
         Some(d) => (d.primal.clone(), Some(d.tangent.clone())),
         None => (t.clone(), None),
     })
-    .unzip();
-    (
-        primals,
-        slots.into_iter().filter_map(Slot::tensors).collect(),
-    )
+    .map(|(a, slot)| {
+        tangents.extend(slot.tensors());
+        a
+    })
+    .collect();
+    (primals, tangents)
 }
 
 /// The jvp of an op its table marks `linear`: the op itself applied to the

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::core::value::Outs;
-use crate::dispatch::{call_entry, lower, Call, Interpreter, Slot};
+use crate::dispatch::{call_entry, lower, Call, Interpreter};
 use crate::{Result, Tensor};
 
 use super::graph::{no_vjp, Node, NodeRef, OpNode};
@@ -24,18 +24,18 @@ impl Interpreter for GradInterpreter {
         let Call {
             entry, args, level, ..
         } = call;
-        let (inner, slots): (Vec<_>, Vec<_>) = lower(args, |t| match Tracked::at(t, level) {
+        // One parent per tensor, in schema order (what the vjps' gradients
+        // line up with).
+        let mut parents = Vec::new();
+        let inner: Vec<_> = lower(args, |t| match Tracked::at(t, level) {
             Some(tr) => (tr.inner.clone(), Some(tr.node.clone())),
             None => (t.clone(), None),
         })
-        .unzip();
-        // One parent per tensor, in schema order (what the vjps' gradients
-        // line up with).
-        let parents: Vec<_> = slots
-            .into_iter()
-            .filter_map(Slot::tensors)
-            .flatten()
-            .collect();
+        .map(|(a, slot)| {
+            parents.extend(slot);
+            a
+        })
+        .collect();
         let tracked = parents.iter().any(Option::is_some);
         let outs = call_entry(entry, &inner)?;
         if !tracked || !entry.schema.differentiable {
