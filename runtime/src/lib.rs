@@ -88,7 +88,7 @@ pub mod schema;
 // checks: compile-time checks of registrations against a schema
 mod checks;
 // Layer 3:
-// registry: the registrations of every op, audited
+// registry: the registrations of every op, audited, and the rule tables transforms own
 pub mod registry;
 // Layer 4:
 // dispatch: op calls: meta, dense path, hand-off to a level's interpreter

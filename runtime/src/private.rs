@@ -24,6 +24,11 @@ pub use crate::{DType, Error, Reduction, Result, Tensor};
 pub use batchrules_macros::op_table as op_table_impl;
 pub use inventory;
 
+/// Whether `op` is a composite, for `rule!`'s compile-time check.
+pub const fn is_composite(op: &OpSchema) -> bool {
+    matches!(op.kind, schema::OpKind::Composite)
+}
+
 /// A parameter type of a schema signature, as const generics: the argument
 /// `KIND` (see [`ParamKind`]), whether it is optional (`T?`), and whether the
 /// function is a meta (tensors as `TensorMeta`). [`param_code`] computes it

@@ -37,6 +37,7 @@ mod properties;
 mod randomness;
 mod recorded;
 mod registry;
+mod rule_table;
 mod sorting;
 mod testing_helpers;
 mod transform_stack;

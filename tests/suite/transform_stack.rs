@@ -10,31 +10,59 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use batchrules::dispatch::{self, Call, Interpreter};
-use batchrules::rules::Outs;
+use batchrules::rules::{Arg, Outs};
 use batchrules::transform::{LevelId, LevelTensor};
 use batchrules::{ops, vmap, DType, Result, Tensor};
 use ndarray::{array, Array};
 
-/// A tensor at a trace level: just the value one level down.
+/// A tensor at a level of a transform that passes values through (this
+/// test's trace, `rule_table.rs`'s FLOP counter): just the value one level
+/// down, and the transform's name for messages.
 #[derive(Debug)]
-struct Traced {
+pub(crate) struct Passthrough {
     inner: Tensor,
     level: LevelId,
+    transform: &'static str,
+}
+
+/// `inner` wrapped at `level` of `transform`.
+pub(crate) fn wrap(inner: Tensor, level: LevelId, transform: &'static str) -> Tensor {
+    Tensor::from_level(Arc::new(Passthrough {
+        inner,
+        level,
+        transform,
+    }))
+}
+
+/// The value of `t` one level below `level`: unwrapped if it lives there,
+/// as it is if it is dense or at a lower level.
+pub(crate) fn unwrap(t: &Tensor, level: LevelId) -> Tensor {
+    match t.downcast_level::<Passthrough>() {
+        Some(p) if p.level == level => p.inner.clone(),
+        _ => t.clone(),
+    }
+}
+
+/// A call's arguments one level below `level`.
+pub(crate) fn unwrap_args(args: &[Arg<Tensor>], level: LevelId) -> Result<Vec<Arg<Tensor>>> {
+    args.iter()
+        .map(|a| a.try_map(|t| Ok(unwrap(t, level))))
+        .collect()
 }
 
 fn traced(inner: Tensor, level: LevelId) -> Tensor {
-    Tensor::from_level(Arc::new(Traced { inner, level }))
+    wrap(inner, level, "trace")
 }
 
-impl LevelTensor for Traced {
+impl LevelTensor for Passthrough {
     fn level(&self) -> LevelId {
         self.level
     }
     fn transform(&self) -> &'static str {
-        "trace"
+        self.transform
     }
     fn kind(&self) -> &'static str {
-        "traced"
+        "passthrough"
     }
     fn shape(&self) -> &[usize] {
         self.inner.shape()
@@ -46,16 +74,28 @@ impl LevelTensor for Traced {
         self
     }
     fn permuted(&self, perm: &[usize]) -> Result<Tensor> {
-        Ok(traced(self.inner.permuted(perm)?, self.level))
+        Ok(wrap(self.inner.permuted(perm)?, self.level, self.transform))
     }
     fn unsqueezed(&self, dim: usize) -> Result<Tensor> {
-        Ok(traced(self.inner.unsqueezed(dim)?, self.level))
+        Ok(wrap(
+            self.inner.unsqueezed(dim)?,
+            self.level,
+            self.transform,
+        ))
     }
     fn select(&self, dim: usize, index: usize) -> Result<Tensor> {
-        Ok(traced(self.inner.select(dim, index)?, self.level))
+        Ok(wrap(
+            self.inner.select(dim, index)?,
+            self.level,
+            self.transform,
+        ))
     }
     fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor> {
-        Ok(traced(self.inner.broadcast_new_dim(dim, size)?, self.level))
+        Ok(wrap(
+            self.inner.broadcast_new_dim(dim, size)?,
+            self.level,
+            self.transform,
+        ))
     }
 }
 
@@ -83,18 +123,7 @@ impl Interpreter for Trace {
             .out_metas
             .map_or_else(Vec::new, |m| m[0].shape().to_vec());
         self.log.borrow_mut().push((call.entry.name(), shape));
-        let unwrapped = call
-            .args
-            .iter()
-            .map(|a| {
-                a.try_map(|t| {
-                    Ok(match t.downcast_level::<Traced>() {
-                        Some(tr) if tr.level == call.level => tr.inner.clone(),
-                        _ => t.clone(),
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let unwrapped = unwrap_args(call.args, call.level)?;
         let outs = dispatch::call_op(call.entry, &unwrapped)?;
         Ok(outs.into_iter().map(|t| traced(t, call.level)).collect())
     }
@@ -111,10 +140,7 @@ fn trace(f: impl FnOnce(Tensor) -> Result<Tensor>, x: &Tensor) -> Result<(Tensor
     let guard = dispatch::push_level("trace", |_| interp.clone())?;
     let level = guard.id();
     let out = f(traced(x.clone(), level))?;
-    let out = match out.downcast_level::<Traced>() {
-        Some(tr) if tr.level == level => tr.inner.clone(),
-        _ => out,
-    };
+    let out = unwrap(&out, level);
     drop(guard);
     let log = interp.log.borrow().clone();
     Ok((out, log))

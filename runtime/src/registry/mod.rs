@@ -8,8 +8,15 @@
 //! the same op. Each [`Problem`] names the op and the source location of every
 //! registration involved.
 //!
+//! A transform that needs a rule per op and is not one of the built-in three
+//! owns a [`RuleTable`] of its own (declared with
+//! [`rule_table!`](crate::rule_table), filled with [`rule!`](crate::rule)):
+//! the registry does not learn its name.
+//!
 //! Layer 3 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+
+mod rule_table;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,6 +25,8 @@ use std::sync::OnceLock;
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::schema::{ArgType, OpKind, OpSchema, OpTable, Role, TableRegistration};
 use crate::{Error, Result, Tensor};
+
+pub use rule_table::{RuleRegistration, RuleTable};
 
 /// The erased form of a `#[kernel]` or `#[decompose]` function.
 pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Outs<Tensor>>;
