@@ -459,37 +459,30 @@ pub const fn check_param(
         .push(", but ");
     let past_args = matches!(role, Role::Vjp | Role::Jvp) && index >= op.args.len();
     let vjp_tensor = past_args && matches!(role, Role::Vjp);
-    let m = if past_args && index - op.args.len() < op.returns.len() {
-        m.push("it must be the op's output ")
-            .code(sig.param_names[index])
-            .push(", of type ")
-            .code(sig.params[index])
-            .push(".")
+    // What the parameter must be, around its schema name and its type.
+    let (must_be, then) = if past_args && index - op.args.len() < op.returns.len() {
+        ("it must be the op's output ", ", of type ")
     } else if vjp_tensor {
-        m.push("it must be the cotangent ")
-            .code(sig.param_names[index])
-            .push(" of the op's output (the gradient flowing back into it), of type ")
-            .code(sig.params[index])
-            .push(".")
+        (
+            "it must be the cotangent ",
+            " of the op's output (the gradient flowing back into it), of type ",
+        )
     } else if past_args {
-        m.push("it must be the tangent ")
-            .code(sig.param_names[index])
-            .push(" of a tensor argument (`None` when the tangent is zero), of type ")
-            .code(sig.params[index])
-            .push(".")
+        (
+            "it must be the tangent ",
+            " of a tensor argument (`None` when the tangent is zero), of type ",
+        )
     } else if is_bdim {
-        m.push("it must be the batch dim of tensor argument ")
-            .code(sig.param_names[index])
-            .push(", of type ")
-            .code(sig.params[index])
-            .push(".")
+        ("it must be the batch dim of tensor argument ", ", of type ")
     } else {
-        m.push("schema argument ")
-            .code(sig.param_names[index])
-            .push(" is passed as ")
-            .code(sig.params[index])
-            .push(".")
+        ("schema argument ", " is passed as ")
     };
+    let m = m
+        .push(must_be)
+        .code(sig.param_names[index])
+        .push(then)
+        .code(sig.params[index])
+        .push(".");
     Some(expected(m, op, role))
 }
 

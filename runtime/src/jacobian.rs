@@ -14,10 +14,12 @@
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
-use std::ops::Range;
 
 use crate::forward::{forward_jacobian, scalar_output};
 use crate::grad::args::{argnums_methods, selected_ranges, Selected};
+/// The request [`Mode::blocks`] takes, and what it gives.
+#[doc(hidden)]
+pub use crate::grad::jacobian::{At, Blocks};
 use crate::grad::{gradient, reverse_jacobian, Argnum, Argnums, GradArgs};
 use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, Randomness, Result, Tensor, TensorTree};
@@ -187,11 +189,8 @@ pub trait Mode {
     #[doc(hidden)]
     fn blocks<A: TensorTree, O: TensorTree, X: TensorTree>(
         f: &impl Fn(A) -> Result<(O, X)>,
-        inner: &A,
-        ranges: &[Range<usize>],
-        chunk_size: Option<usize>,
-        randomness: Randomness,
-    ) -> Result<(O, Vec<Vec<Tensor>>, X)>;
+        at: At<'_, A>,
+    ) -> Blocks<O, X>;
 }
 
 /// Reverse mode: [`jacrev`].
@@ -207,13 +206,10 @@ impl Mode for Reverse {
     const NAME: &'static str = "jacrev";
     fn blocks<A: TensorTree, O: TensorTree, X: TensorTree>(
         f: &impl Fn(A) -> Result<(O, X)>,
-        inner: &A,
-        ranges: &[Range<usize>],
-        chunk_size: Option<usize>,
-        _: Randomness,
-    ) -> Result<(O, Vec<Vec<Tensor>>, X)> {
+        at: At<'_, A>,
+    ) -> Blocks<O, X> {
         // f runs once (the vmap is over the pullback): no randomness to set.
-        reverse_jacobian(Self::NAME, f, inner, ranges, chunk_size)
+        reverse_jacobian(f, at)
     }
 }
 
@@ -222,12 +218,26 @@ impl Mode for Forward {
     const NAME: &'static str = "jacfwd";
     fn blocks<A: TensorTree, O: TensorTree, X: TensorTree>(
         f: &impl Fn(A) -> Result<(O, X)>,
-        inner: &A,
-        ranges: &[Range<usize>],
-        chunk_size: Option<usize>,
-        randomness: Randomness,
-    ) -> Result<(O, Vec<Vec<Tensor>>, X)> {
-        forward_jacobian(Self::NAME, f, inner, ranges, chunk_size, randomness)
+        at: At<'_, A>,
+    ) -> Blocks<O, X> {
+        forward_jacobian(f, at)
+    }
+}
+
+/// What the Jacobian and Hessian builders let the caller set: the basis
+/// vectors per batched pass, and how a random op draws across them.
+#[derive(Clone, Copy, Debug)]
+struct Knobs {
+    chunk_size: Option<usize>,
+    randomness: Randomness,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            chunk_size: None,
+            randomness: Randomness::Error,
+        }
     }
 }
 
@@ -237,8 +247,7 @@ impl Mode for Forward {
 #[must_use = "a Jacobian builder only prepares the transform: call `.call(args)` to run it"]
 pub struct Jacobian<F, A, S = Argnum<0>, M = Reverse, H = NoAux> {
     f: F,
-    chunk_size: Option<usize>,
-    randomness: Randomness,
+    knobs: Knobs,
     args: PhantomData<fn(A, S, M, H)>,
 }
 
@@ -255,8 +264,7 @@ impl<F: Clone, A, S, M, H> Clone for Jacobian<F, A, S, M, H> {
     fn clone(&self) -> Self {
         Jacobian {
             f: self.f.clone(),
-            chunk_size: self.chunk_size,
-            randomness: self.randomness,
+            knobs: self.knobs,
             args: PhantomData,
         }
     }
@@ -267,8 +275,8 @@ impl<F, A, S: Selected, M: Mode, H> std::fmt::Debug for Jacobian<F, A, S, M, H> 
         f.debug_struct("Jacobian")
             .field("mode", &M::NAME)
             .field("argnums", &S::ARGNUMS)
-            .field("chunk_size", &self.chunk_size)
-            .field("randomness", &self.randomness)
+            .field("chunk_size", &self.knobs.chunk_size)
+            .field("randomness", &self.knobs.randomness)
             .finish_non_exhaustive()
     }
 }
@@ -277,8 +285,7 @@ impl<F, A, S: Selected, M: Mode, H> std::fmt::Debug for Jacobian<F, A, S, M, H> 
 fn builder<F, A, M, H>(f: F) -> Jacobian<F, A, Argnum<0>, M, H> {
     Jacobian {
         f,
-        chunk_size: None,
-        randomness: Randomness::Error,
+        knobs: Knobs::default(),
         args: PhantomData,
     }
 }
@@ -426,8 +433,7 @@ impl<F, A, S, D: Mode, H> Jacobian<F, A, S, D, H> {
     fn retag<T>(self) -> Jacobian<F, A, T, D, H> {
         Jacobian {
             f: self.f,
-            chunk_size: self.chunk_size,
-            randomness: self.randomness,
+            knobs: self.knobs,
             args: PhantomData,
         }
     }
@@ -437,7 +443,7 @@ impl<F, A, S, D: Mode, H> Jacobian<F, A, S, D, H> {
     /// (see [`Vmap::chunk_size`](crate::Vmap::chunk_size)), bounding the
     /// memory of the batched pass by the chunk; the Jacobian is the same.
     pub fn chunk_size(mut self, size: usize) -> Self {
-        self.chunk_size = Some(size);
+        self.knobs.chunk_size = Some(size);
         self
     }
 
@@ -468,13 +474,14 @@ impl<F, A, S, D: Mode, H> Jacobian<F, A, S, D, H> {
     ) -> Result<JacobianOf<I, T, K, R>> {
         let inner = args.inner(D::NAME)?;
         let ranges = selected_ranges::<I, T>(D::NAME, &inner)?;
-        let (out, per_output, aux) = D::blocks(
-            &|a| Ok(K::split(f(a)?)),
-            &inner,
-            &ranges,
-            self.chunk_size,
-            self.randomness,
-        )?;
+        let at = At {
+            what: D::NAME,
+            inner: &inner,
+            ranges: &ranges,
+            chunk_size: self.knobs.chunk_size,
+            randomness: self.knobs.randomness,
+        };
+        let (out, per_output, aux) = D::blocks(&|a| Ok(K::split(f(a)?)), at)?;
         Ok(K::with(assemble::<I, T, _>(&inner, &out, per_output)?, aux))
     }
 }
@@ -488,7 +495,7 @@ impl<F, A, S, H> Jacobian<F, A, S, Forward, H> {
     /// independent draw per column. (jacrev runs `f` once and has no such
     /// setting.)
     pub fn randomness(mut self, randomness: Randomness) -> Self {
-        self.randomness = randomness;
+        self.knobs.randomness = randomness;
         self
     }
 }
@@ -498,8 +505,7 @@ impl<F, A, S, H> Jacobian<F, A, S, Forward, H> {
 #[must_use = "`hessian(f)` only prepares the transform: call `.call(args)` to run it"]
 pub struct Hessian<F, A, S = Argnum<0>> {
     f: F,
-    chunk_size: Option<usize>,
-    randomness: Randomness,
+    knobs: Knobs,
     args: PhantomData<fn(A, S)>,
 }
 
@@ -507,8 +513,7 @@ impl<F: Clone, A, S> Clone for Hessian<F, A, S> {
     fn clone(&self) -> Self {
         Hessian {
             f: self.f.clone(),
-            chunk_size: self.chunk_size,
-            randomness: self.randomness,
+            knobs: self.knobs,
             args: PhantomData,
         }
     }
@@ -518,8 +523,8 @@ impl<F, A, S: Selected> std::fmt::Debug for Hessian<F, A, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hessian")
             .field("argnums", &S::ARGNUMS)
-            .field("chunk_size", &self.chunk_size)
-            .field("randomness", &self.randomness)
+            .field("chunk_size", &self.knobs.chunk_size)
+            .field("randomness", &self.knobs.randomness)
             .finish_non_exhaustive()
     }
 }
@@ -563,8 +568,7 @@ where
 {
     Hessian {
         f,
-        chunk_size: None,
-        randomness: Randomness::Error,
+        knobs: Knobs::default(),
         args: PhantomData,
     }
 }
@@ -575,8 +579,7 @@ impl<F, A, S> Hessian<F, A, S> {
     fn retag<T>(self) -> Hessian<F, A, T> {
         Hessian {
             f: self.f,
-            chunk_size: self.chunk_size,
-            randomness: self.randomness,
+            knobs: self.knobs,
             args: PhantomData,
         }
     }
@@ -584,14 +587,14 @@ impl<F, A, S> Hessian<F, A, S> {
     /// Pushes at most `size` columns forward at a time (see
     /// [`Jacobian::chunk_size`]).
     pub fn chunk_size(mut self, size: usize) -> Self {
-        self.chunk_size = Some(size);
+        self.knobs.chunk_size = Some(size);
         self
     }
 
     /// How a random op in `f` draws across the Hessian's columns (see
     /// [`Jacobian::randomness`]): refused by default.
     pub fn randomness(mut self, randomness: Randomness) -> Self {
-        self.randomness = randomness;
+        self.knobs.randomness = randomness;
         self
     }
 
@@ -629,14 +632,14 @@ impl<F, A, S> Hessian<F, A, S> {
             let (_, (), g) = gradient::<_, Tensor>(what, f, &a, &ranges)?;
             Ok((g, Vec::new()))
         };
-        let (_, per_output, _) = forward_jacobian(
+        let at = At {
             what,
-            &gradient_leaves,
-            &inner,
-            &ranges,
-            self.chunk_size,
-            self.randomness,
-        )?;
+            inner: &inner,
+            ranges: &ranges,
+            chunk_size: self.knobs.chunk_size,
+            randomness: self.knobs.randomness,
+        };
+        let (_, per_output, _) = forward_jacobian(&gradient_leaves, at)?;
         // The gradient has the selection's structure, and so has each row of
         // blocks: the selected leaves themselves serve as its template.
         let mut all = Vec::new();

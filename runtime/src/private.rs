@@ -426,46 +426,61 @@ impl<X, T> Probe<X, T> {
     }
 }
 
-pub trait ProbeArg<'a, X, T> {
-    fn arg(&self, args: &'a [Arg<X>], i: usize) -> Result<T>;
+/// Declares a probe trait (`$probe`) with its one method, implemented for
+/// `&$target` by the body given where the parameter type allows it (`$t:
+/// $bound`), and its fallback twin (`$fallback`), implemented for `$target`
+/// itself by the never-taken error naming `$what` and the index `$index`.
+macro_rules! probe {
+    (
+        $(#[$doc:meta])*
+        $probe:ident / $fallback:ident<$($g:tt),*> for $target:ty, $t:ident: $bound:path;
+        fn $method:ident(&self $(, $p:ident: $pt:ty)*) -> Result<T> $body:block
+        else ($what:literal, $index:ident)
+    ) => {
+        $(#[$doc])*
+        pub trait $probe<$($g),*> {
+            fn $method(&self $(, $p: $pt)*) -> Result<T>;
+        }
+        impl<$($g),*> $probe<$($g),*> for &$target
+        where
+            $t: $bound,
+        {
+            fn $method(&self $(, $p: $pt)*) -> Result<T> $body
+        }
+        pub trait $fallback<$($g),*> {
+            fn $method(&self $(, $p: $pt)*) -> Result<T>;
+        }
+        impl<$($g),*> $fallback<$($g),*> for $target {
+            fn $method(&self $(, $p: $pt)*) -> Result<T> {
+                let _ = ($($p,)*);
+                Err(shim_error($what, $index))
+            }
+        }
+    };
 }
-impl<'a, X, T: FromArg<'a, X>> ProbeArg<'a, X, T> for &Probe<X, T> {
+
+probe! {
+    /// A parameter that is argument `i` of the op.
+    ProbeArg / ProbeArgFallback<'a, X, T> for Probe<X, T>, T: FromArg<'a, X>;
     fn arg(&self, args: &'a [Arg<X>], i: usize) -> Result<T> {
         T::from_arg(args.get(i).ok_or_else(|| shim_error("argument", i))?, i)
     }
-}
-pub trait ProbeArgFallback<'a, X, T> {
-    fn arg(&self, args: &'a [Arg<X>], i: usize) -> Result<T>;
-}
-impl<'a, X, T> ProbeArgFallback<'a, X, T> for Probe<X, T> {
-    fn arg(&self, _: &'a [Arg<X>], i: usize) -> Result<T> {
-        Err(shim_error("parameter", i))
-    }
+    else ("parameter", i)
 }
 
-pub trait ProbeBDim<'a, T> {
-    fn bdim(&self, bdims: &'a [BDim], i: usize) -> Result<T>;
-}
-impl<'a, T: FromBDim<'a>> ProbeBDim<'a, T> for &Probe<BDim, T> {
+probe! {
+    /// A batching rule's parameter that is the batch dim of argument `i`.
+    ProbeBDim / ProbeBDimFallback<'a, T> for Probe<BDim, T>, T: FromBDim<'a>;
     fn bdim(&self, bdims: &'a [BDim], i: usize) -> Result<T> {
         T::from_bdim(bdims.get(i).ok_or_else(|| shim_error("batch dim", i))?, i)
     }
-}
-pub trait ProbeBDimFallback<'a, T> {
-    fn bdim(&self, bdims: &'a [BDim], i: usize) -> Result<T>;
-}
-impl<'a, T> ProbeBDimFallback<'a, T> for Probe<BDim, T> {
-    fn bdim(&self, _: &'a [BDim], i: usize) -> Result<T> {
-        Err(shim_error("batch dim", i))
-    }
+    else ("batch dim", i)
 }
 
-/// A vjp's parameter `i` past the op's arguments: output `i`, or past the
-/// outputs, the cotangent of output `i - outputs.len()`.
-pub trait ProbeTensor<'a, T> {
-    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T>;
-}
-impl<'a, T: From<&'a Tensor>> ProbeTensor<'a, T> for &Probe<Tensor, T> {
+probe! {
+    /// A vjp's parameter `i` past the op's arguments: output `i`, or past the
+    /// outputs, the cotangent of output `i - outputs.len()`.
+    ProbeTensor / ProbeTensorFallback<'a, T> for Probe<Tensor, T>, T: From<&'a Tensor>;
     fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T> {
         let t = match i.checked_sub(outputs.len()) {
             None => outputs.get(i),
@@ -474,32 +489,16 @@ impl<'a, T: From<&'a Tensor>> ProbeTensor<'a, T> for &Probe<Tensor, T> {
         t.map(T::from)
             .ok_or_else(|| shim_error("output or cotangent", i))
     }
-}
-pub trait ProbeTensorFallback<'a, T> {
-    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T>;
-}
-impl<'a, T> ProbeTensorFallback<'a, T> for Probe<Tensor, T> {
-    fn tensor(&self, _: &'a [Tensor], _: &'a [Tensor], i: usize) -> Result<T> {
-        Err(shim_error("output or cotangent", i))
-    }
+    else ("output or cotangent", i)
 }
 
-/// A jvp's parameter `k` past the op's arguments, see [`FromJvpInputs`].
-pub trait ProbeJvp<'a, T> {
-    fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T>;
-}
-impl<'a, T: FromJvpInputs<'a>> ProbeJvp<'a, T> for &Probe<Tensor, T> {
+probe! {
+    /// A jvp's parameter `k` past the op's arguments, see [`FromJvpInputs`].
+    ProbeJvp / ProbeJvpFallback<'a, T> for Probe<Tensor, T>, T: FromJvpInputs<'a>;
     fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T> {
         T::from_jvp(inputs, k).ok_or_else(|| shim_error("output or tangent", k))
     }
-}
-pub trait ProbeJvpFallback<'a, T> {
-    fn jvp_input(&self, inputs: &JvpInputs<'a>, k: usize) -> Result<T>;
-}
-impl<'a, T> ProbeJvpFallback<'a, T> for Probe<Tensor, T> {
-    fn jvp_input(&self, _: &JvpInputs<'a>, k: usize) -> Result<T> {
-        Err(shim_error("output or tangent", k))
-    }
+    else ("output or tangent", k)
 }
 
 /// The return-value twin of [`Probe`].

@@ -3,13 +3,12 @@
 //! is this, put into structures by [`crate::jacobian`]).
 
 use std::cell::RefCell;
-use std::ops::Range;
 
 use crate::core::alloc::checked_numel;
-use crate::grad::jacobian::{by_chunks, float_output, identity_blocks, no_outputs};
+use crate::grad::jacobian::{by_chunks, float_output, identity_blocks, no_outputs, At, Blocks};
 use crate::grad::{inconsistent_ranges, position};
 use crate::ops::internal;
-use crate::{vmap, Error, Randomness, Result, Tensor, TensorTree};
+use crate::{vmap, Error, Result, Tensor, TensorTree};
 
 use super::api::push_forward;
 
@@ -19,13 +18,16 @@ use super::api::push_forward;
 /// per differentiated leaf, and `f`'s aux output (that of the first chunk of
 /// columns; it does not depend on them).
 pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
-    what: &'static str,
     f: &impl Fn(A) -> Result<(O, X)>,
-    inner: &A,
-    ranges: &[Range<usize>],
-    chunk_size: Option<usize>,
-    randomness: Randomness,
-) -> Result<(O, Vec<Vec<Tensor>>, X)> {
+    at: At<'_, A>,
+) -> Blocks<O, X> {
+    let At {
+        what,
+        inner,
+        ranges,
+        chunk_size,
+        randomness,
+    } = at;
     let mut all = Vec::new();
     inner.leaves(&mut all);
     let mut leaves = Vec::new();

@@ -90,6 +90,15 @@ pub(super) struct Pullback {
 }
 
 impl Pullback {
+    /// The `Debug` output of a function value holding this pullback: its
+    /// inputs' and outputs' shapes and dtypes.
+    fn debug_as(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish_non_exhaustive()
+    }
+
     pub(super) fn call(&self, what: &str, cotangents: &[Tensor]) -> Result<Vec<Tensor>> {
         if cotangents.len() != self.outputs.len() {
             return Err(Error::Tensor(format!(
@@ -278,10 +287,7 @@ impl<G: TensorTree, C: TensorTree> VjpFn<G, C> {
 
 impl<G, C> std::fmt::Debug for VjpFn<G, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VjpFn")
-            .field("inputs", &self.pullback.inputs)
-            .field("outputs", &self.pullback.outputs)
-            .finish_non_exhaustive()
+        self.pullback.debug_as("VjpFn", f)
     }
 }
 
@@ -311,18 +317,23 @@ where
     F: TransformFnOnce<I::Inner, O, name::vjp, M>,
     M: OneArgument<name::vjp>,
 {
+    vjp_of(args, |a| f.run_once(a), outputs_of)
+}
+
+/// [`vjp`] and [`vjp_with_aux`]: traces `f` at `args` with respect to every
+/// leaf, `outputs` picking the outputs to differentiate from what `f`
+/// returns (and unwrapping the rest), and pairs what it keeps with the
+/// pullback.
+fn vjp_of<I: GradArgs, R, O, T>(
+    args: I,
+    f: impl FnOnce(I::Inner) -> Result<R>,
+    outputs: impl FnOnce(R, LevelId) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, T)>,
+) -> Result<(T, VjpFn<I::Inner, O>)> {
     let inner = args.inner("vjp")?;
     let all = 0..inner.leaf_count();
-    let (out, pullback) = trace(
-        "vjp",
-        |a| f.run_once(a),
-        &inner,
-        std::slice::from_ref(&all),
-        false,
-        outputs_of,
-    )?;
+    let (kept, pullback) = trace("vjp", f, &inner, std::slice::from_ref(&all), false, outputs)?;
     Ok((
-        out,
+        kept,
         VjpFn {
             pullback,
             template: inner,
@@ -591,29 +602,16 @@ where
     F: TransformFnOnce<I::Inner, (O, X), name::vjp, M>,
     M: OneArgument<name::vjp>,
 {
-    let inner = args.inner("vjp")?;
-    let all = 0..inner.leaf_count();
-    let ((out, aux), pullback) = trace(
-        "vjp",
+    let ((out, aux), pullback) = vjp_of(
+        args,
         |a| f.run_once(a),
-        &inner,
-        std::slice::from_ref(&all),
-        false,
         |(o, x): (O, X), level| {
             let (outs, roots, o) = outputs_of(o, level)?;
             let x = x.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))?;
             Ok((outs, roots, (o, x)))
         },
     )?;
-    Ok((
-        out,
-        VjpFn {
-            pullback,
-            template: inner,
-            outputs: PhantomData,
-        },
-        aux,
-    ))
+    Ok((out, pullback, aux))
 }
 
 /// The linear map `t ↦ J·t` of a function at a point, returned by
@@ -638,10 +636,7 @@ pub struct LinearizeFn<T, O> {
 
 impl<T, O> std::fmt::Debug for LinearizeFn<T, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LinearizeFn")
-            .field("inputs", &self.pullback.inputs)
-            .field("outputs", &self.pullback.outputs)
-            .finish_non_exhaustive()
+        self.pullback.debug_as("LinearizeFn", f)
     }
 }
 

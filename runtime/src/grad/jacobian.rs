@@ -7,26 +7,52 @@ use std::ops::Range;
 
 use crate::core::alloc::{check_alloc_in, checked_numel};
 use crate::vmap::join::Joiner;
-use crate::{vmap, DType, Error, Result, Tensor, TensorTree};
+use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::{outputs_of, primal, trace};
 use crate::ops::internal;
+
+/// Where a Jacobian is taken and how, for either mode: the transform
+/// asking (for messages), the point (`inner`, one level down), the leaves to
+/// differentiate (`ranges` of `inner`'s leaves), how many basis vectors go
+/// through `f` at once, and how a random op draws across them (forward mode
+/// only: reverse mode runs `f` once).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a, A> {
+    pub what: &'static str,
+    pub inner: &'a A,
+    pub ranges: &'a [Range<usize>],
+    pub chunk_size: Option<usize>,
+    pub randomness: Randomness,
+}
+
+/// What a mode's Jacobian gives: `f`'s output (or its structure), for each
+/// of its leaves one block `out ++ leaf` per differentiated leaf, and `f`'s
+/// aux output.
+#[doc(hidden)]
+pub type Blocks<O, X> = Result<(O, Vec<Vec<Tensor>>, X)>;
 
 /// The Jacobian of `f` at `inner` with respect to the leaves in `ranges`:
 /// `f`'s output (one level down), for each of its leaves one tensor of shape
 /// `out ++ leaf` per differentiated leaf, and `f`'s aux output (unwrapped).
 pub(crate) fn reverse_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
-    what: &'static str,
     f: impl FnOnce(A) -> Result<(O, X)>,
-    inner: &A,
-    ranges: &[Range<usize>],
-    chunk_size: Option<usize>,
-) -> Result<(O, Vec<Vec<Tensor>>, X)> {
-    let ((out, aux), pullback) = trace(what, f, inner, ranges, true, |(o, x): (O, X), level| {
-        let (outs, roots, o) = outputs_of(o, level)?;
-        let x = x.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))?;
-        Ok((outs, roots, (o, x)))
-    })?;
+    at: At<'_, A>,
+) -> Blocks<O, X> {
+    let what = at.what;
+    let ((out, aux), pullback) = trace(
+        what,
+        f,
+        at.inner,
+        at.ranges,
+        true,
+        |(o, x): (O, X), level| {
+            let (outs, roots, o) = outputs_of(o, level)?;
+            let x = x.map_leaves(&mut |t| primal(t, level).map(|(t, _)| t))?;
+            Ok((outs, roots, (o, x)))
+        },
+    )?;
     let mut outs = Vec::new();
     out.leaves(&mut outs);
     if outs.is_empty() {
@@ -43,7 +69,7 @@ pub(crate) fn reverse_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
     // Rows of the identity of the outputs' space, a chunk at a time (all at
     // once by default), each batch of rows pulled back under one vmap; the
     // rows are built per chunk, so a chunk bounds the memory of the basis.
-    let grads = by_chunks(what, rows, chunk_size, "row", |start, len| {
+    let grads = by_chunks(what, rows, at.chunk_size, "row", |start, len| {
         let basis = identity_blocks(what, start, len, &outs)?;
         // The vmap over the rows is this transform's, not the user's: its
         // errors are reported as `what`'s.

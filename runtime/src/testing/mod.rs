@@ -145,16 +145,7 @@ pub fn check_op(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
-    let tensors = sample_tensors(sample);
-    check_vmap_randomness(
-        |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
-        &tensors,
-        randomness_for(entry),
-    )
-    .map_err(|m| Mismatch {
-        case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
-        detail: m.detail,
-    })
+    check_one(entry, sample, |f, t, r| check_vmap_randomness(f, t, r))
 }
 
 /// [`check_vmap_errors`] for one op called with one error sample (a random
@@ -163,13 +154,24 @@ pub fn check_op_errors(
     entry: &'static OpEntry,
     sample: &[Arg<Tensor>],
 ) -> std::result::Result<usize, Mismatch> {
+    check_one(entry, sample, check_vmap_errors_impl)
+}
+
+/// The op `entry` as a function of `sample`'s tensors, run through `check`;
+/// a mismatch's case names the op and the sample.
+fn check_one(
+    entry: &'static OpEntry,
+    sample: &[Arg<Tensor>],
+    check: impl FnOnce(
+        &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+        &[Tensor],
+        Randomness,
+    ) -> std::result::Result<usize, Mismatch>,
+) -> std::result::Result<usize, Mismatch> {
     let tensors = sample_tensors(sample);
-    check_vmap_errors_impl(
-        |ts| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec()),
-        &tensors,
-        randomness_for(entry),
-    )
-    .map_err(|m| Mismatch {
+    let op =
+        |ts: &[Tensor]| Ok(crate::dispatch::call_op(entry, &with_tensors(sample, ts)?)?.into_vec());
+    check(&op, &tensors, randomness_for(entry)).map_err(|m| Mismatch {
         case: format!("{} {}: {}", entry.name(), describe(sample), m.case),
         detail: m.detail,
     })
@@ -648,19 +650,16 @@ where
     F: Fn(&[Tensor]) -> Result<O>,
     O: VmapOutputs,
 {
-    check_vmap_errors_impl(f, inputs, Randomness::Error)
+    let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
+    check_vmap_errors_impl(&f, inputs, Randomness::Error)
 }
 
-fn check_vmap_errors_impl<F, O>(
-    f: F,
+/// [`check_vmap_errors`] of `f` under `randomness`.
+fn check_vmap_errors_impl(
+    f: &dyn Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     inputs: &[Tensor],
     randomness: Randomness,
-) -> std::result::Result<usize, Mismatch>
-where
-    F: Fn(&[Tensor]) -> Result<O>,
-    O: VmapOutputs,
-{
-    let f = |xs: &[Tensor]| f(xs).map(|o| o.into_outputs().into_vec());
+) -> std::result::Result<usize, Mismatch> {
     let expected = match f(inputs) {
         Ok(outs) => {
             return Err(Mismatch {
