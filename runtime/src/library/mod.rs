@@ -1,6 +1,7 @@
 //! The built-in op library, one file per op family, each named after its op
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
-//! a downstream crate uses.
+//! a downstream crate uses. `gemm.rs` is no op family: it is the dense
+//! matrix-product engine under `linalg.rs`'s products.
 //!
 //! Layer 12 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
@@ -14,6 +15,7 @@ mod derivative;
 mod dims;
 mod embedding;
 mod factories;
+mod gemm;
 mod indexing;
 mod join;
 mod jvp;
