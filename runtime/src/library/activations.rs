@@ -345,27 +345,13 @@ fn hardtanh_errors() -> Vec<crate::testing::Sample> {
     )
 }
 
-crate::op_samples!(op = "erf", samples = erf_samples, errors = erf_errors);
-crate::op_samples!(
-    op = "logsigmoid",
-    samples = erf_samples,
-    errors = erf_errors
-);
-crate::op_samples!(op = "silu", samples = erf_samples, errors = erf_errors);
-crate::op_samples!(
-    op = "softplus",
-    samples = softplus_samples,
-    errors = softplus_errors
-);
-crate::op_samples!(op = "elu", samples = elu_samples, errors = elu_errors);
-crate::op_samples!(op = "gelu", samples = gelu_samples, errors = gelu_errors);
-crate::op_samples!(
-    op = "leaky_relu",
-    samples = leaky_relu_samples,
-    errors = leaky_relu_errors
-);
-crate::op_samples!(
-    op = "hardtanh",
-    samples = hardtanh_samples,
-    errors = hardtanh_errors
-);
+super::samples::register_samples! {
+    "erf" => erf_samples, erf_errors;
+    "logsigmoid" => erf_samples, erf_errors;
+    "silu" => erf_samples, erf_errors;
+    "softplus" => softplus_samples, softplus_errors;
+    "elu" => elu_samples, elu_errors;
+    "gelu" => gelu_samples, gelu_errors;
+    "leaky_relu" => leaky_relu_samples, leaky_relu_errors;
+    "hardtanh" => hardtanh_samples, hardtanh_errors;
+}

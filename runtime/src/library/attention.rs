@@ -1130,26 +1130,12 @@ fn vector_norm_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "baddbmm",
-    samples = baddbmm_samples,
-    errors = baddbmm_errors
-);
-crate::op_samples!(
-    op = "scaled_dot_product_attention",
-    samples = sdpa_samples,
-    errors = sdpa_errors
-);
-crate::op_samples!(
-    op = "cumsum",
-    samples = cumsum_samples,
-    errors = cumsum_errors
-);
-crate::op_samples!(
-    op = "vector_norm",
-    samples = vector_norm_samples,
-    errors = vector_norm_errors
-);
+super::samples::register_samples! {
+    "baddbmm" => baddbmm_samples, baddbmm_errors;
+    "scaled_dot_product_attention" => sdpa_samples, sdpa_errors;
+    "cumsum" => cumsum_samples, cumsum_errors;
+    "vector_norm" => vector_norm_samples, vector_norm_errors;
+}
 
 fn einsum_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;

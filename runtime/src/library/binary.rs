@@ -532,5 +532,7 @@ fn clamp_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(op = "where", samples = where_samples, errors = where_errors);
-crate::op_samples!(op = "clamp", samples = clamp_samples, errors = clamp_errors);
+super::samples::register_samples! {
+    "where" => where_samples, where_errors;
+    "clamp" => clamp_samples, clamp_errors;
+}

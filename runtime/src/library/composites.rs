@@ -439,26 +439,12 @@ fn layer_norm_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "linear",
-    samples = linear_samples,
-    errors = linear_errors
-);
-crate::op_samples!(
-    op = "linear_relu",
-    samples = linear_samples,
-    errors = linear_errors
-);
-crate::op_samples!(
-    op = "cross_entropy",
-    samples = cross_entropy_samples,
-    errors = cross_entropy_errors
-);
-crate::op_samples!(
-    op = "layer_norm",
-    samples = layer_norm_samples,
-    errors = layer_norm_errors
-);
+super::samples::register_samples! {
+    "linear" => linear_samples, linear_errors;
+    "linear_relu" => linear_samples, linear_errors;
+    "cross_entropy" => cross_entropy_samples, cross_entropy_errors;
+    "layer_norm" => layer_norm_samples, layer_norm_errors;
+}
 
 /// Rows of edge values: all -inf, a +inf, a NaN, mixed infinities.
 fn infinite_rows() -> Tensor {
@@ -574,15 +560,9 @@ fn mse_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "softmax",
-    samples = softmax_samples,
-    errors = softmax_errors
-);
-crate::op_samples!(
-    op = "logsumexp",
-    samples = logsumexp_samples,
-    errors = logsumexp_errors
-);
-crate::op_samples!(op = "var", samples = var_samples, errors = var_errors);
-crate::op_samples!(op = "mse_loss", samples = mse_samples, errors = mse_errors);
+super::samples::register_samples! {
+    "softmax" => softmax_samples, softmax_errors;
+    "logsumexp" => logsumexp_samples, logsumexp_errors;
+    "var" => var_samples, var_errors;
+    "mse_loss" => mse_samples, mse_errors;
+}

@@ -32,6 +32,74 @@ struct Window<const D: usize> {
     stride: [usize; D],
 }
 
+/// The window arguments of `unfold`/`fold` as the user wrote them.
+#[derive(Clone, Copy)]
+pub(crate) struct WindowArgs<'a> {
+    pub kernel_size: &'a [i64],
+    pub dilation: &'a [i64],
+    pub padding: &'a [i64],
+    pub stride: &'a [i64],
+}
+
+/// Declares a function of `unfold` or `fold`: `x` and the parameters before
+/// the window (`fold`'s `output_size`, a batching rule's `bdim`), the op
+/// table's window arguments (`kernel_size`, `dilation`, `padding`,
+/// `stride`), then the `rest`. The body sees the window as one
+/// [`WindowArgs`] `$w`. The metas, kernels, batching rules and vjps of the
+/// sliding-block ops are declared with it.
+macro_rules! window_fn {
+    ($($(#[$attr:meta])* fn $name:ident($($p:ident: $t:ty),*; $w:ident $(, $q:ident: $u:ty)* $(,)?)
+        -> $ret:ty $body:block)*) => {$(
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            $($p: $t,)*
+            kernel_size: &[i64],
+            dilation: &[i64],
+            padding: &[i64],
+            stride: &[i64],
+            $($q: $u,)*
+        ) -> $ret {
+            let $w = $crate::library::conv::WindowArgs { kernel_size, dilation, padding, stride };
+            $body
+        }
+    )*};
+}
+pub(crate) use window_fn;
+
+/// The arguments of a convolution after its input, weight and bias, as the
+/// user wrote them (`padding` is a list, or a word for `conv*_padding`).
+#[derive(Clone, Copy)]
+struct ConvArgs<'a, P> {
+    stride: &'a [i64],
+    padding: P,
+    dilation: &'a [i64],
+    groups: i64,
+}
+
+/// Declares a function of a convolution: `x`, `weight` and `bias`, then the
+/// op table's `stride`, `padding` (of type `$pt`), `dilation` and `groups`,
+/// which the body sees as one [`ConvArgs`] `$a`. The metas and
+/// decompositions of the convolutions are declared with it.
+macro_rules! conv_fn {
+    ($($(#[$attr:meta])* fn $name:ident($x:ident: $xt:ty, $w:ident: $wt:ty, $b:ident: $bt:ty;
+        $a:ident: $pt:ty) -> $ret:ty $body:block)*) => {$(
+        $(#[$attr])*
+        fn $name(
+            $x: $xt,
+            $w: $wt,
+            $b: $bt,
+            stride: &[i64],
+            padding: $pt,
+            dilation: &[i64],
+            groups: i64,
+        ) -> $ret {
+            let $a = ConvArgs { stride, padding, dilation, groups };
+            $body
+        }
+    )*};
+}
+
 /// The `int[]` argument `name` as `D` values: one value per spatial dim, or
 /// one for all of them (PyTorch's `stride=2`); each at least `min`.
 fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
@@ -62,6 +130,10 @@ fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usiz
 }
 
 impl<const D: usize> Window<D> {
+    fn of(w: &WindowArgs) -> Result<Self> {
+        Self::new(w.kernel_size, w.dilation, w.padding, w.stride)
+    }
+
     fn new(kernel: &[i64], dilation: &[i64], padding: &[i64], stride: &[i64]) -> Result<Self> {
         Ok(Window {
             kernel: per_dim("kernel_size", kernel, 1)?,
@@ -156,6 +228,29 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// The geometry of an op on `n` images of `c` channels of spatial size
+    /// `size`, with its output shape: the `n` images if `batched`, then
+    /// `dims` (checked against the allocation limit).
+    fn with_output(
+        (n, c, size): (usize, usize, [usize; 2]),
+        window: Window<2>,
+        blocks: [usize; 2],
+        batched: bool,
+        dims: &[usize],
+    ) -> Result<(Vec<usize>, Geometry)> {
+        let mut out = if batched { vec![n] } else { vec![] };
+        out.extend_from_slice(dims);
+        crate::core::alloc::checked_numel(&out)?;
+        let g = Geometry {
+            n,
+            c,
+            size,
+            window,
+            blocks,
+        };
+        Ok((out, g))
+    }
+
     /// For each (image and channel, kernel row, kernel column, block row):
     /// calls `row(image_channel, input_row, cols)` with the input row it reads
     /// (`None`: all padding) and the valid block columns `cols` with the first
@@ -251,33 +346,21 @@ macro_rules! on_float {
     };
 }
 
-fn unfold_array<T: LinalgScalar + Cached + crate::Element>(
+/// `values` (`unfold_values` or `fold_values`) of the standard-layout
+/// values of `a`, shaped as `shape`; `what` names the op in errors.
+fn blocks_array<T: LinalgScalar + Cached + crate::Element>(
     a: &ArcArray<T, IxDyn>,
-    g: &Geometry,
     shape: &[usize],
+    what: &str,
+    values: impl FnOnce(&[T]) -> Result<Vec<T>>,
 ) -> Result<Tensor> {
     let a = crate::core::buffers::standard(a.view());
-    let values = a
+    let x = a
         .as_slice()
-        .ok_or_else(|| Error::invalid("unfold: the input is not contiguous"))?;
-    let out = unfold_values(values, g)?;
-    ArrayD::from_shape_vec(IxDyn(shape), out)
+        .ok_or_else(|| Error::invalid(format!("{what}: the input is not contiguous")))?;
+    ArrayD::from_shape_vec(IxDyn(shape), values(x)?)
         .map(Tensor::from)
-        .map_err(|e| Error::invalid(format!("unfold: {e}")))
-}
-
-fn fold_array<T: LinalgScalar + Cached + crate::Element>(
-    a: &ArcArray<T, IxDyn>,
-    g: &Geometry,
-    shape: &[usize],
-) -> Result<Tensor> {
-    let a = crate::core::buffers::standard(a.view());
-    let values = a
-        .as_slice()
-        .ok_or_else(|| Error::invalid("fold: the input is not contiguous"))?;
-    ArrayD::from_shape_vec(IxDyn(shape), fold_values(values, g))
-        .map(Tensor::from)
-        .map_err(|e| Error::invalid(format!("fold: {e}")))
+        .map_err(|e| Error::invalid(format!("{what}: {e}")))
 }
 
 // ---------------------------------------------------------------------------
@@ -285,13 +368,7 @@ fn fold_array<T: LinalgScalar + Cached + crate::Element>(
 
 /// The output shape of `unfold` for an input of shape `shape` (3-d or 4-d),
 /// and its geometry.
-fn unfold_geometry(
-    shape: &[usize],
-    kernel: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<(Vec<usize>, Geometry)> {
+fn unfold_geometry(shape: &[usize], w: &WindowArgs) -> Result<(Vec<usize>, Geometry)> {
     if !matches!(shape.len(), 3 | 4) {
         return Err(Error::invalid(format!(
             "expected a 3-d [C, H, W] or 4-d [N, C, H, W] input, got shape {shape:?}"
@@ -304,7 +381,7 @@ fn unfold_geometry(
              {shape:?}"
         )));
     }
-    let window = Window::<2>::new(kernel, dilation, padding, stride)?;
+    let window = Window::<2>::of(w)?;
     let size = [shape[r - 2], shape[r - 1]];
     let blocks = window.blocks(size)?;
     let (n, c) = if r == 4 {
@@ -314,78 +391,56 @@ fn unfold_geometry(
     };
     let rows = mul(c, window.kernel_numel()?, "unfold's block size C * kh * kw")?;
     let l = mul(blocks[0], blocks[1], "unfold's number of blocks")?;
-    let mut out = if r == 4 { vec![n] } else { vec![] };
-    out.extend([rows, l]);
-    crate::core::alloc::checked_numel(&out)?;
-    Ok((
-        out,
-        Geometry {
-            n,
-            c,
-            size,
-            window,
-            blocks,
-        },
-    ))
+    Geometry::with_output((n, c, size), window, blocks, r == 4, &[rows, l])
 }
 
-#[meta(op = "unfold")]
-fn unfold_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<TensorMeta> {
-    require_float(x)?;
-    let (shape, _) = unfold_geometry(x.shape(), kernel_size, dilation, padding, stride)?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
+window_fn! {
+    #[meta(op = "unfold")]
+    fn unfold_meta(x: &TensorMeta; w) -> Result<TensorMeta> {
+        require_float(x)?;
+        let (shape, _) = unfold_geometry(x.shape(), &w)?;
+        Ok(TensorMeta::new(&shape, x.dtype()))
+    }
+
+    #[kernel(op = "unfold")]
+    fn unfold_kernel(x: &Tensor; w) -> Result<Tensor> {
+        let (shape, g) = unfold_geometry(x.shape(), &w)?;
+        on_float!(x, a => blocks_array(a, &shape, "unfold", |v| unfold_values(v, &g)))
+    }
+
+    /// The vmap dim joins the image batch: `[B, C, H, W]` for an unbatched
+    /// example, `[B * N, C, H, W]` for a batch of images; one kernel call.
+    #[batching_rule(op = "unfold")]
+    fn unfold_rule(x: &Tensor, bdim: Option<usize>; w) -> Result<(Tensor, Option<usize>)> {
+        let unfold = |t: &Tensor| ops::unfold(t, w.kernel_size, w.dilation, w.padding, w.stride);
+        batch_as_images(x, bdim, 3, unfold)
+    }
 }
 
-#[kernel(op = "unfold")]
-fn unfold_kernel(
-    x: &Tensor,
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<Tensor> {
-    let (shape, g) = unfold_geometry(x.shape(), kernel_size, dilation, padding, stride)?;
-    on_float!(x, a => unfold_array(a, &g, &shape))
-}
-
-/// The vmap dim joins the image batch: `[B, C, H, W]` for an unbatched
-/// example, `[B * N, C, H, W]` for a batch of images; one kernel call.
-#[batching_rule(op = "unfold")]
-fn unfold_rule(
+/// The batching rule of `unfold` and `fold`, `op`, whose unbatched input
+/// has `rank` dims: the vmap dim moved to the front, then, for an input
+/// that already has a batch of its own, folded into it for one call and
+/// split again after.
+fn batch_as_images(
     x: &Tensor,
     bdim: Option<usize>,
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
+    rank: usize,
+    op: impl Fn(&Tensor) -> Result<Tensor>,
 ) -> Result<(Tensor, Option<usize>)> {
     let Some(_) = bdim else {
-        return Ok((
-            ops::unfold(x, kernel_size, dilation, padding, stride)?,
-            None,
-        ));
+        return Ok((op(x)?, None));
     };
     let x = bdim_to_front(x, bdim)?;
-    if x.ndim() == 4 {
-        return Ok((
-            ops::unfold(&x, kernel_size, dilation, padding, stride)?,
-            Some(0),
-        ));
+    if x.ndim() == rank + 1 {
+        return Ok((op(&x)?, Some(0)));
     }
     let s = x.shape().to_vec();
-    let merged = ops::reshape(&x, &shape_arg(None, &[s[0] * s[1], s[2], s[3], s[4]]))?;
-    let y = ops::unfold(&merged, kernel_size, dilation, padding, stride)?;
-    let ys = y.shape().to_vec();
-    Ok((
-        ops::reshape(&y, &shape_arg(None, &[s[0], s[1], ys[1], ys[2]]))?,
-        Some(0),
-    ))
+    let mut merged = vec![s[0] * s[1]];
+    merged.extend_from_slice(&s[2..]);
+    let y = op(&ops::reshape(&x, &shape_arg(None, &merged))?)?;
+    let mut split = vec![s[0], s[1]];
+    split.extend_from_slice(&y.shape()[1..]);
+    Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(0)))
 }
 
 // ---------------------------------------------------------------------------
@@ -396,10 +451,7 @@ fn unfold_rule(
 fn fold_geometry(
     shape: &[usize],
     output_size: &[i64],
-    kernel: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
+    w: &WindowArgs,
 ) -> Result<(Vec<usize>, Geometry)> {
     if !matches!(shape.len(), 2 | 3) {
         return Err(Error::invalid(format!(
@@ -407,7 +459,7 @@ fn fold_geometry(
         )));
     }
     let size = per_dim::<2>("output_size", output_size, 1)?;
-    let window = Window::<2>::new(kernel, dilation, padding, stride)?;
+    let window = Window::<2>::of(w)?;
     let r = shape.len();
     let (rows, l) = (shape[r - 2], shape[r - 1]);
     let k = window.kernel_numel()?;
@@ -429,89 +481,32 @@ fn fold_geometry(
     }
     let n = if r == 3 { shape[0] } else { 1 };
     let c = rows / k;
-    let mut out = if r == 3 { vec![n] } else { vec![] };
-    out.extend([c, size[0], size[1]]);
-    crate::core::alloc::checked_numel(&out)?;
-    Ok((
-        out,
-        Geometry {
-            n,
-            c,
-            size,
-            window,
-            blocks,
-        },
-    ))
+    Geometry::with_output((n, c, size), window, blocks, r == 3, &[c, size[0], size[1]])
 }
 
-#[meta(op = "fold")]
-fn fold_meta(
-    x: &TensorMeta,
-    output_size: &[i64],
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<TensorMeta> {
-    require_float(x)?;
-    let (shape, _) = fold_geometry(
-        x.shape(),
-        output_size,
-        kernel_size,
-        dilation,
-        padding,
-        stride,
-    )?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
-}
-
-#[kernel(op = "fold")]
-fn fold_kernel(
-    x: &Tensor,
-    output_size: &[i64],
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<Tensor> {
-    let (shape, g) = fold_geometry(
-        x.shape(),
-        output_size,
-        kernel_size,
-        dilation,
-        padding,
-        stride,
-    )?;
-    on_float!(x, a => fold_array(a, &g, &shape))
-}
-
-/// The vmap dim joins the batch of block matrices, as for `unfold`.
-#[batching_rule(op = "fold")]
-fn fold_rule(
-    x: &Tensor,
-    bdim: Option<usize>,
-    output_size: &[i64],
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-) -> Result<(Tensor, Option<usize>)> {
-    let fold = |t: &Tensor| ops::fold(t, output_size, kernel_size, dilation, padding, stride);
-    let Some(_) = bdim else {
-        return Ok((fold(x)?, None));
-    };
-    let x = bdim_to_front(x, bdim)?;
-    if x.ndim() == 3 {
-        return Ok((fold(&x)?, Some(0)));
+window_fn! {
+    #[meta(op = "fold")]
+    fn fold_meta(x: &TensorMeta, output_size: &[i64]; w) -> Result<TensorMeta> {
+        require_float(x)?;
+        let (shape, _) = fold_geometry(x.shape(), output_size, &w)?;
+        Ok(TensorMeta::new(&shape, x.dtype()))
     }
-    let s = x.shape().to_vec();
-    let merged = ops::reshape(&x, &shape_arg(None, &[s[0] * s[1], s[2], s[3]]))?;
-    let y = fold(&merged)?;
-    let ys = y.shape().to_vec();
-    Ok((
-        ops::reshape(&y, &shape_arg(None, &[s[0], s[1], ys[1], ys[2], ys[3]]))?,
-        Some(0),
-    ))
+
+    #[kernel(op = "fold")]
+    fn fold_kernel(x: &Tensor, output_size: &[i64]; w) -> Result<Tensor> {
+        let (shape, g) = fold_geometry(x.shape(), output_size, &w)?;
+        on_float!(x, a => blocks_array(a, &shape, "fold", |v| Ok(fold_values(v, &g))))
+    }
+
+    /// The vmap dim joins the batch of block matrices, as for `unfold`.
+    #[batching_rule(op = "fold")]
+    fn fold_rule(x: &Tensor, bdim: Option<usize>, output_size: &[i64]; w)
+        -> Result<(Tensor, Option<usize>)> {
+        let fold = |t: &Tensor| {
+            ops::fold(t, output_size, w.kernel_size, w.dilation, w.padding, w.stride)
+        };
+        batch_as_images(x, bdim, 2, fold)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -524,11 +519,14 @@ fn conv_shape<const D: usize>(
     x: &TensorMeta,
     w: &TensorMeta,
     bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
+    a: &ConvArgs<&[i64]>,
 ) -> Result<Vec<usize>> {
+    let ConvArgs {
+        stride,
+        padding,
+        dilation,
+        groups,
+    } = *a;
     require_float(x)?;
     for (name, t) in [("weight", Some(w)), ("bias", bias)] {
         if let Some(t) = t
@@ -615,42 +613,72 @@ fn conv_shape<const D: usize>(
     Ok(out)
 }
 
-#[meta(op = "conv2d")]
-fn conv2d_meta(
+/// The output meta of a convolution with `D` spatial dims.
+fn conv_meta<const D: usize>(
     x: &TensorMeta,
     weight: &TensorMeta,
     bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
+    a: &ConvArgs<&[i64]>,
 ) -> Result<TensorMeta> {
-    let shape = conv_shape::<2>(x, weight, bias, stride, padding, dilation, groups)?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
+    Ok(TensorMeta::new(
+        &conv_shape::<D>(x, weight, bias, a)?,
+        x.dtype(),
+    ))
 }
 
-/// `unfold` of the input, then one product with the weight: `[C_out, C_in *
-/// kh * kw] @ [N, C_in * kh * kw, L]`, or per group `[g, C_out / g, K] @ [N,
-/// g, K, L]` (the blocks' rows are channel-major, so a group's channels are
-/// consecutive rows).
-#[decompose(op = "conv2d")]
-fn conv2d_decomposition(
+conv_fn! {
+    #[meta(op = "conv2d")]
+    fn conv2d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &[i64])
+        -> Result<TensorMeta> {
+        conv_meta::<2>(x, weight, bias, &a)
+    }
+
+    /// `unfold` of the input, then one product with the weight: `[C_out, C_in *
+    /// kh * kw] @ [N, C_in * kh * kw, L]`, or per group `[g, C_out / g, K] @ [N,
+    /// g, K, L]` (the blocks' rows are channel-major, so a group's channels are
+    /// consecutive rows).
+    #[decompose(op = "conv2d")]
+    fn conv2d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a: &[i64])
+        -> Result<Tensor> {
+        conv2d_by_unfold(x, weight, bias, &a)
+    }
+
+    #[meta(op = "conv1d")]
+    fn conv1d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &[i64])
+        -> Result<TensorMeta> {
+        conv_meta::<1>(x, weight, bias, &a)
+    }
+
+    /// `conv2d` of the input as a height-1 image (`[N, C, 1, L]`) with a height-1
+    /// kernel.
+    #[decompose(op = "conv1d")]
+    fn conv1d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a: &[i64])
+        -> Result<Tensor> {
+        let y = ops::conv2d(
+            &ops::unsqueeze(x, -2)?,
+            &ops::unsqueeze(weight, -2)?,
+            bias,
+            &[1, a.stride[0]],
+            &[0, a.padding[0]],
+            &[1, a.dilation[0]],
+            a.groups,
+        )?;
+        ops::squeeze(&y, Some(-2))
+    }
+}
+
+/// The decomposition of `conv2d` (see `conv2d_decomposition`).
+fn conv2d_by_unfold(
     x: &Tensor,
     weight: &Tensor,
     bias: Option<&Tensor>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
+    a: &ConvArgs<&[i64]>,
 ) -> Result<Tensor> {
     let out_shape = conv_shape::<2>(
         &TensorMeta::of(x),
         &TensorMeta::of(weight),
         bias.map(TensorMeta::of).as_ref(),
-        stride,
-        padding,
-        dilation,
-        groups,
+        a,
     )?;
     let batched = x.ndim() == 4;
     let x4 = if batched {
@@ -660,9 +688,9 @@ fn conv2d_decomposition(
     };
     let ws = weight.shape().to_vec();
     let kernel = shape_arg(None, &ws[2..]);
-    let cols = ops::unfold(&x4, &kernel, dilation, padding, stride)?;
+    let cols = ops::unfold(&x4, &kernel, a.dilation, a.padding, a.stride)?;
     let (n, rows, l) = (cols.shape()[0], cols.shape()[1], cols.shape()[2]);
-    let (c_out, g) = (ws[0], groups as usize);
+    let (c_out, g) = (ws[0], a.groups as usize);
     let y = if g == 1 {
         let w2 = ops::reshape(weight, &shape_arg(None, &[c_out, rows]))?;
         ops::matmul(&w2, &cols)?
@@ -684,44 +712,6 @@ fn conv2d_decomposition(
     }
 }
 
-#[meta(op = "conv1d")]
-fn conv1d_meta(
-    x: &TensorMeta,
-    weight: &TensorMeta,
-    bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
-) -> Result<TensorMeta> {
-    let shape = conv_shape::<1>(x, weight, bias, stride, padding, dilation, groups)?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
-}
-
-/// `conv2d` of the input as a height-1 image (`[N, C, 1, L]`) with a height-1
-/// kernel.
-#[decompose(op = "conv1d")]
-fn conv1d_decomposition(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
-) -> Result<Tensor> {
-    let y = ops::conv2d(
-        &ops::unsqueeze(x, -2)?,
-        &ops::unsqueeze(weight, -2)?,
-        bias,
-        &[1, stride[0]],
-        &[0, padding[0]],
-        &[1, dilation[0]],
-        groups,
-    )?;
-    ops::squeeze(&y, Some(-2))
-}
-
 // ---------------------------------------------------------------------------
 // conv2d_padding and conv1d_padding: padding "valid" or "same"
 
@@ -731,10 +721,14 @@ fn conv1d_decomposition(
 /// element), which needs `stride` 1.
 fn word_padding<const D: usize>(
     w: &TensorMeta,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
+    a: &ConvArgs<&str>,
 ) -> Result<([i64; D], [usize; D])> {
+    let ConvArgs {
+        stride,
+        padding,
+        dilation,
+        ..
+    } = *a;
     match padding {
         "valid" => Ok(([0; D], [0; D])),
         "same" => {
@@ -770,20 +764,16 @@ fn word_padding<const D: usize>(
     }
 }
 
-/// The output shape of `conv*_padding` with `D` spatial dims: that of the
+/// The output meta of `conv*_padding` with `D` spatial dims: that of the
 /// convolution with the symmetric padding, of the input with the extra
 /// padding appended.
-#[allow(clippy::too_many_arguments)]
-fn conv_padding_shape<const D: usize>(
+fn conv_padding_meta<const D: usize>(
     x: &TensorMeta,
     w: &TensorMeta,
     bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
-    groups: i64,
-) -> Result<Vec<usize>> {
-    let (left, extra) = word_padding::<D>(w, stride, padding, dilation)?;
+    a: &ConvArgs<&str>,
+) -> Result<TensorMeta> {
+    let (left, extra) = word_padding::<D>(w, a)?;
     let mut shape = x.shape().to_vec();
     if shape.len() >= D {
         let r = shape.len();
@@ -791,89 +781,64 @@ fn conv_padding_shape<const D: usize>(
             shape[r - D + i] = shape[r - D + i].saturating_add(extra[i]);
         }
     }
-    conv_shape::<D>(
-        &TensorMeta::new(&shape, x.dtype()),
-        w,
-        bias,
-        stride,
-        &left,
-        dilation,
-        groups,
-    )
+    let a = ConvArgs {
+        stride: a.stride,
+        padding: &left[..],
+        dilation: a.dilation,
+        groups: a.groups,
+    };
+    let shape = conv_shape::<D>(&TensorMeta::new(&shape, x.dtype()), w, bias, &a)?;
+    Ok(TensorMeta::new(&shape, x.dtype()))
 }
 
-/// `input` with the extra "same" padding appended to its last `D` dims (a
-/// zero row or column where the total is odd).
-fn pad_extra<const D: usize>(x: &Tensor, extra: [usize; D]) -> Result<Tensor> {
+/// `conv` (`ops::conv2d` or `ops::conv1d`, `D` spatial dims) with the
+/// padding the word asks for: "same" with an odd total pads the input's
+/// last row or column first, then convolves with the symmetric rest.
+fn conv_padded<const D: usize>(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    a: &ConvArgs<&str>,
+    conv: fn(&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], i64) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let (left, extra) = word_padding::<D>(&TensorMeta::of(weight), a)?;
     let mut x = x.clone();
     for (i, &e) in extra.iter().enumerate() {
         if e > 0 {
             x = ops::pad_dim(&x, i as i64 - D as i64, 0, e as i64)?;
         }
     }
-    Ok(x)
+    conv(&x, weight, bias, a.stride, &left, a.dilation, a.groups)
 }
 
-#[meta(op = "conv2d_padding")]
-fn conv2d_padding_meta(
-    x: &TensorMeta,
-    weight: &TensorMeta,
-    bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
-    groups: i64,
-) -> Result<TensorMeta> {
-    let shape = conv_padding_shape::<2>(x, weight, bias, stride, padding, dilation, groups)?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
-}
+conv_fn! {
+    #[meta(op = "conv2d_padding")]
+    fn conv2d_padding_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &str)
+        -> Result<TensorMeta> {
+        conv_padding_meta::<2>(x, weight, bias, &a)
+    }
 
-/// `conv2d` with the padding the word asks for: "same" with an odd total
-/// pads the input's bottom row or right column first, then convolves with
-/// the symmetric rest.
-#[decompose(op = "conv2d_padding")]
-fn conv2d_padding_decomposition(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
-    groups: i64,
-) -> Result<Tensor> {
-    let (left, extra) = word_padding::<2>(&TensorMeta::of(weight), stride, padding, dilation)?;
-    let x = pad_extra(x, extra)?;
-    ops::conv2d(&x, weight, bias, stride, &left, dilation, groups)
-}
+    /// `conv2d` with the padding the word asks for: "same" with an odd total
+    /// pads the input's bottom row or right column first, then convolves with
+    /// the symmetric rest.
+    #[decompose(op = "conv2d_padding")]
+    fn conv2d_padding_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a: &str)
+        -> Result<Tensor> {
+        conv_padded::<2>(x, weight, bias, &a, ops::conv2d)
+    }
 
-#[meta(op = "conv1d_padding")]
-fn conv1d_padding_meta(
-    x: &TensorMeta,
-    weight: &TensorMeta,
-    bias: Option<&TensorMeta>,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
-    groups: i64,
-) -> Result<TensorMeta> {
-    let shape = conv_padding_shape::<1>(x, weight, bias, stride, padding, dilation, groups)?;
-    Ok(TensorMeta::new(&shape, x.dtype()))
-}
+    #[meta(op = "conv1d_padding")]
+    fn conv1d_padding_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &str)
+        -> Result<TensorMeta> {
+        conv_padding_meta::<1>(x, weight, bias, &a)
+    }
 
-/// As `conv2d_padding`, along the one spatial dim.
-#[decompose(op = "conv1d_padding")]
-fn conv1d_padding_decomposition(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    stride: &[i64],
-    padding: &str,
-    dilation: &[i64],
-    groups: i64,
-) -> Result<Tensor> {
-    let (left, extra) = word_padding::<1>(&TensorMeta::of(weight), stride, padding, dilation)?;
-    let x = pad_extra(x, extra)?;
-    ops::conv1d(&x, weight, bias, stride, &left, dilation, groups)
+    /// As `conv2d_padding`, along the one spatial dim.
+    #[decompose(op = "conv1d_padding")]
+    fn conv1d_padding_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a: &str)
+        -> Result<Tensor> {
+        conv_padded::<1>(x, weight, bias, &a, ops::conv1d)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1079,22 +1044,12 @@ fn conv1d_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "unfold",
-    samples = unfold_samples,
-    errors = unfold_errors
-);
-crate::op_samples!(op = "fold", samples = fold_samples, errors = fold_errors);
-crate::op_samples!(
-    op = "conv2d",
-    samples = conv2d_samples,
-    errors = conv2d_errors
-);
-crate::op_samples!(
-    op = "conv1d",
-    samples = conv1d_samples,
-    errors = conv1d_errors
-);
+super::samples::register_samples! {
+    "unfold" => unfold_samples, unfold_errors;
+    "fold" => fold_samples, fold_errors;
+    "conv2d" => conv2d_samples, conv2d_errors;
+    "conv1d" => conv1d_samples, conv1d_errors;
+}
 
 /// A `conv*_padding` sample: input, weight, bias, stride, the padding word,
 /// dilation and groups.
@@ -1188,13 +1143,7 @@ fn conv1d_padding_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "conv2d_padding",
-    samples = conv2d_padding_samples,
-    errors = conv2d_padding_errors
-);
-crate::op_samples!(
-    op = "conv1d_padding",
-    samples = conv1d_padding_samples,
-    errors = conv1d_padding_errors
-);
+super::samples::register_samples! {
+    "conv2d_padding" => conv2d_padding_samples, conv2d_padding_errors;
+    "conv1d_padding" => conv1d_padding_samples, conv1d_padding_errors;
+}

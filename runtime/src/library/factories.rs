@@ -233,11 +233,9 @@ fn arange_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(op = "zeros", samples = shape_samples, errors = shape_errors);
-crate::op_samples!(op = "ones", samples = shape_samples, errors = shape_errors);
-crate::op_samples!(op = "full", samples = full_samples, errors = full_errors);
-crate::op_samples!(
-    op = "arange",
-    samples = arange_samples,
-    errors = arange_errors
-);
+super::samples::register_samples! {
+    "zeros" => shape_samples, shape_errors;
+    "ones" => shape_samples, shape_errors;
+    "full" => full_samples, full_errors;
+    "arange" => arange_samples, arange_errors;
+}

@@ -181,16 +181,10 @@ fn triangle_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "triu",
-    samples = triangle_samples,
-    errors = triangle_errors
-);
-crate::op_samples!(
-    op = "tril",
-    samples = triangle_samples,
-    errors = triangle_errors
-);
+super::samples::register_samples! {
+    "triu" => triangle_samples, triangle_errors;
+    "tril" => triangle_samples, triangle_errors;
+}
 
 // ---------------------------------------------------------------------------
 // Matrix products
@@ -712,9 +706,11 @@ fn addmm_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(op = "addmm", samples = addmm_samples, errors = addmm_errors);
-crate::op_samples!(op = "dot", samples = dot_samples, errors = dot_errors);
-crate::op_samples!(op = "mm", samples = mm_samples, errors = mm_errors);
-crate::op_samples!(op = "mv", samples = mv_samples, errors = mv_errors);
-crate::op_samples!(op = "outer", samples = outer_samples, errors = outer_errors);
-crate::op_samples!(op = "bmm", samples = bmm_samples, errors = bmm_errors);
+super::samples::register_samples! {
+    "addmm" => addmm_samples, addmm_errors;
+    "dot" => dot_samples, dot_errors;
+    "mm" => mm_samples, mm_errors;
+    "mv" => mv_samples, mv_errors;
+    "outer" => outer_samples, outer_errors;
+    "bmm" => bmm_samples, bmm_errors;
+}

@@ -445,23 +445,9 @@ fn huber_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "nll_loss",
-    samples = nll_loss_samples,
-    errors = nll_loss_errors
-);
-crate::op_samples!(
-    op = "binary_cross_entropy_with_logits",
-    samples = bce_samples,
-    errors = bce_errors
-);
-crate::op_samples!(
-    op = "smooth_l1_loss",
-    samples = smooth_l1_samples,
-    errors = smooth_l1_errors
-);
-crate::op_samples!(
-    op = "huber_loss",
-    samples = huber_samples,
-    errors = huber_errors
-);
+super::samples::register_samples! {
+    "nll_loss" => nll_loss_samples, nll_loss_errors;
+    "binary_cross_entropy_with_logits" => bce_samples, bce_errors;
+    "smooth_l1_loss" => smooth_l1_samples, smooth_l1_errors;
+    "huber_loss" => huber_samples, huber_errors;
+}

@@ -595,27 +595,13 @@ fn one_hot_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(op = "split", samples = split_samples, errors = split_errors);
-crate::op_samples!(
-    op = "split_with_sizes",
-    samples = split_with_sizes_samples,
-    errors = split_with_sizes_errors
-);
-crate::op_samples!(op = "chunk", samples = chunk_samples, errors = chunk_errors);
-crate::op_samples!(op = "flip", samples = flip_samples, errors = flip_errors);
-crate::op_samples!(op = "roll", samples = roll_samples, errors = roll_errors);
-crate::op_samples!(
-    op = "repeat",
-    samples = repeat_samples,
-    errors = repeat_errors
-);
-crate::op_samples!(
-    op = "masked_fill",
-    samples = masked_fill_samples,
-    errors = masked_fill_errors
-);
-crate::op_samples!(
-    op = "one_hot",
-    samples = one_hot_samples,
-    errors = one_hot_errors
-);
+super::samples::register_samples! {
+    "split" => split_samples, split_errors;
+    "split_with_sizes" => split_with_sizes_samples, split_with_sizes_errors;
+    "chunk" => chunk_samples, chunk_errors;
+    "flip" => flip_samples, flip_errors;
+    "roll" => roll_samples, roll_errors;
+    "repeat" => repeat_samples, repeat_errors;
+    "masked_fill" => masked_fill_samples, masked_fill_errors;
+    "one_hot" => one_hot_samples, one_hot_errors;
+}

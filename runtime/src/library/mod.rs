@@ -10,7 +10,7 @@ mod activations;
 mod attention;
 pub(crate) mod binary;
 mod composites;
-mod conv;
+pub(crate) mod conv;
 mod derivative;
 mod dims;
 mod embedding;

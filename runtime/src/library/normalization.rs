@@ -403,18 +403,8 @@ fn rms_norm_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "batch_norm",
-    samples = batch_norm_samples,
-    errors = batch_norm_errors
-);
-crate::op_samples!(
-    op = "group_norm",
-    samples = group_norm_samples,
-    errors = group_norm_errors
-);
-crate::op_samples!(
-    op = "rms_norm",
-    samples = rms_norm_samples,
-    errors = rms_norm_errors
-);
+super::samples::register_samples! {
+    "batch_norm" => batch_norm_samples, batch_norm_errors;
+    "group_norm" => group_norm_samples, group_norm_errors;
+    "rms_norm" => rms_norm_samples, rms_norm_errors;
+}

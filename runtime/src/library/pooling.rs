@@ -125,6 +125,11 @@ impl Geometry {
         self.h.size * self.w.size
     }
 
+    /// The windows of one plane, `h_out * w_out`.
+    pub(crate) fn windows(&self) -> usize {
+        self.h.out * self.w.out
+    }
+
     /// The leading dims with the planes flattened to `n` elements each, as
     /// `reshape` takes it (the vjp and jvp gather and scatter over them).
     pub(crate) fn flat(&self, n: usize) -> Vec<i64> {
@@ -173,13 +178,99 @@ fn out_size(size: i128, k: i128, s: i128, p: i128, d: i128, ceil_mode: bool) -> 
     out
 }
 
-/// The arguments of a max or average pooling, as the user wrote them.
-struct PoolArgs<'a> {
-    kernel_size: &'a [i64],
-    stride: Option<&'a [i64]>,
-    padding: &'a [i64],
-    dilation: &'a [i64],
-    ceil_mode: bool,
+/// The arguments of a max or average pooling, as the user wrote them (an
+/// average pooling's dilation is 1).
+#[derive(Clone, Copy)]
+pub(crate) struct PoolArgs<'a> {
+    pub kernel_size: &'a [i64],
+    pub stride: Option<&'a [i64]>,
+    pub padding: &'a [i64],
+    pub dilation: &'a [i64],
+    pub ceil_mode: bool,
+}
+
+impl PoolArgs<'_> {
+    /// The geometry of `max_pool2d_with_indices` with these (checked)
+    /// arguments on `x` (for its vjp and jvp).
+    pub(crate) fn max_pool2d(&self, x: &Tensor) -> Result<Geometry> {
+        geometry(&TensorMeta::of(x), 2, self)
+    }
+
+    /// The arguments of an average pooling with `dims` pooled dims, with its
+    /// dilation of 1 (one value per dim, as a user would write it).
+    fn avg(self, dims: usize) -> Self {
+        let dilation: &[i64] = if dims == 1 { &[1] } else { &[1, 1] };
+        PoolArgs { dilation, ..self }
+    }
+
+    /// The 1-d arguments as the 2-d op's: kernel, stride and padding of
+    /// height 1, 1 and 0 (checked by the meta), and the dilation if `max`.
+    fn widened(&self) -> ([i64; 2], [i64; 2], [i64; 2], [i64; 2]) {
+        let stride = match self.stride {
+            None | Some([]) => widen(self.kernel_size, 1),
+            Some(s) => widen(s, 1),
+        };
+        let padding = widen(self.padding, 0);
+        (
+            widen(self.kernel_size, 1),
+            stride,
+            padding,
+            widen(self.dilation, 1),
+        )
+    }
+}
+
+/// Declares a pooling function: `x` (and, for a batching rule, its `bdim`)
+/// and the op table's pooling arguments, `max` (`kernel_size`, `stride`,
+/// `padding`, `dilation`, `ceil_mode`) or `avg` (the same without
+/// `dilation`, which [`PoolArgs::avg`] sets), then the `rest` of its parameters. The body sees the pooling
+/// arguments as one [`PoolArgs`] `$a`. The metas, kernels, batching rules,
+/// decompositions, vjps and jvps of the poolings are declared with it.
+macro_rules! pool_fn {
+    ($(#[$attr:meta])* max fn $name:ident($x:ident: $xt:ty $(, $pre:ident: $pt:ty)*;
+        $a:ident $(, $rest:ident: $rt:ty)* $(,)?) -> $ret:ty $body:block) => {
+        $crate::library::pooling::pool_fn!(@fn $(#[$attr])* $name($x: $xt $(, $pre: $pt)*;
+            kernel_size: &[i64], stride: Option<&[i64]>, padding: &[i64], dilation: &[i64],
+            ceil_mode: bool $(, $rest: $rt)*) -> $ret {
+            let $a = $crate::library::pooling::PoolArgs {
+                kernel_size, stride, padding, dilation, ceil_mode,
+            };
+            $body
+        });
+    };
+    ($(#[$attr:meta])* avg fn $name:ident($x:ident: $xt:ty;
+        $a:ident $(, $rest:ident: $rt:ty)* $(,)?) -> $ret:ty $body:block) => {
+        $crate::library::pooling::pool_fn!(@fn $(#[$attr])* $name($x: $xt;
+            kernel_size: &[i64], stride: Option<&[i64]>, padding: &[i64], ceil_mode: bool
+            $(, $rest: $rt)*) -> $ret {
+            let $a = $crate::library::pooling::PoolArgs {
+                kernel_size, stride, padding, dilation: &[], ceil_mode,
+            };
+            $body
+        });
+    };
+    (@fn $(#[$attr:meta])* $name:ident($($p:ident: $t:ty),*; $($q:ident: $u:ty),*)
+        -> $ret:ty $body:block) => {
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        fn $name($($p: $t,)* $($q: $u,)*) -> $ret $body
+    };
+}
+pub(crate) use pool_fn;
+
+/// Checks that a pooling's input is a float tensor of `dims + 1` (unbatched)
+/// or `dims + 2` (batched) dims.
+fn check_input(x: &TensorMeta, dims: usize) -> Result<()> {
+    require_float(x)?;
+    let shape = x.shape();
+    if shape.len() != dims + 1 && shape.len() != dims + 2 {
+        return Err(Error::invalid(format!(
+            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
+            dims + 1,
+            dims + 2
+        )));
+    }
+    Ok(())
 }
 
 /// Checks the input's rank (`dims + 1` or `dims + 2`), dtype and sizes (the
@@ -188,16 +279,9 @@ struct PoolArgs<'a> {
 /// pooling they amount to (`dims` 1: a window of height 1 over a height of
 /// 1).
 fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
-    require_float(x)?;
+    check_input(x, dims)?;
     let shape = x.shape();
     let r = shape.len();
-    if r != dims + 1 && r != dims + 2 {
-        return Err(Error::invalid(format!(
-            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
-            dims + 1,
-            dims + 2
-        )));
-    }
     // PyTorch: every dim may be empty but a batched input's first.
     if shape[usize::from(r == dims + 2)..].contains(&0) {
         return Err(Error::invalid(format!(
@@ -276,56 +360,18 @@ fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
     Ok(g)
 }
 
-/// The geometry of a `max_pool2d_with_indices` call on an input of logical
-/// shape `shape` (for its vjp and jvp), whose arguments were checked.
-pub(crate) fn max_pool2d_geometry(
-    shape: &[usize],
-    dtype: DType,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<Geometry> {
-    geometry(
-        &TensorMeta::new(shape, dtype),
-        2,
-        &PoolArgs {
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        },
-    )
-}
-
 // ---------------------------------------------------------------------------
 // max_pool2d_with_indices: the primitive
 
-#[meta(op = "max_pool2d_with_indices")]
-fn max_pool2d_with_indices_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<(TensorMeta, TensorMeta)> {
-    let g = max_pool2d_geometry(
-        x.shape(),
-        x.dtype(),
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    )?;
-    let out = g.out_shape();
-    Ok((
-        TensorMeta::new(&out, x.dtype()),
-        TensorMeta::new(&out, DType::I64),
-    ))
+pool_fn! {
+    #[meta(op = "max_pool2d_with_indices")]
+    max fn max_pool2d_with_indices_meta(x: &TensorMeta; a) -> Result<(TensorMeta, TensorMeta)> {
+        let out = geometry(x, 2, &a)?.out_shape();
+        Ok((
+            TensorMeta::new(&out, x.dtype()),
+            TensorMeta::new(&out, DType::I64),
+        ))
+    }
 }
 
 /// The maxima and their positions over every plane of `x` (standard layout,
@@ -376,24 +422,15 @@ fn max_pool_planes<T: Element + PartialOrd>(
     }
 }
 
-#[kernel(op = "max_pool2d_with_indices")]
-fn max_pool2d_with_indices_kernel(
-    x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<(Tensor, Tensor)> {
-    let g = max_pool2d_geometry(
-        x.shape(),
-        x.dtype(),
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    )?;
+pool_fn! {
+    #[kernel(op = "max_pool2d_with_indices")]
+    max fn max_pool2d_with_indices_kernel(x: &Tensor; a) -> Result<(Tensor, Tensor)> {
+        max_pool2d_values(x, &a.max_pool2d(x)?)
+    }
+}
+
+/// The maxima of the windows of `g` over `x`, and their positions.
+fn max_pool2d_values(x: &Tensor, g: &Geometry) -> Result<(Tensor, Tensor)> {
     let out = g.out_shape();
     let n = checked_numel(&out)?;
     let mut indices = Vec::with_capacity(n);
@@ -414,8 +451,8 @@ fn max_pool2d_with_indices_kernel(
         Tensor::from_shape_vec(out, values)
     }
     let values = match x.data()? {
-        Data::F32(a) => run(a, &g, f32::NEG_INFINITY, &out, n, &mut indices)?,
-        Data::F64(a) => run(a, &g, f64::NEG_INFINITY, &out, n, &mut indices)?,
+        Data::F32(a) => run(a, g, f32::NEG_INFINITY, &out, n, &mut indices)?,
+        Data::F64(a) => run(a, g, f64::NEG_INFINITY, &out, n, &mut indices)?,
         other => {
             return Err(Error::invalid(format!(
                 "needs a floating-point tensor, got {}",
@@ -426,23 +463,29 @@ fn max_pool2d_with_indices_kernel(
     Ok((values, Tensor::from_shape_vec(&out, indices)?))
 }
 
-/// The vmap dim folded into `N`: a logically unbatched `[C, H, W]` example
-/// is one image of a `[B, C, H, W]` batch, a batched `[N, C, H, W]` one is
-/// `N` of `B * N` images. One kernel call for the whole batch.
-#[batching_rule(op = "max_pool2d_with_indices")]
-#[allow(clippy::type_complexity, clippy::too_many_arguments)]
-fn max_pool2d_with_indices_rule(
+pool_fn! {
+    /// The vmap dim folded into `N`: a logically unbatched `[C, H, W]` example
+    /// is one image of a `[B, C, H, W]` batch, a batched `[N, C, H, W]` one is
+    /// `N` of `B * N` images. One kernel call for the whole batch.
+    #[batching_rule(op = "max_pool2d_with_indices")]
+    #[allow(clippy::type_complexity)]
+    max fn max_pool2d_with_indices_rule(x: &Tensor, bdim: Option<usize>; a)
+        -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
+        let pool = |t: &Tensor| {
+            ops::max_pool2d_with_indices(t, a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode)
+        };
+        max_pool2d_folded(x, bdim, pool)
+    }
+}
+
+/// `pool` (`max_pool2d_with_indices`) of `x` batched at `bdim`, the batch
+/// folded into `N`.
+#[allow(clippy::type_complexity)]
+fn max_pool2d_folded(
     x: &Tensor,
     bdim: Option<usize>,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
+    pool: impl Fn(&Tensor) -> Result<(Tensor, Tensor)>,
 ) -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
-    let pool = |t: &Tensor| {
-        ops::max_pool2d_with_indices(t, kernel_size, stride, padding, dilation, ceil_mode)
-    };
     if bdim.is_none() {
         let (v, i) = pool(x)?;
         return Ok(((v, None), (i, None)));
@@ -477,29 +520,19 @@ fn max_pool2d_with_indices_rule(
 // The composites: a meta (the checks, once, naming the op) and the
 // decomposition.
 
-#[meta(op = "max_pool2d")]
-fn max_pool2d_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<TensorMeta> {
-    max_pool2d_with_indices_meta(x, kernel_size, stride, padding, dilation, ceil_mode)
-        .map(|(v, _)| v)
+pool_fn! {
+    #[meta(op = "max_pool2d")]
+    max fn max_pool2d_meta(x: &TensorMeta; a) -> Result<TensorMeta> {
+        Ok(TensorMeta::new(geometry(x, 2, &a)?.out_shape(), x.dtype()))
+    }
 }
 
-#[decompose(op = "max_pool2d")]
-fn max_pool2d_decomposition(
-    x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<Tensor> {
-    ops::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode).map(|r| r.0)
+pool_fn! {
+    #[decompose(op = "max_pool2d")]
+    max fn max_pool2d_decomposition(x: &Tensor; a) -> Result<Tensor> {
+        ops::max_pool2d_with_indices(x, a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode)
+            .map(|r| r.0)
+    }
 }
 
 /// A size argument of a 1-d op as the 2-d op's `[1, v]` (or `[fill, v]`),
@@ -508,50 +541,29 @@ fn widen(v: &[i64], fill: i64) -> [i64; 2] {
     [fill, v.first().copied().unwrap_or(fill)]
 }
 
-#[meta(op = "max_pool1d")]
-fn max_pool1d_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<TensorMeta> {
-    let a = PoolArgs {
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-    };
-    let g = geometry(x, 1, &a)?;
+pool_fn! {
+    #[meta(op = "max_pool1d")]
+    max fn max_pool1d_meta(x: &TensorMeta; a) -> Result<TensorMeta> {
+        pooled1d_meta(x, &geometry(x, 1, &a)?)
+    }
+}
+
+/// The meta of a 1-d pooling of `x` with geometry `g`: the leading dims and
+/// the pooled width.
+fn pooled1d_meta(x: &TensorMeta, g: &Geometry) -> Result<TensorMeta> {
     let mut out = g.lead.clone();
     out.push(g.w.out);
     Ok(TensorMeta::new(out, x.dtype()))
 }
 
-#[decompose(op = "max_pool1d")]
-fn max_pool1d_decomposition(
-    x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-) -> Result<Tensor> {
-    let stride = match stride {
-        None | Some([]) => widen(kernel_size, 1),
-        Some(s) => widen(s, 1),
-    };
-    let y = ops::max_pool2d(
-        &ops::unsqueeze(x, -2)?,
-        &widen(kernel_size, 1),
-        Some(&stride),
-        &widen(padding, 0),
-        &widen(dilation, 1),
-        ceil_mode,
-    )?;
-    ops::squeeze(&y, Some(-2))
+pool_fn! {
+    #[decompose(op = "max_pool1d")]
+    max fn max_pool1d_decomposition(x: &Tensor; a) -> Result<Tensor> {
+        let (kernel, stride, padding, dilation) = a.widened();
+        let x = ops::unsqueeze(x, -2)?;
+        let y = ops::max_pool2d(&x, &kernel, Some(&stride), &padding, &dilation, a.ceil_mode)?;
+        ops::squeeze(&y, Some(-2))
+    }
 }
 
 /// `x @ ...`: the sum over the windows `rows` (along dim -2) and `cols`
@@ -607,60 +619,35 @@ fn check_divisor(divisor_override: Option<i64>) -> Result<()> {
     Ok(())
 }
 
-/// The geometry of an average pooling (dilation 1).
-fn avg_geometry(
-    x: &TensorMeta,
-    dims: usize,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    ceil_mode: bool,
-) -> Result<Geometry> {
-    let dilation: &[i64] = if dims == 1 { &[1] } else { &[1, 1] };
-    geometry(
-        x,
-        dims,
-        &PoolArgs {
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        },
-    )
+pool_fn! {
+    #[meta(op = "avg_pool2d")]
+    avg fn avg_pool2d_meta(x: &TensorMeta; a, _count_include_pad: bool, divisor_override: Option<i64>)
+        -> Result<TensorMeta> {
+        check_divisor(divisor_override)?;
+        let g = geometry(x, 2, &a.avg(2))?;
+        check_window_matrix(g.h.out, g.h.size, x.dtype())?;
+        check_window_matrix(g.w.out, g.w.size, x.dtype())?;
+        Ok(TensorMeta::new(g.out_shape(), x.dtype()))
+    }
 }
 
-#[meta(op = "avg_pool2d")]
-#[allow(clippy::too_many_arguments)]
-fn avg_pool2d_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    ceil_mode: bool,
-    _count_include_pad: bool,
-    divisor_override: Option<i64>,
-) -> Result<TensorMeta> {
-    check_divisor(divisor_override)?;
-    let g = avg_geometry(x, 2, kernel_size, stride, padding, ceil_mode)?;
-    check_window_matrix(g.h.out, g.h.size, x.dtype())?;
-    check_window_matrix(g.w.out, g.w.size, x.dtype())?;
-    Ok(TensorMeta::new(g.out_shape(), x.dtype()))
+pool_fn! {
+    #[decompose(op = "avg_pool2d")]
+    avg fn avg_pool2d_decomposition(x: &Tensor; a, count_include_pad: bool, divisor_override: Option<i64>)
+        -> Result<Tensor> {
+        avg_pool2d_sums(x, &a, count_include_pad, divisor_override)
+    }
 }
 
-#[decompose(op = "avg_pool2d")]
-#[allow(clippy::too_many_arguments)]
-fn avg_pool2d_decomposition(
+/// `avg_pool2d` of `x` as window sums divided by each window's divisor.
+fn avg_pool2d_sums(
     x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    ceil_mode: bool,
+    a: &PoolArgs,
     count_include_pad: bool,
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
     let m = TensorMeta::of(x);
-    let g = avg_geometry(&m, 2, kernel_size, stride, padding, ceil_mode)?;
+    let g = geometry(&m, 2, &a.avg(2))?;
     let windows = |a: &Axis1| (0..a.out).map(|i| a.avg_window(i)).collect::<Vec<_>>();
     let (rows, cols) = (windows(&g.h), windows(&g.w));
     let span = |w: &[(usize, usize, i128)]| w.iter().map(|&(s, e, _)| (s, e)).collect::<Vec<_>>();
@@ -684,45 +671,23 @@ fn avg_pool2d_decomposition(
     window_sums(x, &span(&rows), &span(&cols), divisor)
 }
 
-#[meta(op = "avg_pool1d")]
-fn avg_pool1d_meta(
-    x: &TensorMeta,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    ceil_mode: bool,
-    _count_include_pad: bool,
-) -> Result<TensorMeta> {
-    let g = avg_geometry(x, 1, kernel_size, stride, padding, ceil_mode)?;
-    check_window_matrix(g.w.out, g.w.size, x.dtype())?;
-    let mut out = g.lead.clone();
-    out.push(g.w.out);
-    Ok(TensorMeta::new(out, x.dtype()))
+pool_fn! {
+    #[meta(op = "avg_pool1d")]
+    avg fn avg_pool1d_meta(x: &TensorMeta; a, _count_include_pad: bool) -> Result<TensorMeta> {
+        let g = geometry(x, 1, &a.avg(1))?;
+        check_window_matrix(g.w.out, g.w.size, x.dtype())?;
+        pooled1d_meta(x, &g)
+    }
 }
 
-#[decompose(op = "avg_pool1d")]
-fn avg_pool1d_decomposition(
-    x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    ceil_mode: bool,
-    count_include_pad: bool,
-) -> Result<Tensor> {
-    let stride = match stride {
-        None | Some([]) => widen(kernel_size, 1),
-        Some(s) => widen(s, 1),
-    };
-    let y = ops::avg_pool2d(
-        &ops::unsqueeze(x, -2)?,
-        &widen(kernel_size, 1),
-        Some(&stride),
-        &widen(padding, 0),
-        ceil_mode,
-        count_include_pad,
-        None,
-    )?;
-    ops::squeeze(&y, Some(-2))
+pool_fn! {
+    #[decompose(op = "avg_pool1d")]
+    avg fn avg_pool1d_decomposition(x: &Tensor; a, count_include_pad: bool) -> Result<Tensor> {
+        let (kernel, stride, padding, _) = a.widened();
+        let x = ops::unsqueeze(x, -2)?;
+        let y = ops::avg_pool2d(&x, &kernel, Some(&stride), &padding, a.ceil_mode, count_include_pad, None)?;
+        ops::squeeze(&y, Some(-2))
+    }
 }
 
 /// The adaptive windows of one dim: `[floor(i*size/out), ceil((i+1)*size/out))`.
@@ -738,16 +703,9 @@ fn adaptive_windows(size: usize, out: usize) -> Vec<(usize, usize)> {
 /// both dims in 2-d; not negative); returns the output sizes of the pooled
 /// dims.
 fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Vec<usize>> {
-    require_float(x)?;
+    check_input(x, dims)?;
     let shape = x.shape();
     let r = shape.len();
-    if r != dims + 1 && r != dims + 2 {
-        return Err(Error::invalid(format!(
-            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
-            dims + 1,
-            dims + 2
-        )));
-    }
     if shape[r - dims..].contains(&0) {
         return Err(Error::invalid(format!(
             "`input` of shape {shape:?} is empty in a pooled dim"
@@ -789,13 +747,18 @@ fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Ve
     Ok(sizes)
 }
 
-#[meta(op = "adaptive_avg_pool2d")]
-fn adaptive_avg_pool2d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<TensorMeta> {
-    let sizes = adaptive_sizes(x, 2, output_size)?;
+/// The meta of an adaptive pooling over the last `dims` dims.
+fn adaptive_meta(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<TensorMeta> {
+    let sizes = adaptive_sizes(x, dims, output_size)?;
     let r = x.shape().len();
-    let mut out = x.shape()[..r - 2].to_vec();
+    let mut out = x.shape()[..r - dims].to_vec();
     out.extend(sizes);
     Ok(TensorMeta::new(out, x.dtype()))
+}
+
+#[meta(op = "adaptive_avg_pool2d")]
+fn adaptive_avg_pool2d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<TensorMeta> {
+    adaptive_meta(x, 2, output_size)
 }
 
 #[decompose(op = "adaptive_avg_pool2d")]
@@ -814,11 +777,7 @@ fn adaptive_avg_pool2d_decomposition(x: &Tensor, output_size: &[i64]) -> Result<
 
 #[meta(op = "adaptive_avg_pool1d")]
 fn adaptive_avg_pool1d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<TensorMeta> {
-    let sizes = adaptive_sizes(x, 1, output_size)?;
-    let r = x.shape().len();
-    let mut out = x.shape()[..r - 1].to_vec();
-    out.extend(sizes);
-    Ok(TensorMeta::new(out, x.dtype()))
+    adaptive_meta(x, 1, output_size)
 }
 
 #[decompose(op = "adaptive_avg_pool1d")]
@@ -1019,38 +978,12 @@ fn adaptive_avg_pool1d_errors() -> Vec<Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "max_pool2d_with_indices",
-    samples = max_pool2d_samples,
-    errors = max_pool2d_errors
-);
-crate::op_samples!(
-    op = "max_pool2d",
-    samples = max_pool2d_samples,
-    errors = max_pool2d_errors
-);
-crate::op_samples!(
-    op = "max_pool1d",
-    samples = max_pool1d_samples,
-    errors = max_pool1d_errors
-);
-crate::op_samples!(
-    op = "avg_pool2d",
-    samples = avg_pool2d_samples,
-    errors = avg_pool2d_errors
-);
-crate::op_samples!(
-    op = "avg_pool1d",
-    samples = avg_pool1d_samples,
-    errors = avg_pool1d_errors
-);
-crate::op_samples!(
-    op = "adaptive_avg_pool2d",
-    samples = adaptive_avg_pool2d_samples,
-    errors = adaptive_avg_pool2d_errors
-);
-crate::op_samples!(
-    op = "adaptive_avg_pool1d",
-    samples = adaptive_avg_pool1d_samples,
-    errors = adaptive_avg_pool1d_errors
-);
+super::samples::register_samples! {
+    "max_pool2d_with_indices" => max_pool2d_samples, max_pool2d_errors;
+    "max_pool2d" => max_pool2d_samples, max_pool2d_errors;
+    "max_pool1d" => max_pool1d_samples, max_pool1d_errors;
+    "avg_pool2d" => avg_pool2d_samples, avg_pool2d_errors;
+    "avg_pool1d" => avg_pool1d_samples, avg_pool1d_errors;
+    "adaptive_avg_pool2d" => adaptive_avg_pool2d_samples, adaptive_avg_pool2d_errors;
+    "adaptive_avg_pool1d" => adaptive_avg_pool1d_samples, adaptive_avg_pool1d_errors;
+}

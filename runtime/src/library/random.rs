@@ -327,30 +327,12 @@ fn dropout_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(op = "rand", samples = size_samples, errors = size_errors);
-crate::op_samples!(op = "randn", samples = size_samples, errors = size_errors);
-crate::op_samples!(
-    op = "random_key",
-    samples = key_samples,
-    errors = key_errors
-);
-crate::op_samples!(
-    op = "random_uniform",
-    samples = keyed_samples,
-    errors = keyed_errors
-);
-crate::op_samples!(
-    op = "random_normal",
-    samples = keyed_samples,
-    errors = keyed_errors
-);
-crate::op_samples!(
-    op = "bernoulli",
-    samples = bernoulli_samples,
-    errors = bernoulli_errors
-);
-crate::op_samples!(
-    op = "dropout",
-    samples = dropout_samples,
-    errors = dropout_errors
-);
+super::samples::register_samples! {
+    "rand" => size_samples, size_errors;
+    "randn" => size_samples, size_errors;
+    "random_key" => key_samples, key_errors;
+    "random_uniform" => keyed_samples, keyed_errors;
+    "random_normal" => keyed_samples, keyed_errors;
+    "bernoulli" => bernoulli_samples, bernoulli_errors;
+    "dropout" => dropout_samples, dropout_errors;
+}

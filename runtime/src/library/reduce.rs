@@ -71,15 +71,13 @@ reduction! {
     rule = flat_index_rule
 }
 
-crate::op_samples!(op = "sum", samples = sum_samples, errors = reduce_errors);
-crate::op_samples!(op = "amax", samples = extreme_samples, errors = amax_errors);
-crate::op_samples!(op = "amin", samples = extreme_samples, errors = amax_errors);
-crate::op_samples!(op = "mean", samples = mean_samples, errors = mean_errors);
-crate::op_samples!(
-    op = "argmax",
-    samples = argmax_samples,
-    errors = amax_errors
-);
+super::samples::register_samples! {
+    "sum" => sum_samples, reduce_errors;
+    "amax" => extreme_samples, amax_errors;
+    "amin" => extreme_samples, amax_errors;
+    "mean" => mean_samples, mean_errors;
+    "argmax" => argmax_samples, amax_errors;
+}
 
 // ---------------------------------------------------------------------------
 // Result dtypes

@@ -53,3 +53,12 @@ pub(crate) fn f64v(shape: &[usize], values: &[f64]) -> Tensor {
 pub(crate) fn i64v(shape: &[usize], values: &[i64]) -> Tensor {
     Tensor::from_shape_vec(shape, values.to_vec()).expect("shape and values agree")
 }
+
+/// Registers the sample inputs of several ops, one `"op" => samples, errors;`
+/// line each (a [`crate::op_samples!`] per op).
+macro_rules! register_samples {
+    ($($op:literal => $samples:path, $errors:path;)*) => {
+        $(crate::op_samples!(op = $op, samples = $samples, errors = $errors);)*
+    };
+}
+pub(crate) use register_samples;

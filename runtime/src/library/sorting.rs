@@ -301,20 +301,10 @@ fn topk_errors() -> Vec<crate::testing::Sample> {
     ]
 }
 
-crate::op_samples!(
-    op = "max_dim",
-    samples = max_dim_samples,
-    errors = max_dim_errors
-);
-crate::op_samples!(
-    op = "min_dim",
-    samples = max_dim_samples,
-    errors = max_dim_errors
-);
-crate::op_samples!(
-    op = "argsort",
-    samples = argsort_samples,
-    errors = argsort_errors
-);
-crate::op_samples!(op = "sort", samples = sort_samples, errors = argsort_errors);
-crate::op_samples!(op = "topk", samples = topk_samples, errors = topk_errors);
+super::samples::register_samples! {
+    "max_dim" => max_dim_samples, max_dim_errors;
+    "min_dim" => max_dim_samples, max_dim_errors;
+    "argsort" => argsort_samples, argsort_errors;
+    "sort" => sort_samples, argsort_errors;
+    "topk" => topk_samples, topk_errors;
+}

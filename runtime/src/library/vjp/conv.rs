@@ -4,36 +4,22 @@
 
 use super::grad_for;
 use crate::batching::shape_arg;
+use crate::library::conv::window_fn;
 use crate::{ops, vjp, Result, Tensor};
 
-#[vjp(op = "unfold")]
-fn unfold_vjp(
-    x: &Tensor,
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || {
-        let size = shape_arg(None, &x.shape()[x.ndim() - 2..]);
-        ops::fold(g, &size, kernel_size, dilation, padding, stride)
-    })
-}
+window_fn! {
+    #[vjp(op = "unfold")]
+    fn unfold_vjp(x: &Tensor; w, _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+        grad_for(x, || {
+            let size = shape_arg(None, &x.shape()[x.ndim() - 2..]);
+            ops::fold(g, &size, w.kernel_size, w.dilation, w.padding, w.stride)
+        })
+    }
 
-/// (Eight parameters: the op's six, its result and the cotangent.)
-#[vjp(op = "fold")]
-#[allow(clippy::too_many_arguments)]
-fn fold_vjp(
-    x: &Tensor,
-    _output_size: &[i64],
-    kernel_size: &[i64],
-    dilation: &[i64],
-    padding: &[i64],
-    stride: &[i64],
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || ops::unfold(g, kernel_size, dilation, padding, stride))
+    /// (Eight parameters: the op's six, its result and the cotangent.)
+    #[vjp(op = "fold")]
+    fn fold_vjp(x: &Tensor, _output_size: &[i64]; w, _y: &Tensor, g: &Tensor)
+        -> Result<Option<Tensor>> {
+        grad_for(x, || ops::unfold(g, w.kernel_size, w.dilation, w.padding, w.stride))
+    }
 }

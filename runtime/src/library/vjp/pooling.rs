@@ -4,49 +4,38 @@
 //! at the recorded indices. The indices carry no gradient.
 
 use super::grad_for;
-use crate::library::pooling::max_pool2d_geometry;
+use crate::batching::shape_arg;
+use crate::library::pooling::pool_fn;
 use crate::{ops, vjp, Result, Tensor};
 
-#[vjp(op = "max_pool2d_with_indices")]
-#[allow(clippy::too_many_arguments)]
-fn max_pool2d_with_indices_vjp(
-    x: &Tensor,
-    kernel_size: &[i64],
-    stride: Option<&[i64]>,
-    padding: &[i64],
-    dilation: &[i64],
-    ceil_mode: bool,
-    _values: &Tensor,
-    indices: &Tensor,
-    grad: &Tensor,
-    _indices_grad: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || {
-        let g = max_pool2d_geometry(
-            x.shape(),
-            x.dtype(),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        )?;
-        let (plane, windows) = (g.plane(), g.h.out * g.w.out);
-        // A window of padding only points one past the plane: scatter into a
-        // plane one longer, then drop that element.
-        let padded = plane + usize::from(g.has_empty_window());
-        let d = g.lead.len() as i64;
-        let zeros = ops::zeros(&g.flat(padded), x.dtype())?;
-        let mut out = ops::scatter_add(
-            &zeros,
-            d,
-            &ops::reshape(indices, &g.flat(windows))?,
-            &ops::reshape(grad, &g.flat(windows))?,
-        )?;
-        if padded != plane {
-            out = ops::narrow(&out, d, 0, plane as i64)?;
-        }
-        let shape: Vec<i64> = x.shape().iter().map(|&v| v as i64).collect();
-        ops::reshape(&out, &shape)
-    })
+pool_fn! {
+    #[vjp(op = "max_pool2d_with_indices")]
+    max fn max_pool2d_with_indices_vjp(
+        x: &Tensor;
+        a,
+        _values: &Tensor,
+        indices: &Tensor,
+        grad: &Tensor,
+        _indices_grad: &Tensor,
+    ) -> Result<Option<Tensor>> {
+        grad_for(x, || {
+            let g = a.max_pool2d(x)?;
+            let (plane, windows) = (g.plane(), g.windows());
+            // A window of padding only points one past the plane: scatter into a
+            // plane one longer, then drop that element.
+            let padded = plane + usize::from(g.has_empty_window());
+            let d = g.lead.len() as i64;
+            let zeros = ops::zeros(&g.flat(padded), x.dtype())?;
+            let mut out = ops::scatter_add(
+                &zeros,
+                d,
+                &ops::reshape(indices, &g.flat(windows))?,
+                &ops::reshape(grad, &g.flat(windows))?,
+            )?;
+            if padded != plane {
+                out = ops::narrow(&out, d, 0, plane as i64)?;
+            }
+            ops::reshape(&out, &shape_arg(None, x.shape()))
+        })
+    }
 }
