@@ -467,28 +467,30 @@ impl<T> GemmOperands<T> {
         // The last row (column, index of k) becomes the first; the pointers
         // stay inside the operands, and wrapping_offset never dereferences.
         if o.dst_rs < 0 && o.m > 0 {
-            let last = (o.m - 1) as isize;
-            o.dst = o.dst.wrapping_offset(last * o.dst_rs);
-            o.lhs = o.lhs.wrapping_offset(last * o.lhs_rs);
-            o.dst_rs = -o.dst_rs;
-            o.lhs_rs = -o.lhs_rs;
+            let dst;
+            (dst, o.dst_rs) = from_end(o.m, o.dst.cast_const(), o.dst_rs);
+            o.dst = dst.cast_mut();
+            (o.lhs, o.lhs_rs) = from_end(o.m, o.lhs, o.lhs_rs);
         }
         if o.dst_cs < 0 && o.n > 0 {
-            let last = (o.n - 1) as isize;
-            o.dst = o.dst.wrapping_offset(last * o.dst_cs);
-            o.rhs = o.rhs.wrapping_offset(last * o.rhs_cs);
-            o.dst_cs = -o.dst_cs;
-            o.rhs_cs = -o.rhs_cs;
+            let dst;
+            (dst, o.dst_cs) = from_end(o.n, o.dst.cast_const(), o.dst_cs);
+            o.dst = dst.cast_mut();
+            (o.rhs, o.rhs_cs) = from_end(o.n, o.rhs, o.rhs_cs);
         }
         if o.lhs_cs < 0 && o.k > 0 {
-            let last = (o.k - 1) as isize;
-            o.lhs = o.lhs.wrapping_offset(last * o.lhs_cs);
-            o.rhs = o.rhs.wrapping_offset(last * o.rhs_rs);
-            o.lhs_cs = -o.lhs_cs;
-            o.rhs_rs = -o.rhs_rs;
+            (o.lhs, o.lhs_cs) = from_end(o.k, o.lhs, o.lhs_cs);
+            (o.rhs, o.rhs_rs) = from_end(o.k, o.rhs, o.rhs_rs);
         }
         o
     }
+}
+
+/// The first element and the stride of a dim of `count > 0` elements at
+/// `ptr` with `stride`, walked from its other end.
+fn from_end<T>(count: usize, ptr: *const T, stride: isize) -> (*const T, isize) {
+    let last = (count - 1) as isize;
+    (ptr.wrapping_offset(last * stride), -stride)
 }
 
 /// `dst = dst_scale * dst + lhs @ rhs` on this thread by `kernel`; `dst` is

@@ -108,46 +108,39 @@ fn random_key_kernel(seed: i64) -> Result<Tensor> {
 // The keyed draws: deterministic in the key, batched by moving the key's
 // batch dim to the front (the key's dims lead the output).
 
-#[meta(op = "random_uniform")]
-fn random_uniform_meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
-    keyed_meta(key, size, dtype)
+/// A keyed draw from `$dist`: meta, kernel and batching rule of `$op`.
+macro_rules! keyed_draw {
+    ($($name:ident $op:tt $dist:expr;)*) => {$(
+        mod $name {
+            use super::*;
+
+            #[meta(op = $op)]
+            fn meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
+                keyed_meta(key, size, dtype)
+            }
+
+            #[kernel(op = $op)]
+            fn kernel(key: &Tensor, size: &[i64], dtype: DType) -> Result<Tensor> {
+                draw(key, size, dtype, $dist)
+            }
+
+            #[batching_rule(op = $op)]
+            fn rule(
+                key: &Tensor,
+                bdim: Option<usize>,
+                size: &[i64],
+                dtype: DType,
+            ) -> Result<(Tensor, Option<usize>)> {
+                let front = crate::batching::bdim_to_front(key, bdim)?;
+                Ok((ops::$name(&front, size, dtype)?, bdim.map(|_| 0)))
+            }
+        }
+    )*};
 }
 
-#[kernel(op = "random_uniform")]
-fn random_uniform_kernel(key: &Tensor, size: &[i64], dtype: DType) -> Result<Tensor> {
-    draw(key, size, dtype, Dist::Uniform)
-}
-
-#[batching_rule(op = "random_uniform")]
-fn random_uniform_rule(
-    key: &Tensor,
-    bdim: Option<usize>,
-    size: &[i64],
-    dtype: DType,
-) -> Result<(Tensor, Option<usize>)> {
-    let front = crate::batching::bdim_to_front(key, bdim)?;
-    Ok((ops::random_uniform(&front, size, dtype)?, bdim.map(|_| 0)))
-}
-
-#[meta(op = "random_normal")]
-fn random_normal_meta(key: &TensorMeta, size: &[i64], dtype: DType) -> Result<TensorMeta> {
-    keyed_meta(key, size, dtype)
-}
-
-#[kernel(op = "random_normal")]
-fn random_normal_kernel(key: &Tensor, size: &[i64], dtype: DType) -> Result<Tensor> {
-    draw(key, size, dtype, Dist::Normal)
-}
-
-#[batching_rule(op = "random_normal")]
-fn random_normal_rule(
-    key: &Tensor,
-    bdim: Option<usize>,
-    size: &[i64],
-    dtype: DType,
-) -> Result<(Tensor, Option<usize>)> {
-    let front = crate::batching::bdim_to_front(key, bdim)?;
-    Ok((ops::random_normal(&front, size, dtype)?, bdim.map(|_| 0)))
+keyed_draw! {
+    random_uniform "random_uniform" Dist::Uniform;
+    random_normal "random_normal" Dist::Normal;
 }
 
 // ---------------------------------------------------------------------------

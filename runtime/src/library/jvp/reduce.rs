@@ -6,24 +6,10 @@ use super::{output, through};
 use crate::library::derivative::extreme_hits;
 use crate::{jvp, ops, Result, Tensor};
 
-/// The tangent of `amax`/`amin` of `x` over `dim` (result `y`): the tangent
-/// summed over the elements that hit the extreme, divided by their count.
-/// A NaN extreme has no hits, so a NaN tangent (as the vjp's NaN gradient).
-fn extreme_jvp(
-    x: &Tensor,
-    dim: Option<i64>,
-    keepdim: bool,
-    y: &Tensor,
-    x_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    let t = through(y, x_tangent, |t| {
-        let (hit, count) = extreme_hits(x, y, dim, keepdim, t.dtype())?;
-        ops::sum(&ops::div(&ops::mul(t, &hit)?, &count)?, dim, keepdim)
-    })?;
-    output(y, t)
-}
-
-/// The registered jvps of `amax` and `amin`, which share [`extreme_jvp`].
+/// The registered jvps of `amax` and `amin`: the tangent of the extreme of
+/// `x` over `dim` (result `y`) is the tangent summed over the elements that
+/// hit the extreme, divided by their count. A NaN extreme has no hits, so a
+/// NaN tangent (as the vjp's NaN gradient).
 macro_rules! extreme {
     ($($name:ident $op:tt),*) => {$(
         mod $name {
@@ -37,7 +23,11 @@ macro_rules! extreme {
                 y: &Tensor,
                 x_tangent: Option<&Tensor>,
             ) -> Result<Option<Tensor>> {
-                extreme_jvp(x, dim, keepdim, y, x_tangent)
+                let t = through(y, x_tangent, |t| {
+                    let (hit, count) = extreme_hits(x, y, dim, keepdim, t.dtype())?;
+                    ops::sum(&ops::div(&ops::mul(t, &hit)?, &count)?, dim, keepdim)
+                })?;
+                output(y, t)
             }
         }
     )*};

@@ -8,46 +8,46 @@ use crate::library::composites::reduced_count;
 use crate::library::derivative::{extreme_hits, scalar, unreduce};
 use crate::{ops, vjp, Result, Tensor};
 
-#[vjp(op = "sum")]
-fn sum_vjp(
-    x: &Tensor,
-    dim: Option<i64>,
-    keepdim: bool,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || unreduce(g, x, dim, keepdim))
+/// The vjps of the reductions over `dim`: `$name` registers the vjp of
+/// `$op`, the gradient `$grad` of `x` for the cotangent `g` of the result
+/// `y`.
+macro_rules! reduction_vjp {
+    ($($name:ident $op:tt |$x:ident, $dim:ident, $keepdim:ident, $y:ident, $g:ident| $grad:expr;)*) => {$(
+        mod $name {
+            use super::*;
+
+            #[vjp(op = $op)]
+            fn vjp(
+                $x: &Tensor,
+                $dim: Option<i64>,
+                $keepdim: bool,
+                $y: &Tensor,
+                $g: &Tensor,
+            ) -> Result<Option<Tensor>> {
+                grad_for($x, || $grad)
+            }
+        }
+    )*};
 }
 
-#[vjp(op = "mean")]
-fn mean_vjp(
-    x: &Tensor,
-    dim: Option<i64>,
-    keepdim: bool,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || {
+reduction_vjp! {
+    sum "sum" |x, dim, keepdim, _y, g| unreduce(g, x, dim, keepdim);
+    mean "mean" |x, dim, keepdim, _y, g| {
         let n = reduced_count(x, dim)? as f64;
         ops::div(&unreduce(g, x, dim, keepdim)?, &scalar(g, n)?)
-    })
+    };
+    // Each element equal to the result gets an even share of the cotangent
+    // (ties split evenly; a NaN result gives NaN gradients, as in PyTorch).
+    amax "amax" |x, dim, keepdim, y, g| extreme_grad(x, dim, keepdim, y, g);
+    amin "amin" |x, dim, keepdim, y, g| extreme_grad(x, dim, keepdim, y, g);
 }
 
-/// `amax`/`amin`: each element equal to the result gets an even share of the
-/// cotangent (ties split evenly; a NaN result gives NaN gradients, as in
-/// PyTorch).
-fn extreme_vjp(
-    x: &Tensor,
-    dim: Option<i64>,
-    keepdim: bool,
-    y: &Tensor,
-    g: &Tensor,
-) -> Result<Option<Tensor>> {
-    grad_for(x, || {
-        let (hit, count) = extreme_hits(x, y, dim, keepdim, g.dtype())?;
-        let share = ops::div(&unreduce(g, x, dim, keepdim)?, &count)?;
-        ops::mul(&share, &hit)
-    })
+/// The gradient of `amax`/`amin`: the cotangent shared evenly among the
+/// elements equal to the extreme.
+fn extreme_grad(x: &Tensor, dim: Option<i64>, keepdim: bool, y: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let (hit, count) = extreme_hits(x, y, dim, keepdim, g.dtype())?;
+    let share = ops::div(&unreduce(g, x, dim, keepdim)?, &count)?;
+    ops::mul(&share, &hit)
 }
 
 /// `sum_to_size` is the reverse of `expand`, and its vjp is `expand`.
@@ -55,28 +55,6 @@ fn extreme_vjp(
 fn sum_to_size_vjp(x: &Tensor, _size: &[i64], _y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     grad_for(x, || ops::expand(g, &shape_arg(None, x.shape())))
 }
-
-/// The registered vjps of `amax` and `amin`, which share [`extreme_vjp`].
-macro_rules! extreme {
-    ($($name:ident $op:tt),*) => {$(
-        mod $name {
-            use super::*;
-
-            #[vjp(op = $op)]
-            fn vjp(
-                x: &Tensor,
-                dim: Option<i64>,
-                keepdim: bool,
-                y: &Tensor,
-                g: &Tensor,
-            ) -> Result<Option<Tensor>> {
-                extreme_vjp(x, dim, keepdim, y, g)
-            }
-        }
-    )*};
-}
-
-extreme!(amax "amax", amin "amin");
 
 /// `y = log_softmax(x)` along `dim`: `g - exp(y) * sum(g, dim)` (`exp(y)` is
 /// the softmax).
