@@ -9,11 +9,9 @@ use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
-use super::fallback::FallbackPolicy;
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
-use super::interpreter::{LevelConfig, VmapInterpreter};
 use super::join::Joiner;
-use super::random::Randomness;
+use super::level::{FallbackPolicy, LevelConfig, Randomness, VmapInterpreter};
 use crate::ops::internal;
 
 /// The number of vmap levels active on this thread.

@@ -1,32 +1,21 @@
 //! The fallback loop: an op without a batching rule (or a composite that opted
 //! out of its decomposition) runs once per example and the results are
-//! stacked. The fallback policy says whether that is allowed, and whether it
-//! logs a warning.
+//! stacked. The fallback policy (the level's, or else the global one set here)
+//! says whether that is allowed, and whether it logs a warning. A random op
+//! runs in the same loop, each example with the seed [`Seeds`] gives it.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
+use crate::core::random::derive_seed;
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::dispatch::{self, below_level, call_entry};
 use crate::registry::OpEntry;
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::{self, Batched};
-use super::interpreter::VmapInterpreter;
-use super::random::Seeds;
-
-/// What vmap does with an op that has no batching rule (or a composite that
-/// opted out of decomposition): the fallback loop over the batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FallbackPolicy {
-    /// Run the loop and log a warning once per op (the default).
-    Warn,
-    /// Run the loop silently.
-    Silent,
-    /// Refuse: the op call returns [`Error::Fallback`].
-    Error,
-}
+use super::level::{level_size, FallbackPolicy};
 
 static GLOBAL_POLICY: AtomicU8 = AtomicU8::new(0);
 
@@ -67,20 +56,31 @@ fn warn_once(entry: &OpEntry) {
     }
 }
 
-/// The batch size of the live vmap level `level`.
-pub(crate) fn level_size(level: LevelId) -> Result<usize> {
-    dispatch::interpreter(level)
-        .and_then(|i| {
-            i.as_any()
-                .downcast_ref::<VmapInterpreter>()
-                .map(VmapInterpreter::size)
-        })
-        .ok_or_else(|| {
-            Error::Vmap(format!(
-                "level {} is not a live vmap level (a batched tensor was used outside the vmap that created it)",
-                level.depth()
-            ))
-        })
+/// How the per-example loop sets each example's seed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Seeds {
+    /// As given (not a random op, or the `Same` policy).
+    AsGiven,
+    /// Example `i`'s seed is `derive(seed, offset + i)`.
+    Derived {
+        /// The seed argument's position.
+        arg: usize,
+        /// The index of the call's first example in the whole batch.
+        offset: usize,
+    },
+}
+
+impl Seeds {
+    /// The arguments of example `i`, whose tensors are already selected.
+    pub(crate) fn apply(self, mut args: Vec<Arg<Tensor>>, i: usize) -> Vec<Arg<Tensor>> {
+        if let Seeds::Derived { arg, offset } = self
+            && let Some(Arg::Int(seed)) = args.get(arg)
+        {
+            let index = offset.saturating_add(i) as u64;
+            args[arg] = Arg::Int(derive_seed(*seed, index));
+        }
+        args
+    }
 }
 
 /// The fallback: applies the policy, then calls the op once per example (with

@@ -1,9 +1,8 @@
 //! vmap's interpreter: an op call at a vmap level runs the op's batching rule,
 //! its decomposition, or the fallback loop. The dispatcher has already run the
-//! op's meta on the logical shapes.
+//! op's meta on the logical shapes. The interpreter's state (one level's) is
+//! in `level`.
 
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
@@ -12,85 +11,9 @@ use crate::registry::{OpEntry, VmapStrategy};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
-use super::fallback::{self, FallbackPolicy};
-use super::random::{self, Randomness, Seeds};
-
-/// The state of one vmap level.
-///
-/// The fields are cells so that one allocation serves every vmap call at the
-/// same depth on a thread (see [`VmapInterpreter::at_depth`]): levels are
-/// strictly nested, so at most one vmap call uses it at a time, and a tensor
-/// that escaped an earlier call is recognized by its level's token, never by
-/// this object.
-pub(crate) struct VmapInterpreter {
-    /// The batch size.
-    size: Cell<usize>,
-    /// The fallback policy of this vmap call (`None`: the global one).
-    policy: Cell<Option<FallbackPolicy>>,
-    /// What a random op at this level does.
-    randomness: Cell<Randomness>,
-    /// The index of this call's first example in the whole batch (a chunk's
-    /// start), from which `Randomness::Different` derives each example's seed.
-    offset: Cell<usize>,
-}
-
-/// How one vmap call sets up its level.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LevelConfig {
-    pub(crate) size: usize,
-    pub(crate) policy: Option<FallbackPolicy>,
-    pub(crate) randomness: Randomness,
-    pub(crate) offset: usize,
-}
-
-thread_local! {
-    /// One interpreter per depth, reused by every vmap call at that depth.
-    static BY_DEPTH: RefCell<Vec<Rc<VmapInterpreter>>> = const { RefCell::new(Vec::new()) };
-}
-
-impl VmapInterpreter {
-    /// The interpreter for a vmap call at `depth` on this thread, set up as
-    /// `config` says.
-    pub(crate) fn at_depth(depth: usize, config: LevelConfig) -> Rc<VmapInterpreter> {
-        BY_DEPTH.with(|pool| {
-            let mut pool = pool.borrow_mut();
-            while pool.len() < depth {
-                pool.push(Rc::new(VmapInterpreter {
-                    size: Cell::new(0),
-                    policy: Cell::new(None),
-                    randomness: Cell::new(Randomness::Error),
-                    offset: Cell::new(0),
-                }));
-            }
-            let interp = Rc::clone(&pool[depth - 1]);
-            interp.size.set(config.size);
-            interp.policy.set(config.policy);
-            interp.randomness.set(config.randomness);
-            interp.offset.set(config.offset);
-            interp
-        })
-    }
-
-    /// The batch size of the current vmap call at this level.
-    pub(crate) fn size(&self) -> usize {
-        self.size.get()
-    }
-
-    /// The fallback policy of this vmap call (`None`: the global one).
-    pub(crate) fn fallback_policy(&self) -> Option<FallbackPolicy> {
-        self.policy.get()
-    }
-
-    /// The randomness policy of this vmap call.
-    pub(crate) fn randomness(&self) -> Randomness {
-        self.randomness.get()
-    }
-
-    /// The index of this call's first example in the whole batch.
-    pub(crate) fn offset(&self) -> usize {
-        self.offset.get()
-    }
-}
+use super::fallback::{self, Seeds};
+use super::level::VmapInterpreter;
+use super::random;
 
 impl Interpreter for VmapInterpreter {
     fn name(&self) -> &'static str {
@@ -104,7 +27,7 @@ impl Interpreter for VmapInterpreter {
     }
 
     /// A random op reaches every vmap level, batched there or not, so that
-    /// the level's [`Randomness`] policy applies to it.
+    /// the level's [`Randomness`](super::Randomness) policy applies to it.
     fn claims_random(&self) -> bool {
         true
     }
@@ -143,7 +66,7 @@ impl Interpreter for VmapInterpreter {
                 args,
                 level,
                 self.size(),
-                self.policy.get(),
+                self.fallback_policy(),
                 out_metas,
                 Seeds::AsGiven,
             ),

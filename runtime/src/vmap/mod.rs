@@ -7,10 +7,13 @@
 //! hands the call to the interpreter, which runs the op's batching rule, its
 //! decomposition, or the fallback loop.
 //!
+//! * `level`: the state of one vmap level (`VmapInterpreter`: batch size,
+//!   fallback and randomness policies), which `fallback`, `random`,
+//!   `interpreter` and `api` read;
 //! * `batched`: the batched tensor and how it is rearranged and stacked;
+//! * `fallback`: the per-example loop and the global fallback policy;
+//! * `random`: random ops under each level's randomness policy;
 //! * `interpreter`: rule dispatch and the rule self-check;
-//! * `fallback`: the per-example loop and its policy;
-//! * `random`: random ops and each level's randomness policy;
 //! * `api`: [`vmap`], [`Vmap`], in/out dims;
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
@@ -24,9 +27,10 @@ mod fallback;
 mod inputs;
 mod interpreter;
 pub(crate) mod join;
+mod level;
 mod random;
 
 pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
-pub use fallback::{fallback_policy, set_fallback_policy, FallbackPolicy};
+pub use fallback::{fallback_policy, set_fallback_policy};
 pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
-pub use random::Randomness;
+pub use level::{FallbackPolicy, Randomness};

@@ -19,7 +19,6 @@
 //!   keys that the keyed ops (`random_uniform`, `random_normal`) then draw from
 //!   with their batching rules.
 
-use crate::core::random::derive_seed;
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::dispatch::{self, below_level, call_entry};
 use crate::registry::{DecomposeVmap, OpEntry};
@@ -27,85 +26,8 @@ use crate::schema::{ArgType, OpKind};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
-use super::fallback;
-use super::interpreter::VmapInterpreter;
-
-/// What a vmap level does with a random op (`rand`, `randn`, `bernoulli`,
-/// `dropout`, and any op an op table marks `random = true`), set per vmap
-/// with [`Vmap::randomness`](crate::Vmap::randomness).
-///
-/// Each vmap level has its own policy; a nested vmap does not inherit its
-/// outer vmap's. Draws are counter-based: element `k` of a draw from seed `s`
-/// is a pure function of `(s, k)`, so every policy gives the same numbers for
-/// any [`chunk_size`](crate::Vmap::chunk_size), with or without the `rayon`
-/// feature, and whether the op is batched by a rule or by the fallback loop.
-///
-/// ```
-/// use batchrules::{ops, vmap, DType, Randomness, Tensor};
-///
-/// let x = Tensor::from(ndarray::Array::<f64, _>::zeros((4, 3)).into_dyn());
-/// let noisy = |x: Tensor| ops::add(&x, &ops::randn(&[3], 7, DType::F64)?);
-///
-/// // The default refuses: should the four examples draw alike or not?
-/// let err = vmap(noisy).call(&x).unwrap_err();
-/// assert!(err.to_string().contains("randn"));
-///
-/// // Different: each example draws its own noise.
-/// let y = vmap(noisy).randomness(Randomness::Different).call(&x)?;
-/// let rows = y.to_array::<f64>()?;
-/// assert_ne!(rows.index_axis(ndarray::Axis(0), 0), rows.index_axis(ndarray::Axis(0), 1));
-/// // ... and the same noise for any chunk size.
-/// let chunked = vmap(noisy).randomness(Randomness::Different).chunk_size(3).call(&x)?;
-/// assert_eq!(chunked.to_array::<f64>()?, rows);
-///
-/// // Same: one draw, shared by every example.
-/// let z = vmap(noisy).randomness(Randomness::Same).call(&x)?.to_array::<f64>()?;
-/// assert_eq!(z.index_axis(ndarray::Axis(0), 0), z.index_axis(ndarray::Axis(0), 3));
-/// # Ok::<(), batchrules::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Randomness {
-    /// A random op at this level is an error ([`Error::Randomness`], naming
-    /// the op and the fix). The default, as in functorch: vmap cannot know
-    /// whether the examples should draw alike.
-    #[default]
-    Error,
-    /// Each example draws its own stream: example `i` draws from the seed
-    /// derived from the op's seed and `i`, its index in the whole batch (so a
-    /// chunked vmap gives the same numbers). The result is batched.
-    Different,
-    /// One draw, shared by every example (as if the op were called outside
-    /// the vmap). A random op whose tensor inputs are batched (`bernoulli`
-    /// with a batched `p`) uses the same random numbers for every example.
-    Same,
-}
-
-/// How the per-example loop sets each example's seed.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Seeds {
-    /// As given (not a random op, or the `Same` policy).
-    AsGiven,
-    /// Example `i`'s seed is `derive(seed, offset + i)`.
-    Derived {
-        /// The seed argument's position.
-        arg: usize,
-        /// The index of the call's first example in the whole batch.
-        offset: usize,
-    },
-}
-
-impl Seeds {
-    /// The arguments of example `i`, whose tensors are already selected.
-    pub(crate) fn apply(self, mut args: Vec<Arg<Tensor>>, i: usize) -> Vec<Arg<Tensor>> {
-        if let Seeds::Derived { arg, offset } = self
-            && let Some(Arg::Int(seed)) = args.get(arg)
-        {
-            let index = offset.saturating_add(i) as u64;
-            args[arg] = Arg::Int(derive_seed(*seed, index));
-        }
-        args
-    }
-}
+use super::fallback::{self, Seeds};
+use super::level::{FallbackPolicy, Randomness, VmapInterpreter};
 
 /// The position of a random op's `int seed` argument (the op table checks
 /// that a random op has one).
@@ -177,7 +99,7 @@ pub(super) fn process(
     let policy = if batched_here {
         interp.fallback_policy()
     } else {
-        Some(fallback::FallbackPolicy::Silent)
+        Some(FallbackPolicy::Silent)
     };
     fallback::run(entry, args, level, interp.size(), policy, metas, seeds)
 }
