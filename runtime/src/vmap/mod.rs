@@ -14,7 +14,8 @@
 //! * `fallback`: the per-example loop and the global fallback policy;
 //! * `random`: random ops under each level's randomness policy;
 //! * `interpreter`: rule dispatch and the rule self-check;
-//! * `api`: [`vmap`], [`Vmap`], in/out dims;
+//! * `api`: [`vmap`] and the builder [`Vmap`], and how a call runs;
+//! * `dims`: the in/out dims a vmap takes ([`InDims`], [`OutDims`]);
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
 //!
@@ -23,6 +24,7 @@
 
 mod api;
 mod batched;
+mod dims;
 mod fallback;
 mod inputs;
 mod interpreter;
@@ -30,7 +32,8 @@ pub(crate) mod join;
 mod level;
 mod random;
 
-pub use api::{vmap, vmap_depth, FieldDims, InDim, InDims, OutDims, Vmap};
+pub use api::{vmap, vmap_depth, Vmap};
+pub use dims::{FieldDims, InDim, InDims, OutDims};
 pub use fallback::{fallback_policy, set_fallback_policy};
 pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
 pub use level::{FallbackPolicy, Randomness};
