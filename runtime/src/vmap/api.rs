@@ -259,25 +259,26 @@ impl<F, A> Vmap<F, A> {
             Some(0) => Err(Error::Vmap(
                 "chunk_size(0): a chunk must hold at least one example".to_string(),
             )),
-            Some(chunk) if chunk < size => self.call_chunked(&args, &inputs, &dims, size, chunk),
+            Some(chunk) if chunk < size => {
+                self.call_chunked(&inputs, &dims, size, chunk, |sliced, len, start| {
+                    self.call_level(&args, sliced, &dims, len, start)
+                })
+            }
             _ => self.call_level(&args, inputs, &dims, size, 0),
         }
     }
 
-    /// One vmap call over chunks of `chunk` examples, joined.
-    fn call_chunked<I, O, M>(
+    /// The batch in chunks of `chunk` examples, joined: `call_level(inputs,
+    /// len, start)` is the vmap call over one chunk, the `len` examples from
+    /// example `start` on (`inputs` sliced to them).
+    fn call_chunked<O: VmapOutputs>(
         &self,
-        args: &I,
         inputs: &[Tensor],
         dims: &[Option<usize>],
         size: usize,
         chunk: usize,
-    ) -> Result<O>
-    where
-        I: VmapInputs<Inner = A>,
-        F: TransformFn<A, O, name::vmap, M>,
-        O: VmapOutputs,
-    {
+        call_level: impl Fn(Inputs, usize, usize) -> Result<O>,
+    ) -> Result<O> {
         // The first chunk's output gives the structure of the result; its
         // leaves and every later chunk's are joined leaf by leaf as they come,
         // so a chunk's result is dropped once it is copied (see `Joiner`).
@@ -294,7 +295,7 @@ impl<F, A> Vmap<F, A> {
                     None => Ok(t.clone()),
                 })
                 .collect::<Result<_>>()?;
-            let part = self.call_level(args, sliced, dims, len, start)?;
+            let part = call_level(sliced, len, start)?;
             let mut leaves = Vec::new();
             part.leaves(&mut leaves);
             if first.is_none() {

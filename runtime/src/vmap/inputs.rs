@@ -91,37 +91,28 @@ fn single_tensor(leaves: Inputs) -> Result<Tensor> {
     }
 }
 
-impl VmapInputs for &Tensor {
-    type Inner = Tensor;
-    fn tensors(&self) -> Inputs {
-        smallvec::smallvec![(*self).clone()]
-    }
-    fn arg_leaf_counts(&self) -> LeafCounts {
-        smallvec::smallvec![1]
-    }
-    fn arg_leaf_path(&self, _arg: usize, _leaf: usize) -> String {
-        String::new()
-    }
-    fn rebuild(&self, leaves: Inputs) -> Result<Tensor> {
-        single_tensor(leaves)
-    }
+/// The two tensor forms (`&Tensor`, `Tensor`): one argument, one leaf.
+macro_rules! tensor_inputs {
+    ($($tensor:ty),+) => {$(
+        /// A tensor: one argument.
+        impl VmapInputs for $tensor {
+            type Inner = Tensor;
+            fn tensors(&self) -> Inputs {
+                smallvec::smallvec![Tensor::clone(self)]
+            }
+            fn arg_leaf_counts(&self) -> LeafCounts {
+                smallvec::smallvec![1]
+            }
+            fn arg_leaf_path(&self, _arg: usize, _leaf: usize) -> String {
+                String::new()
+            }
+            fn rebuild(&self, leaves: Inputs) -> Result<Tensor> {
+                single_tensor(leaves)
+            }
+        }
+    )+};
 }
-
-impl VmapInputs for Tensor {
-    type Inner = Tensor;
-    fn tensors(&self) -> Inputs {
-        smallvec::smallvec![self.clone()]
-    }
-    fn arg_leaf_counts(&self) -> LeafCounts {
-        smallvec::smallvec![1]
-    }
-    fn arg_leaf_path(&self, _arg: usize, _leaf: usize) -> String {
-        String::new()
-    }
-    fn rebuild(&self, leaves: Inputs) -> Result<Tensor> {
-        single_tensor(leaves)
-    }
-}
+tensor_inputs!(&Tensor, Tensor);
 
 /// A struct passed on its own: one argument.
 impl<S: StructTree> VmapInputs for &S {
