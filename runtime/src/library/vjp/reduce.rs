@@ -44,7 +44,13 @@ reduction_vjp! {
 
 /// The gradient of `amax`/`amin`: the cotangent shared evenly among the
 /// elements equal to the extreme.
-fn extreme_grad(x: &Tensor, dim: Option<i64>, keepdim: bool, y: &Tensor, g: &Tensor) -> Result<Tensor> {
+fn extreme_grad(
+    x: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+    y: &Tensor,
+    g: &Tensor,
+) -> Result<Tensor> {
     let (hit, count) = extreme_hits(x, y, dim, keepdim, g.dtype())?;
     let share = ops::div(&unreduce(g, x, dim, keepdim)?, &count)?;
     ops::mul(&share, &hit)
