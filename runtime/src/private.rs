@@ -510,95 +510,58 @@ impl<X, R> RetProbe<X, R> {
     }
 }
 
-pub trait ProbeRet<X> {
-    fn outputs(&self) -> Result<Outs<X>>;
-}
-impl<X, O: Outputs<X>> ProbeRet<X> for &RetProbe<X, Result<O>> {
-    fn outputs(&self) -> Result<Outs<X>> {
-        match self.0.take() {
-            Some(r) => r.map(O::into_outputs),
-            None => Err(shim_error("return value", 0)),
+/// The return-value twin of [`probe!`]: the probe trait takes the value out of
+/// a [`RetProbe`] whose function returned `Result<$r>` with `$r: $bound` and
+/// hands it to `$body` as `$value`; the fallback (any other return type) errs.
+macro_rules! ret_probe {
+    (
+        $(#[$doc:meta])*
+        $probe:ident / $fallback:ident<$($g:ident),*> for RetProbe<$x:ty, $r:ident: $bound:path>;
+        fn $method:ident(&self $(, $p:ident: $pt:ty)*) -> Result<$out:ty> { $value:ident => $body:expr }
+    ) => {
+        $(#[$doc])*
+        pub trait $probe<$($g),*> {
+            fn $method(&self $(, $p: $pt)*) -> Result<$out>;
         }
-    }
-}
-/// A vjp's return value, flattened by [`flatten_gradients`].
-pub trait ProbeGradients {
-    fn gradients(
-        &self,
-        op: &OpSchema,
-        function: &Location,
-        args: &[Arg<Tensor>],
-    ) -> Result<Vec<Option<Tensor>>>;
-}
-impl<G: Gradients> ProbeGradients for &RetProbe<GradSlot, Result<G>> {
-    fn gradients(
-        &self,
-        op: &OpSchema,
-        function: &Location,
-        args: &[Arg<Tensor>],
-    ) -> Result<Vec<Option<Tensor>>> {
-        match self.0.take() {
-            Some(r) => flatten_gradients(op, function, args, r?.into_slots()),
-            None => Err(shim_error("return value", 0)),
+        impl<$($g,)* $r: $bound> $probe<$($g),*> for &RetProbe<$x, Result<$r>> {
+            fn $method(&self $(, $p: $pt)*) -> Result<$out> {
+                match self.0.take() {
+                    Some($value) => $body,
+                    None => Err(shim_error("return value", 0)),
+                }
+            }
         }
-    }
+        pub trait $fallback<$($g),*> {
+            fn $method(&self $(, $p: $pt)*) -> Result<$out>;
+        }
+        impl<$($g,)* R> $fallback<$($g),*> for RetProbe<$x, R> {
+            fn $method(&self $(, $p: $pt)*) -> Result<$out> {
+                let _ = ($($p,)*);
+                Err(shim_error("return value", 0))
+            }
+        }
+    };
 }
-pub trait ProbeGradientsFallback {
-    fn gradients(
-        &self,
-        op: &OpSchema,
-        function: &Location,
-        args: &[Arg<Tensor>],
-    ) -> Result<Vec<Option<Tensor>>>;
+
+ret_probe! {
+    /// A kernel's, meta's or rule's return value, as its outputs.
+    ProbeRet / ProbeRetFallback<X> for RetProbe<X, O: Outputs<X>>;
+    fn outputs(&self) -> Result<Outs<X>> { r => r.map(O::into_outputs) }
 }
-impl<R> ProbeGradientsFallback for RetProbe<GradSlot, R> {
-    fn gradients(
-        &self,
-        _: &OpSchema,
-        _: &Location,
-        _: &[Arg<Tensor>],
-    ) -> Result<Vec<Option<Tensor>>> {
-        Err(shim_error("return value", 0))
+
+ret_probe! {
+    /// A vjp's return value, flattened by [`flatten_gradients`].
+    ProbeGradients / ProbeGradientsFallback<> for RetProbe<GradSlot, G: Gradients>;
+    fn gradients(&self, op: &OpSchema, function: &Location, args: &[Arg<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        r => flatten_gradients(op, function, args, r?.into_slots())
     }
 }
 
-/// A jvp's return value, flattened by [`flatten_tangents`].
-pub trait ProbeTangents {
-    fn tangents(
-        &self,
-        op: &OpSchema,
-        function: &Location,
-        outputs: &[Tensor],
-    ) -> Result<Vec<Option<Tensor>>>;
-}
-impl<G: Gradients> ProbeTangents for &RetProbe<GradSlot, Result<G>> {
-    fn tangents(
-        &self,
-        op: &OpSchema,
-        function: &Location,
-        outputs: &[Tensor],
-    ) -> Result<Vec<Option<Tensor>>> {
-        match self.0.take() {
-            Some(r) => flatten_tangents(op, function, outputs, r?.into_slots()),
-            None => Err(shim_error("return value", 0)),
-        }
-    }
-}
-pub trait ProbeTangentsFallback {
-    fn tangents(&self, _: &OpSchema, _: &Location, _: &[Tensor]) -> Result<Vec<Option<Tensor>>>;
-}
-impl<R> ProbeTangentsFallback for RetProbe<GradSlot, R> {
-    fn tangents(&self, _: &OpSchema, _: &Location, _: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        Err(shim_error("return value", 0))
-    }
-}
-
-pub trait ProbeRetFallback<X> {
-    fn outputs(&self) -> Result<Outs<X>>;
-}
-impl<X, R> ProbeRetFallback<X> for RetProbe<X, R> {
-    fn outputs(&self) -> Result<Outs<X>> {
-        Err(shim_error("return value", 0))
+ret_probe! {
+    /// A jvp's return value, flattened by [`flatten_tangents`].
+    ProbeTangents / ProbeTangentsFallback<> for RetProbe<GradSlot, G: Gradients>;
+    fn tangents(&self, op: &OpSchema, function: &Location, outputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        r => flatten_tangents(op, function, outputs, r?.into_slots())
     }
 }
 

@@ -168,8 +168,8 @@ where
 pub fn jvp_with_aux<I, O, X, F, M>(f: F, primals: I, tangents: I) -> Result<(O, O, X)>
 where
     I: GradArgs,
-    O: TensorTree,
-    X: TensorTree,
+    // The pair is the output of one jvp, whose tangent of `X` is dropped.
+    (O, X): TensorTree,
     F: TransformFnOnce<I::Inner, (O, X), name::jvp, M>,
     M: OneArgument<name::jvp>,
 {

@@ -1,22 +1,210 @@
 //! The checking core that both modes share: one comparison of a derivative
 //! with central finite differences (the vjp's `⟨Jᵀ u, v⟩`, or the jvp's
 //! `⟨u, J v⟩` checked against the vjp too), the batches of the `*∘vmap`
-//! checks, and the per-op wrapper of the sweeps. [`check_grad`] and
-//! [`check_jvp`] are this core in one mode each.
+//! checks, the per-op wrapper of the sweeps, and what both modes measure
+//! with (steps and tolerances, probe tensors, the comparison at one point).
+//! [`check_grad`] and [`check_jvp`] are this core in one mode each; `grad.rs`
+//! and `jvp.rs` import it from here (and `jvp.rs` takes the vjp as a function,
+//! `pulled_back`, from `grad.rs`), so the three files form no circle.
 //!
 //! [`check_grad`]: super::check_grad
 //! [`check_jvp`]: super::check_jvp
 
+use crate::core::cast::cast;
 use crate::dispatch::call_op;
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
-use crate::{jvp, vmap, Arg, Error, Result, Tensor};
+use crate::{jvp, vjp, vmap, Arg, DType, Data, Error, Result, Tensor};
 
-use super::grad::{
-    cotangents, directions, dot, point, probe, shifted, to_f64, zeros_of, Compared, Point,
-    TensorFn, NO_FINITE_DIFFERENCE, STEP, STEP_F32, TOLERANCE, TOLERANCE_F32,
-};
 use super::Mismatch;
+
+/// The step and relative tolerance of the central differences, on inputs
+/// converted to f64, for functions with f64 outputs.
+pub(super) const STEP: f64 = 1e-5;
+pub(super) const TOLERANCE: f64 = 1e-6;
+/// The same for a function with an f32 output (a dtype conversion inside):
+/// its rounding (about 1e-7 relative) needs a longer step.
+pub(super) const STEP_F32: f64 = 1e-2;
+pub(super) const TOLERANCE_F32: f64 = 1e-3;
+
+/// A per-example function as the checks take it: tensors in, tensors out.
+pub(super) type TensorFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
+
+/// Deterministic pseudo-random values in `[-1, 1)` for a shape, from a seed
+/// (the same shape and seed give the same tensor, inside a transform too,
+/// where it is an unbatched constant).
+pub(crate) fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let mut s = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(0x632B_E59B_D9B4_E019)
+        | 1;
+    let values: Vec<f64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect();
+    match dtype {
+        DType::F32 => Tensor::from_shape_vec(shape, values.iter().map(|&v| v as f32).collect()),
+        DType::F64 => Tensor::from_shape_vec(shape, values),
+        other => zeros_of(shape, other),
+    }
+}
+
+pub(super) fn zeros_of(shape: &[usize], dtype: DType) -> Result<Tensor> {
+    crate::each_dtype!(type dtype, T => {
+        let n: usize = shape.iter().product();
+        Tensor::from_shape_vec::<T>(shape, vec![T::default(); n])
+    })
+}
+
+/// `t` with float elements converted to f64 (other dtypes as they are).
+pub(super) fn to_f64(t: &Tensor) -> Result<Tensor> {
+    if t.dtype() != DType::F32 {
+        return Ok(t.clone());
+    }
+    Ok(Tensor::from_data(cast(t, DType::F64)?.into_owned()))
+}
+
+/// The elements of `t` as f64, in row-major order.
+pub(super) fn values(t: &Tensor) -> Result<Vec<f64>> {
+    match &*cast(t, DType::F64)? {
+        Data::F64(a) => Ok(a.iter().copied().collect()),
+        other => Err(Error::Tensor(format!(
+            "values: expected f64 data, got {}",
+            other.dtype()
+        ))),
+    }
+}
+
+pub(super) fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
+    Ok(values(a)?.iter().zip(values(b)?).map(|(x, y)| x * y).sum())
+}
+
+/// Whether every float tensor of `ts` holds only finite values: derivatives
+/// are compared only at such points (NaN and infinity samples test
+/// propagation, not derivatives).
+pub(super) fn finite(ts: &[Tensor]) -> Result<bool> {
+    for t in ts.iter().filter(|t| t.dtype().is_float()) {
+        if !values(t)?.iter().all(|v| v.is_finite()) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `x + t * v` for an f64 tensor.
+pub(super) fn shifted(x: &Tensor, v: &Tensor, t: f64) -> Result<Tensor> {
+    let (Data::F64(a), Data::F64(d)) = (x.data()?, v.data()?) else {
+        return Err(Error::Tensor("shifted: f64 tensors expected".to_string()));
+    };
+    Ok(Tensor::from(a.to_owned() + &d.mapv(|e| e * t)))
+}
+
+pub(super) fn cotangents(outputs: &[Tensor], seed: u64) -> Result<Vec<Tensor>> {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(i, y)| {
+            if y.dtype().is_float() {
+                probe(y.shape(), y.dtype(), seed + i as u64)
+            } else {
+                zeros_of(y.shape(), y.dtype())
+            }
+        })
+        .collect()
+}
+
+/// A point at which derivatives are compared: the inputs (floats converted
+/// to f64), the indices of the float ones, the outputs and the pullback.
+pub(super) struct Point {
+    pub(super) x: Vec<Tensor>,
+    pub(super) float: Vec<usize>,
+    pub(super) y: Vec<Tensor>,
+    pub(super) pullback: crate::VjpFn<Vec<Tensor>, Vec<Tensor>>,
+    /// Whether an output is f32 (a conversion inside): a longer step.
+    pub(super) f32_output: bool,
+}
+
+/// Why a check compared nothing: no float input or output.
+pub(super) const NO_FLOAT: &str =
+    "the function has no float input or no float output, so there is no derivative to compare";
+/// Why a check compared nothing: a value at the point is not finite.
+pub(super) const NOT_FINITE: &str = "an input or output is NaN or infinite at these inputs \
+     (such points test how NaN propagates, not derivatives); check at finite inputs where the \
+     function is finite";
+/// Why a check compared nothing: every direction's finite differences failed.
+pub(super) const NO_FINITE_DIFFERENCE: &str = "along every direction, a step of the central \
+     differences gave an error or a value that is not finite (the inputs are at, or within a \
+     step of, the edge of the function's domain, as log at 0); check at inputs farther inside it";
+
+/// What a comparison with finite differences did: how many directions it
+/// compared, and, if none, why.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Compared {
+    pub(super) directions: usize,
+    pub(super) why_none: &'static str,
+}
+
+impl Compared {
+    pub(super) fn none(why: &'static str) -> Self {
+        Compared {
+            directions: 0,
+            why_none: why,
+        }
+    }
+
+    /// The count, for a public check that must have compared something: a
+    /// check that compared nothing is an error saying why, never `Ok(0)`.
+    pub(super) fn required(self, what: &str) -> std::result::Result<usize, Mismatch> {
+        if self.directions == 0 {
+            return Err(Mismatch {
+                case: what.to_string(),
+                detail: format!("nothing was checked: {}", self.why_none),
+            });
+        }
+        Ok(self.directions)
+    }
+}
+
+/// `f` at `inputs` as a [`Point`], or why there is no derivative to compare:
+/// no float input or output ([`NO_FLOAT`]), or a value that is not finite
+/// ([`NOT_FINITE`]: NaN and infinity samples test propagation, not
+/// derivatives).
+pub(super) fn point(
+    f: &TensorFn<'_>,
+    inputs: &[Tensor],
+) -> Result<std::result::Result<Point, &'static str>> {
+    let x: Vec<Tensor> = inputs.iter().map(to_f64).collect::<Result<_>>()?;
+    let float: Vec<usize> = (0..x.len()).filter(|&i| x[i].dtype().is_float()).collect();
+    let (y, pullback) = vjp(|xs: Vec<Tensor>| f(&xs), &x)?;
+    if float.is_empty() || !y.iter().any(|t| t.dtype().is_float()) {
+        return Ok(Err(NO_FLOAT));
+    }
+    if !finite(&x)? || !finite(&y)? {
+        return Ok(Err(NOT_FINITE));
+    }
+    let f32_output = y.iter().any(|t| t.dtype() == DType::F32);
+    Ok(Ok(Point {
+        x,
+        float,
+        y,
+        pullback,
+        f32_output,
+    }))
+}
+
+/// The directions checked: every float input at once, then each alone.
+pub(super) fn directions(float: &[usize]) -> Vec<Vec<usize>> {
+    let mut directions = vec![float.to_vec()];
+    if float.len() > 1 {
+        directions.extend(float.iter().map(|&i| vec![i]));
+    }
+    directions
+}
 
 /// The relative tolerance of ⟨u, J v⟩ = ⟨Jᵀ u, v⟩: both sides are exact up to
 /// the rounding of two different orders of summation.

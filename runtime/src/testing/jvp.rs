@@ -10,7 +10,8 @@ use super::derivative::{
     at_floats, batchings, check_derivative, check_op_with, example_inputs, labelled, stacked,
     tangent_of, vmapped, Mode, BATCH,
 };
-use super::grad::{finite, probe, pulled_back, to_f64, Compared, TensorFn, NOT_FINITE, NO_FLOAT};
+use super::derivative::{finite, probe, to_f64, Compared, TensorFn, NOT_FINITE, NO_FLOAT};
+use super::grad::pulled_back;
 use super::{check_vmap, Mismatch};
 
 /// Checks the jvp of `f` at `inputs` against central finite differences and

@@ -26,6 +26,8 @@ mod jvp;
 
 use std::fmt;
 
+#[cfg(test)]
+pub(crate) use derivative::probe;
 pub use grad::{check_grad, check_grad_compositions, check_op_grad};
 pub use jvp::{check_jacobians, check_jvp, check_jvp_compositions, check_op_jvp};
 

@@ -139,7 +139,7 @@ mod tests {
 
     use crate::dispatch::call_op;
     use crate::registry::{registry, JvpStatus, OpEntry};
-    use crate::testing::Sample;
+    use crate::testing::{probe, Sample};
     use crate::{args, ops, Arg, DType, Result, Tensor};
 
     const TABLE: &str = "batchrules::ops";
@@ -149,21 +149,6 @@ mod tests {
 
     fn t(shape: &[usize], values: &[f64]) -> Tensor {
         Tensor::from_shape_vec(shape, values.to_vec()).expect("test tensor")
-    }
-
-    /// Deterministic pseudo-random values in `[-1, 1)` (xorshift).
-    fn probe(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
-        let mut s = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
-        let n: usize = shape.iter().product();
-        let values: Vec<f64> = (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect();
-        ops::to_dtype(&Tensor::from_shape_vec(shape, values)?, dtype)
     }
 
     fn values(x: &Tensor) -> Result<Vec<f64>> {
