@@ -65,36 +65,10 @@ pub struct ArgSchema {
     pub default: Option<&'static str>,
 }
 
-/// The role a registered function plays for an op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// `#[kernel]`
-    Kernel,
-    /// `#[meta]`
-    Meta,
-    /// `#[batching_rule]`
-    BatchingRule,
-    /// `#[decompose]`
-    Decomposition,
-    /// `#[vjp]`
-    Vjp,
-    /// `#[jvp]`
-    Jvp,
-}
-
-impl Role {
-    /// The attribute that registers this role, e.g. `#[kernel]`.
-    pub const fn attribute(self) -> &'static str {
-        match self {
-            Role::Kernel => "#[kernel]",
-            Role::Meta => "#[meta]",
-            Role::BatchingRule => "#[batching_rule]",
-            Role::Decomposition => "#[decompose]",
-            Role::Vjp => "#[vjp]",
-            Role::Jvp => "#[jvp]",
-        }
-    }
-}
+/// The role a registered function plays for an op: one per registration
+/// attribute. Declared once for the workspace, in the `batchrules-roles`
+/// crate, which the attribute macros use too.
+pub use batchrules_roles::Role;
 
 /// The Rust signature a function in one role must have, as generated from the
 /// schema. Types are in the normalized spelling the attribute macros compare

@@ -85,7 +85,7 @@ impl Paths {
     fn new(r: &Registration) -> Self {
         let table = &r.table;
         let rt = quote!(#table::__rt);
-        let variant = r.role.variant();
+        let variant = crate::role::variant(r.role);
         Paths {
             role: quote!(#rt::Role::#variant),
             schema: quote!(#table::__SCHEMA),
@@ -271,7 +271,7 @@ fn registration_items(r: &Registration) -> TokenStream {
     // reject does not also produce a trait error here. Whether a parameter is
     // an argument or a batch dim (and which) is read from the schema.
     let schema = quote!(#table::__SCHEMA);
-    let variant = r.role.variant();
+    let variant = crate::role::variant(r.role);
     let call_args: Vec<TokenStream> = r
         .params
         .iter()
