@@ -29,16 +29,6 @@ impl Dual {
             level,
         }))
     }
-
-    /// The dual form of `t` if it lives at `level`.
-    pub(crate) fn at(t: &Tensor, level: LevelId) -> Option<&Dual> {
-        t.downcast_level::<Dual>().filter(|d| d.level == level)
-    }
-
-    /// `self` as a tensor again (a new handle to the same primal and tangent).
-    fn handle(&self) -> Tensor {
-        Dual::wrap(self.primal.clone(), self.tangent.clone(), self.level)
-    }
 }
 
 // As for grad's tracked tensors, the structural views go through ops, so
@@ -46,6 +36,7 @@ impl Dual {
 // same view of the tangent).
 internal::level_tensor_through_ops!(Dual {
     value: primal,
+    parts: [primal, tangent],
     transform: "jvp",
     kind: "dual"
 });

@@ -26,10 +26,8 @@ impl Interpreter for JvpInterpreter {
     }
 
     fn process(&self, call: Call<'_>) -> Result<Outs<Tensor>> {
-        let Call {
-            entry, args, level, ..
-        } = call;
-        let (primals, tangents) = split(args, level);
+        let (entry, level) = (call.entry, call.level);
+        let (primals, tangents) = split(call.args, level);
         let outs = call_entry(entry, &primals)?;
         let any_tangent = tangents.iter().flatten().any(Option::is_some);
         if !any_tangent

@@ -24,16 +24,6 @@ impl Tracked {
     pub(crate) fn wrap(inner: Tensor, node: NodeRef, level: LevelId) -> Tensor {
         Tensor::from_level(Arc::new(Tracked { inner, node, level }))
     }
-
-    /// The tracked form of `t` if it is tracked at `level`.
-    pub(crate) fn at(t: &Tensor, level: LevelId) -> Option<&Tracked> {
-        t.downcast_level::<Tracked>().filter(|b| b.level == level)
-    }
-
-    /// `self` as a tensor again (a new handle to the same value and node).
-    fn handle(&self) -> Tensor {
-        Tracked::wrap(self.inner.clone(), self.node.clone(), self.level)
-    }
 }
 
 // The structural views go through ops (`permute`, `unsqueeze`, ...), so that
@@ -42,6 +32,7 @@ impl Tracked {
 // differentiated through.
 internal::level_tensor_through_ops!(Tracked {
     value: inner,
+    parts: [inner, node],
     transform: "grad",
     kind: "tracked"
 });

@@ -791,6 +791,10 @@ fn conv_padding_meta<const D: usize>(
     Ok(TensorMeta::new(&shape, x.dtype()))
 }
 
+/// A convolution op's function: input, weight, bias, stride, padding,
+/// dilation, groups.
+type ConvFn = fn(&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], i64) -> Result<Tensor>;
+
 /// `conv` (`ops::conv2d` or `ops::conv1d`, `D` spatial dims) with the
 /// padding the word asks for: "same" with an odd total pads the input's
 /// last row or column first, then convolves with the symmetric rest.
@@ -799,7 +803,7 @@ fn conv_padded<const D: usize>(
     weight: &Tensor,
     bias: Option<&Tensor>,
     a: &ConvArgs<&str>,
-    conv: fn(&Tensor, &Tensor, Option<&Tensor>, &[i64], &[i64], &[i64], i64) -> Result<Tensor>,
+    conv: ConvFn,
 ) -> Result<Tensor> {
     let (left, extra) = word_padding::<D>(&TensorMeta::of(weight), a)?;
     let mut x = x.clone();

@@ -84,9 +84,23 @@ pub(crate) fn broadcast_new_dim(t: &Tensor, dim: usize, size: usize) -> Result<T
 /// value one level down (field `value`, whose shape and dtype it has) at
 /// field `level`, and whose views are op calls on `self.handle()` (a new
 /// handle to the same level tensor), so its level transforms them like any
-/// other call. grad's tracked and jvp's dual tensors are such.
+/// other call. grad's tracked and jvp's dual tensors are such. With it, the
+/// type's `at(t, level)` (the level tensor `t` is, if it lives at `level`)
+/// and `handle()`, which calls the type's `wrap(parts..., level)`.
 macro_rules! level_tensor_through_ops {
-    ($ty:ty { value: $value:ident, transform: $transform:literal, kind: $kind:literal }) => {
+    ($ty:ident { value: $value:ident, parts: [$($part:ident),+], transform: $transform:literal, kind: $kind:literal }) => {
+        impl $ty {
+            #[doc = concat!("The ", $kind, " form of `t` if it lives at `level`.")]
+            pub(crate) fn at(t: &$crate::Tensor, level: $crate::LevelId) -> Option<&$ty> {
+                t.downcast_level::<$ty>().filter(|x| x.level == level)
+            }
+
+            /// `self` as a tensor again (a new handle to the same parts).
+            fn handle(&self) -> $crate::Tensor {
+                $ty::wrap($(self.$part.clone(),)+ self.level)
+            }
+        }
+
         impl $crate::LevelTensor for $ty {
             fn level(&self) -> $crate::LevelId {
                 self.level
