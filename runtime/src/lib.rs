@@ -1,7 +1,7 @@
 //! # batchrules
 //!
 //! Per-sample gradients, Jacobians and ensembles over [`ndarray`] tensors,
-//! as PyTorch's `torch.func` and JAX compute them: [`vmap`], [`grad`],
+//! as PyTorch's `torch.func` and JAX compute them: [`vmap`](fn@vmap), [`grad`](fn@grad),
 //! [`value_and_grad`], [`vjp`](fn@vjp), [`jacrev`], [`jvp`](fn@jvp),
 //! [`jacfwd`], [`hvp`] and [`hessian`] are transforms that compose in any
 //! order.
@@ -258,7 +258,7 @@ pub mod prelude {
 ///
 /// An op that draws random numbers says `random = true` and takes its stream
 /// as an `int seed` argument (a random op without one fails the build). Under
-/// [`vmap`] it follows the vmap's [`Randomness`] policy: an error by default,
+/// [`vmap`](fn@vmap) it follows the vmap's [`Randomness`] policy: an error by default,
 /// one derived seed per example, or one draw for all. A random primitive is
 /// batched by running it once per example with the seed the policy gives that
 /// example, so a `#[batching_rule]` for it fails the build; to vectorize one,
@@ -696,7 +696,7 @@ pub use batchrules_macros::vjp;
 pub use batchrules_macros::jvp;
 
 /// Implements [`TensorTree`](trait@TensorTree) for a struct of tensors, so it
-/// can go through [`vmap`] (and the other transforms) as one value.
+/// can go through [`vmap`](fn@vmap) (and the other transforms) as one value.
 ///
 /// Every field is a tree (a [`Tensor`], a `Vec`/array/`Option`/`Box`/tuple of
 /// trees, or another derived struct), visited in declaration order. A field
@@ -718,8 +718,8 @@ pub use batchrules_macros::jvp;
 /// non-string name, and two fields with one key are compile errors.
 ///
 /// The derive also implements [`StructTree`], so the struct can be passed to
-/// [`vmap`] on its own (`.call(&params)`, one argument) and returned from the
-/// vmapped function (one output); see [`vmap`] for an example.
+/// [`vmap`](fn@vmap) on its own (`.call(&params)`, one argument) and returned from the
+/// vmapped function (one output); see [`vmap`](fn@vmap) for an example.
 ///
 /// ```
 /// use batchrules::{ops, Tensor, TensorTree};

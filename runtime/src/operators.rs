@@ -4,7 +4,7 @@
 //! broadcast: `((&x * &w)? + &b)?`.
 //!
 //! A tensor taken by value lends its buffer to the result when nobody else
-//! holds it (through [`owned`](crate::owned)); a borrowed one is left alone.
+//! holds it (through [`owned`]); a borrowed one is left alone.
 //! A scalar (`f64` or `i64`, so a literal `2.0` or `2` needs no suffix)
 //! takes the tensor's dtype, as a Python number does in PyTorch: an `f64`
 //! with an f32 tensor computes in f32. A float scalar with an integer

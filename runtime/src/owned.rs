@@ -27,7 +27,7 @@
 //! the op runs as its [`ops`](crate::ops) function does. The same checks
 //! run, and the errors are the same.
 //!
-//! Under [`vmap`](crate::vmap) the ops reuse the physical buffer of a
+//! Under [`vmap`](fn@crate::vmap) the ops reuse the physical buffer of a
 //! batched operand nobody else holds (the function's own temporaries): the
 //! unary ops always, the binary ones when the operand is batched on dim 0 and
 //! the other operand is batched on dim 0 with the same physical rank or is

@@ -3,7 +3,7 @@
 //!
 //! Phases, as in thiserror and serde_derive: [`attr`] parses the arguments,
 //! [`valid`] checks the function for what needs no op table, [`ast`] holds the
-//! typed registration, and [`expand`] writes the function back with the
+//! typed registration, and [`expand`](fn@expand) writes the function back with the
 //! compile-time checks against the op table and the registration inside it.
 //! Every phase reports to one [`Ctxt`]; nothing is expanded while it holds an
 //! error, and the user's item is kept so it causes no errors of its own.

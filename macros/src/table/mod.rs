@@ -3,7 +3,7 @@
 //! registration attributes check against, and the table's registration.
 //!
 //! Phases: [`ast`] parses the invocation and the table texts into typed ops
-//! (every problem of every entry reported to one [`Ctxt`]), [`expand`] writes
+//! (every problem of every entry reported to one [`Ctxt`]), [`expand`](fn@expand) writes
 //! the module's items.
 
 mod ast;

@@ -2,7 +2,7 @@
 //! errors, and the dense helpers kernels and metas share (dim wrapping,
 //! broadcasting, casting, size checks), and structures of tensors (trees).
 //! It imports no other layer and names no op. It names the transforms only
-//! in [`Error`]: the variants for misusing them (`Vmap`, `InVmap`,
+//! in [`Error`](crate::Error): the variants for misusing them (`Vmap`, `InVmap`,
 //! `Fallback`, `Randomness`) live here so that every layer can report them;
 //! the transforms' types live in their own layers (the order is in the
 //! crate's root module and enforced by `tests/suite/layers.rs`).

@@ -242,7 +242,7 @@ fn inconsistent_tree<T>(what: Option<&str>, detail: String) -> Error {
     ))
 }
 
-/// A [`TensorTree`] that is a struct: passed on its own to [`vmap`](crate::vmap)
+/// A [`TensorTree`] that is a struct: passed on its own to [`vmap`](fn@crate::vmap)
 /// (or returned from the vmapped function), it is **one** argument (or output),
 /// whose in_dim (or out_dim) applies to all its leaves. A `Vec` passed on its
 /// own is one argument per element instead, and a tuple one per element.

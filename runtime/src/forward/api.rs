@@ -71,7 +71,7 @@ fn unwrap(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<Tensor>)> {
 /// tangents are ignored. An output that does not depend on the inputs gets a
 /// zero tangent.
 ///
-/// It composes with [`vmap`](crate::vmap) in both orders and with
+/// It composes with [`vmap`](fn@crate::vmap) in both orders and with
 /// [`grad`](crate::grad()) (forward over reverse gives Hessian-vector
 /// products, see [`hvp`]).
 ///

@@ -379,7 +379,7 @@ impl<F, A, S: Selected> std::fmt::Debug for Grad<F, A, S> {
 /// results out undifferentiated (JAX's `has_aux`): then `call` returns
 /// `(gradient, aux)`.
 ///
-/// It composes with [`vmap`](crate::vmap) in both orders and with itself:
+/// It composes with [`vmap`](fn@crate::vmap) in both orders and with itself:
 /// `vmap(|..| grad(loss).call(..))` gives per-example gradients, and
 /// `grad(|x| grad(f).call(&x)...)` higher derivatives.
 ///

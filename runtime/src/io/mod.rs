@@ -70,8 +70,8 @@
 //! [`LoadOptions::strict`] is off, as with PyTorch's `strict=False`), an
 //! entry whose shape or element type differs from the template's, a tree
 //! with two leaves under one key, a bare tensor saved without a name, a
-//! tensor at a transform level (inside [`vmap`](crate::vmap),
-//! [`grad`](crate::grad), ...), whose data cannot be read there.
+//! tensor at a transform level (inside [`vmap`](fn@crate::vmap),
+//! [`grad`](fn@crate::grad), ...), whose data cannot be read there.
 //!
 //! Files are written whole to a temporary file next to the destination, then
 //! renamed over it, so an error never leaves half a file behind.

@@ -260,7 +260,7 @@ fn split_parts(rows: usize, work: usize) -> usize {
 /// The element types the matrix products are computed in, with the GEMM for
 /// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`), on
 /// this thread, or, with the `rayon` feature, a large one split by rows over
-/// the pool ([`split_parts`]; `gemm`'s own threading had made no measurable
+/// the pool (`split_parts`; `gemm`'s own threading had made no measurable
 /// difference on W1 at batch 1024, splitting the rows took it from 1.0x to
 /// 1.2x the one-thread time).
 pub(super) trait Gemm: LinalgScalar + Send + Sync + Cached {
@@ -289,7 +289,7 @@ pub(super) trait Gemm: LinalgScalar + Send + Sync + Cached {
     }
 }
 
-/// i64 products wrap (see [`matmul_dense`](super::linalg::matmul_dense));
+/// i64 products wrap (see `linalg::matmul_dense`);
 /// `matrixmultiply` has no integer kernels, ndarray computes them.
 impl Gemm for Wrapping<i64> {}
 

@@ -80,16 +80,36 @@ pub(crate) fn broadcast_new_dim(t: &Tensor, dim: usize, size: usize) -> Result<T
     super::expand(&unsqueezed(t, dim)?, &shape)
 }
 
-/// The [`LevelTensor`](crate::LevelTensor) impl of a level tensor that is a
-/// value one level down (field `value`, whose shape and dtype it has) at
-/// field `level`, and whose views are op calls on `self.handle()` (a new
-/// handle to the same level tensor), so its level transforms them like any
-/// other call. grad's tracked and jvp's dual tensors are such. With it, the
-/// type's `at(t, level)` (the level tensor `t` is, if it lives at `level`)
-/// and `handle()`, which calls the type's `wrap(parts..., level)`.
+/// A level tensor whose views are op calls, so its level transforms them
+/// like any other call (grad's tracked and jvp's dual tensors are such):
+/// declares the struct with the given fields and a field `level`, its
+/// `wrap(fields..., level)`, which makes it a [`Tensor`], its `at(t, level)`
+/// (the level tensor `t` is, if it lives at `level`), and its
+/// [`LevelTensor`](crate::LevelTensor) impl, whose shape and dtype are those
+/// of the field named by `value` and whose views are op calls on a new handle
+/// to the same parts.
 macro_rules! level_tensor_through_ops {
-    ($ty:ident { value: $value:ident, parts: [$($part:ident),+], transform: $transform:literal, kind: $kind:literal }) => {
+    (
+        $(#[$attr:meta])*
+        struct $ty:ident {
+            $($(#[$fattr:meta])* $field:ident: $fty:ty,)+
+        }
+        value: $value:ident, transform: $transform:literal, kind: $kind:literal
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug)]
+        pub(crate) struct $ty {
+            $($(#[$fattr])* pub(crate) $field: $fty,)+
+            #[doc = concat!("The ", $transform, " level.")]
+            pub(crate) level: $crate::LevelId,
+        }
+
         impl $ty {
+            #[doc = concat!("Wraps the parts as one ", $kind, " tensor at `level`.")]
+            pub(crate) fn wrap($($field: $fty,)+ level: $crate::LevelId) -> $crate::Tensor {
+                $crate::Tensor::from_level(std::sync::Arc::new($ty { $($field,)+ level }))
+            }
+
             #[doc = concat!("The ", $kind, " form of `t` if it lives at `level`.")]
             pub(crate) fn at(t: &$crate::Tensor, level: $crate::LevelId) -> Option<&$ty> {
                 t.downcast_level::<$ty>().filter(|x| x.level == level)
@@ -97,7 +117,7 @@ macro_rules! level_tensor_through_ops {
 
             /// `self` as a tensor again (a new handle to the same parts).
             fn handle(&self) -> $crate::Tensor {
-                $ty::wrap($(self.$part.clone(),)+ self.level)
+                $ty::wrap($(self.$field.clone(),)+ self.level)
             }
         }
 
