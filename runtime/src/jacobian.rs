@@ -117,6 +117,10 @@ pub trait HasAux<R> {
     type Aux: TensorTree;
     /// What `call` returns, given the Jacobian `J`: `J`, or `(J, aux)`.
     type With<J>;
+    /// Whether the function returns aux data (the `_with_aux` builders,
+    /// whose errors name them).
+    #[doc(hidden)]
+    const WITH_AUX: bool;
     #[doc(hidden)]
     fn split(r: R) -> (Self::Output, Self::Aux);
     #[doc(hidden)]
@@ -135,6 +139,7 @@ impl<O: JacobianOutput> HasAux<O> for NoAux {
     type Output = O;
     type Aux = Vec<Tensor>;
     type With<J> = J;
+    const WITH_AUX: bool = false;
     fn split(r: O) -> (O, Vec<Tensor>) {
         (r, Vec::new())
     }
@@ -147,6 +152,7 @@ impl<O: JacobianOutput, X: TensorTree> HasAux<(O, X)> for WithAux {
     type Output = O;
     type Aux = X;
     type With<J> = (J, X);
+    const WITH_AUX: bool = true;
     fn split(r: (O, X)) -> (O, X) {
         r
     }
@@ -184,6 +190,9 @@ pub trait Mode {
     type Name;
     #[doc(hidden)]
     const NAME: &'static str;
+    /// The name of its `_with_aux` form, in that form's errors.
+    #[doc(hidden)]
+    const NAME_WITH_AUX: &'static str;
     /// `f`'s output at `inner` (or its structure), for each of its leaves
     /// one block `out ++ leaf` per leaf in `ranges`, and `f`'s aux output.
     #[doc(hidden)]
@@ -204,6 +213,7 @@ pub enum Forward {}
 impl Mode for Reverse {
     type Name = name::jacrev;
     const NAME: &'static str = "jacrev";
+    const NAME_WITH_AUX: &'static str = "jacrev_with_aux";
     fn blocks<A: TensorTree, O: TensorTree, X: TensorTree>(
         f: &impl Fn(A) -> Result<(O, X)>,
         at: At<'_, A>,
@@ -216,6 +226,7 @@ impl Mode for Reverse {
 impl Mode for Forward {
     type Name = name::jacfwd;
     const NAME: &'static str = "jacfwd";
+    const NAME_WITH_AUX: &'static str = "jacfwd_with_aux";
     fn blocks<A: TensorTree, O: TensorTree, X: TensorTree>(
         f: &impl Fn(A) -> Result<(O, X)>,
         at: At<'_, A>,
@@ -472,10 +483,16 @@ impl<F, A, S, D: Mode, H> Jacobian<F, A, S, D, H> {
         args: I,
         f: &impl Fn(I::Inner) -> Result<R>,
     ) -> Result<JacobianOf<I, T, K, R>> {
-        let inner = args.inner(D::NAME)?;
-        let ranges = selected_ranges::<I, T>(D::NAME, &inner)?;
+        // The errors name the builder the user called.
+        let what = if K::WITH_AUX {
+            D::NAME_WITH_AUX
+        } else {
+            D::NAME
+        };
+        let inner = args.inner(what)?;
+        let ranges = selected_ranges::<I, T>(what, &inner)?;
         let at = At {
-            what: D::NAME,
+            what,
             inner: &inner,
             ranges: &ranges,
             chunk_size: self.knobs.chunk_size,

@@ -11,6 +11,7 @@ mod common;
 mod compat;
 
 mod activations;
+mod api_edges;
 mod attention;
 mod chunking;
 mod conv;

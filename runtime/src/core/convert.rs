@@ -99,8 +99,9 @@ impl Tensor {
     /// Whether every element of `self` is within `atol + rtol * |other|` of
     /// the matching element of `other`, as `torch.allclose` (whose defaults
     /// are `rtol = 1e-5`, `atol = 1e-8`): the shapes broadcast, NaN is close
-    /// to nothing, an infinity only to the same infinity. Any dtypes compare,
-    /// through f64.
+    /// to nothing, an infinity only to the same infinity. Two integer or bool
+    /// tensors compare exactly (`i64::MAX` is not close to `i64::MAX - 1`
+    /// with zero tolerances); any other pair compares through f64.
     ///
     /// ```
     /// use batchrules::Tensor;
@@ -112,22 +113,52 @@ impl Tensor {
     /// # Ok::<(), batchrules::Error>(())
     /// ```
     ///
-    /// Errors for shapes that do not broadcast, or a batched tensor.
+    /// Errors for shapes that do not broadcast, a batched tensor, or a
+    /// negative or NaN `rtol` or `atol`.
     pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> Result<bool> {
         const WHAT: &str = "Tensor::allclose";
         let context = |e: Error| Error::Tensor(format!("{WHAT}: {e}"));
+        for (name, value) in [("rtol", rtol), ("atol", atol)] {
+            if value.is_nan() || value < 0.0 {
+                return Err(Error::Tensor(format!(
+                    "{WHAT}: `{name}` is {value}, but a tolerance must be non-negative (torch.allclose \
+                     refuses it too)"
+                )));
+            }
+        }
         let shape = broadcast_or_err(self.shape(), other.shape()).map_err(context)?;
+        let not_broadcast = || {
+            context(Error::Tensor(format!(
+                "shapes {:?} and {:?} do not broadcast",
+                self.shape(),
+                other.shape()
+            )))
+        };
+        // Two integer or bool tensors compare exactly, in i64 (as
+        // torch.isclose compares int64): through f64, i64::MAX and
+        // i64::MAX - 1 would be equal.
+        if !self.dtype().is_float() && !other.dtype().is_float() {
+            let a = cast(self, DType::I64).map_err(context)?;
+            let b = cast(other, DType::I64).map_err(context)?;
+            let (Some(a), Some(b)) = (i64::unwrap(&a), i64::unwrap(&b)) else {
+                return Err(context(Error::Tensor("not i64 after the cast".into())));
+            };
+            let (Some(a), Some(b)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape)))
+            else {
+                return Err(not_broadcast());
+            };
+            return Ok(a
+                .iter()
+                .zip(b.iter())
+                .all(|(&x, &y)| int_close(x, y, rtol, atol)));
+        }
         let a = cast(self, DType::F64).map_err(context)?;
         let b = cast(other, DType::F64).map_err(context)?;
         let (Some(a), Some(b)) = (f64::unwrap(&a), f64::unwrap(&b)) else {
             return Err(context(Error::Tensor("not f64 after the cast".into())));
         };
         let (Some(a), Some(b)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
-            return Err(context(Error::Tensor(format!(
-                "shapes {:?} and {:?} do not broadcast",
-                self.shape(),
-                other.shape()
-            ))));
+            return Err(not_broadcast());
         };
         Ok(a.iter().zip(b.iter()).all(|(&x, &y)| {
             if x.is_infinite() || y.is_infinite() {
@@ -137,6 +168,20 @@ impl Tensor {
             }
         }))
     }
+}
+
+/// `|x - y| <= atol + rtol * |y|` for two integers, with the difference
+/// exact (in `u64`: it cannot overflow) and only the tolerance, which is a
+/// float anyway, computed in f64.
+fn int_close(x: i64, y: i64, rtol: f64, atol: f64) -> bool {
+    let diff = x.abs_diff(y);
+    if diff == 0 {
+        return true;
+    }
+    let tolerance = atol + rtol * (y as f64).abs();
+    // An integer difference is within a tolerance iff it is within the
+    // tolerance's floor; a tolerance of 2^64 or more (or +inf) admits any.
+    tolerance >= 18_446_744_073_709_551_616.0 || diff <= tolerance.floor() as u64
 }
 
 impl<T: Element, D: Dimension> TryFrom<&Tensor> for Array<T, D> {
@@ -151,13 +196,26 @@ impl<T: Element, D: Dimension> TryFrom<&Tensor> for Array<T, D> {
 impl fmt::Display for Tensor {
     /// numpy-like: `tensor([[1., 2.5], [3., 4.]], dtype=f32)`, with ndarray's
     /// layout (rows on lines of their own, long dims elided with `...`). A
-    /// whole float shows a trailing `.`, as numpy shows it. Precision and
-    /// width flags apply to the elements: `{:.3}`. A tensor at a transform
-    /// level shows its logical shape and its level.
+    /// whole float shows a trailing `.`, as numpy shows it; a magnitude of
+    /// 1e16 or more, or under 1e-4 but not zero, is in scientific notation
+    /// (`1e-300`). Precision and width flags apply to the elements: `{:.3}`.
+    /// An empty tensor of two or more dims shows its shape:
+    /// `tensor([], shape=[0, 3], dtype=f32)`. A tensor at a transform level
+    /// shows its logical shape and its level.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Ok(data) = self.data() else {
             return write!(f, "{self:?}");
         };
+        // An empty tensor of more than one dim has no rows to show its shape
+        // by (ndarray writes [0, 3] as `[[]]`): say the shape, as torch does.
+        if data.shape().contains(&0) && data.shape().len() != 1 {
+            return write!(
+                f,
+                "tensor([], shape={:?}, dtype={})",
+                data.shape(),
+                self.dtype()
+            );
+        }
         let body = match data {
             Data::F32(a) => elements(&a.map(|&v| Float(v)), f),
             Data::F64(a) => elements(&a.map(|&v| Float(v)), f),
@@ -191,7 +249,15 @@ macro_rules! float_display {
         impl fmt::Display for Float<$t> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let v = self.0;
-                if f.precision().is_none() && v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
+                let magnitude = v.abs();
+                // Very large and very small magnitudes in scientific
+                // notation (as numpy switches to it), not as hundreds of
+                // digits: 1e-300, not 0.000...0001.
+                let scientific =
+                    v.is_finite() && (magnitude >= 1e16 || (magnitude != 0.0 && magnitude < 1e-4));
+                if scientific {
+                    fmt::LowerExp::fmt(&v, f)
+                } else if f.precision().is_none() && v.is_finite() && v.fract() == 0.0 {
                     write!(f, "{v}.")
                 } else {
                     fmt::Display::fmt(&v, f)

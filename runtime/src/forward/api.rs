@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::dispatch::{escaped, push_level, Interpreter};
-use crate::grad::{grad, GradArgs};
+use crate::grad::{float_primals, grad, GradArgs};
 use crate::ops::internal;
 use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
@@ -67,9 +67,10 @@ fn unwrap(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<Tensor>)> {
 ///
 /// `primals` and `tangents` have the same form (one tree by reference, or a
 /// tuple of references, as for [`vjp`](crate::vjp())), and each tangent has
-/// its primal's shape and dtype. Integer and bool inputs are constants: their
-/// tangents are ignored. An output that does not depend on the inputs gets a
-/// zero tangent.
+/// its primal's shape and dtype. Every primal is floating-point, as
+/// `torch.func.jvp` requires: integer and bool data has no tangent, so close
+/// over it in `f` instead. An output that does not depend on the inputs gets
+/// a zero tangent.
 ///
 /// It composes with [`vmap`](fn@crate::vmap) in both orders and with
 /// [`grad`](crate::grad()) (forward over reverse gives Hessian-vector
@@ -88,7 +89,8 @@ fn unwrap(t: &Tensor, level: LevelId) -> Result<(Tensor, Option<Tensor>)> {
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 ///
-/// Errors if `f` errs, or a tangent's shape or dtype differs from its primal's.
+/// Errors if `f` errs, a primal is not floating-point, or a tangent's shape
+/// or dtype differs from its primal's.
 pub fn jvp<I, O, F, M>(f: F, primals: I, tangents: I) -> Result<(O, O)>
 where
     I: GradArgs,
@@ -107,7 +109,38 @@ where
     O: TensorTree,
     F: FnOnce(I::Inner) -> Result<O>,
 {
+    push_tangents(what, f, primals, tangents, false)
+}
+
+/// [`jvp`] where integer and bool primals are constants (their tangents are
+/// ignored) instead of an error: for the testing helpers, which pass an
+/// op's integer arguments (indices, targets) beside its float ones.
+pub(crate) fn jvp_with_constants<I, O, F>(f: F, primals: I, tangents: I) -> Result<(O, O)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    F: FnOnce(I::Inner) -> Result<O>,
+{
+    push_tangents("jvp", f, primals, tangents, true)
+}
+
+/// [`jvp_as`], or with integer and bool primals as constants.
+fn push_tangents<I, O, F>(
+    what: &'static str,
+    f: F,
+    primals: I,
+    tangents: I,
+    constants: bool,
+) -> Result<(O, O)>
+where
+    I: GradArgs,
+    O: TensorTree,
+    F: FnOnce(I::Inner) -> Result<O>,
+{
     let inner = primals.inner(what)?;
+    if !constants {
+        float_primals(what, &inner)?;
+    }
     let tangents = tangents.inner(what)?;
     let mut given = Vec::new();
     tangents.leaves(&mut given);
@@ -175,7 +208,7 @@ where
 {
     // The aux leaves get tangents too, which are dropped: the primal of a
     // dual output is already unwrapped from the jvp level.
-    let ((out, aux), (tangents, _)) = jvp_as("jvp", |a| f.run_once(a), primals, tangents)?;
+    let ((out, aux), (tangents, _)) = jvp_as("jvp_with_aux", |a| f.run_once(a), primals, tangents)?;
     Ok((out, tangents, aux))
 }
 

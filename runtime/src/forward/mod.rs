@@ -17,6 +17,6 @@ mod dual;
 mod interpreter;
 pub(crate) mod jacobian;
 
-pub(crate) use api::scalar_output;
 pub use api::{hvp, jvp, jvp_with_aux};
+pub(crate) use api::{jvp_with_constants, scalar_output};
 pub(crate) use jacobian::forward_jacobian;

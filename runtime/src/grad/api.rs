@@ -240,6 +240,25 @@ pub(crate) fn inconsistent_ranges(what: &str, ranges: &[Range<usize>], leaves: u
     ))
 }
 
+/// An error if a leaf of the primals `inner` of a forward-mode transform
+/// (`what`: jvp, jvp_with_aux, hvp, linearize) is not floating-point: only a
+/// float has a tangent. torch.func.jvp refuses them too, and so does jacfwd;
+/// a zero tangent would hide a primal passed by mistake.
+pub(crate) fn float_primals<A: TensorTree>(what: &str, inner: &A) -> Result<()> {
+    let mut leaves = Vec::new();
+    inner.leaves(&mut leaves);
+    match leaves.iter().position(|t| !t.dtype().is_float()) {
+        None => Ok(()),
+        Some(i) => Err(Error::Tensor(format!(
+            "{what}: primal leaf {i} (`{}`) has dtype {}; only floating-point primals have \
+             tangents (close over integer and bool data in the function instead of passing it \
+             as a primal)",
+            inner.leaf_path(i),
+            leaves[i].dtype()
+        ))),
+    }
+}
+
 /// The primal values of an output tree and the node of each leaf.
 pub(super) fn outputs_of<O: TensorTree>(
     out: O,
@@ -268,6 +287,8 @@ pub struct VjpFn<G, C> {
     pullback: Pullback,
     /// The inputs, as the structure the gradients are put back into.
     template: G,
+    /// The function that made it (`vjp` or `vjp_with_aux`), in its errors.
+    what: &'static str,
     outputs: PhantomData<fn(&C)>,
 }
 
@@ -280,7 +301,7 @@ impl<G: TensorTree, C: TensorTree> VjpFn<G, C> {
     pub fn call(&self, cotangent: &C) -> Result<G> {
         let mut cts = Vec::new();
         cotangent.leaves(&mut cts);
-        let grads = self.pullback.call("vjp", &cts)?;
+        let grads = self.pullback.call(self.what, &cts)?;
         self.template.with_leaves(grads)
     }
 }
@@ -317,7 +338,7 @@ where
     F: TransformFnOnce<I::Inner, O, name::vjp, M>,
     M: OneArgument<name::vjp>,
 {
-    vjp_of(args, |a| f.run_once(a), outputs_of)
+    vjp_of("vjp", args, |a| f.run_once(a), outputs_of)
 }
 
 /// [`vjp`] and [`vjp_with_aux`]: traces `f` at `args` with respect to every
@@ -325,18 +346,20 @@ where
 /// returns (and unwrapping the rest), and pairs what it keeps with the
 /// pullback.
 fn vjp_of<I: GradArgs, R, O, T>(
+    what: &'static str,
     args: I,
     f: impl FnOnce(I::Inner) -> Result<R>,
     outputs: impl FnOnce(R, LevelId) -> Result<(Vec<Tensor>, Vec<Option<NodeRef>>, T)>,
 ) -> Result<(T, VjpFn<I::Inner, O>)> {
-    let inner = args.inner("vjp")?;
+    let inner = args.inner(what)?;
     let all = 0..inner.leaf_count();
-    let (kept, pullback) = trace("vjp", f, &inner, std::slice::from_ref(&all), false, outputs)?;
+    let (kept, pullback) = trace(what, f, &inner, std::slice::from_ref(&all), false, outputs)?;
     Ok((
         kept,
         VjpFn {
             pullback,
             template: inner,
+            what,
             outputs: PhantomData,
         },
     ))
@@ -603,6 +626,7 @@ where
     M: OneArgument<name::vjp>,
 {
     let ((out, aux), pullback) = vjp_of(
+        "vjp_with_aux",
         args,
         |a| f.run_once(a),
         |(o, x): (O, X), level| {
@@ -710,7 +734,9 @@ impl<T: TensorTree, O: TensorTree> LinearizeFn<T, O> {
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 ///
-/// Errors if `f` errs; the calls err as [`LinearizeFn::call`] says.
+/// Errors if `f` errs or a primal is not floating-point (only a float has
+/// a tangent; close over integer and bool data in `f`); the calls err as
+/// [`LinearizeFn::call`] says.
 pub fn linearize<I, O, F, M>(f: F, primals: I) -> Result<(O, LinearizeFn<I::Inner, O>)>
 where
     I: GradArgs,
@@ -720,6 +746,7 @@ where
 {
     let what = "linearize";
     let inner = primals.inner(what)?;
+    float_primals(what, &inner)?;
     let all = 0..inner.leaf_count();
     let (out, pullback) = trace(
         what,

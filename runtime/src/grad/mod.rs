@@ -18,11 +18,11 @@ mod interpreter;
 pub(crate) mod jacobian;
 mod tracked;
 
+pub(crate) use api::{float_primals, gradient, inconsistent_ranges, position};
 pub use api::{
     grad, linearize, value_and_grad, vjp, vjp_with_aux, Grad, GradOutput, LinearizeFn,
     ValueAndGrad, VjpFn,
 };
-pub(crate) use api::{gradient, inconsistent_ranges, position};
 pub use args::{ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, GradArgs};
 pub use graph::needs_gradient;
 pub(crate) use jacobian::reverse_jacobian;

@@ -561,10 +561,12 @@ fn conv_shape<const D: usize>(
     }
     let g = usize::try_from(groups).unwrap_or(usize::MAX);
     let batched = xs.len() == D + 2;
-    if xs[usize::from(batched)..].contains(&0) || ws.contains(&0) {
+    // No input or output channels is allowed, as in PyTorch (every output
+    // element is then its bias); an empty spatial dim or kernel is not.
+    if xs[xs.len() - D..].contains(&0) || ws[2..].contains(&0) {
         return Err(Error::invalid(format!(
-            "expected non-zero channel and spatial dims of the input (only its batch may be \
-             empty) and a weight without zero dims, got input {xs:?} and weight {ws:?}"
+            "expected non-zero spatial dims of the input and of the kernel (only the batch and \
+             the channels may be empty), got input {xs:?} and weight {ws:?}"
         )));
     }
     let c_in = xs[usize::from(batched)];
@@ -681,6 +683,10 @@ fn conv2d_by_unfold(
         a,
     )?;
     let batched = x.ndim() == 4;
+    let ws = weight.shape();
+    if ws[0] == 0 || ws[1] == 0 {
+        return without_channels(x, bias, &out_shape);
+    }
     let x4 = if batched {
         x.clone()
     } else {
@@ -709,6 +715,24 @@ fn conv2d_by_unfold(
         Ok(y)
     } else {
         ops::squeeze(&y, Some(0))
+    }
+}
+
+/// A convolution with no input or no output channels: every output element
+/// is its channel's bias, or zero without one (PyTorch's result; `unfold`
+/// refuses zero channels, as PyTorch's does). Built on the sum of `x` (zero
+/// when it has no channels; any value when there are no output channels,
+/// whose output is empty), so the result is batched where the input is,
+/// under every transform.
+fn without_channels(x: &Tensor, bias: Option<&Tensor>, out_shape: &[usize]) -> Result<Tensor> {
+    let zero = ops::sum(x, None, false)?;
+    let y = ops::expand(&zero, &shape_arg(None, out_shape))?;
+    match bias {
+        Some(b) => ops::add(
+            &y,
+            &ops::reshape(b, &shape_arg(None, &[b.shape()[0], 1, 1]))?,
+        ),
+        None => Ok(y),
     }
 }
 

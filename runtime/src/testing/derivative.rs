@@ -12,9 +12,10 @@
 
 use crate::core::cast::cast;
 use crate::dispatch::call_op;
+use crate::forward::jvp_with_constants;
 use crate::registry::OpEntry;
 use crate::schema::OpKind;
-use crate::{jvp, vjp, vmap, Arg, DType, Data, Error, Result, Tensor};
+use crate::{vjp, vmap, Arg, DType, Data, Error, Result, Tensor};
 
 use super::Mismatch;
 
@@ -325,7 +326,8 @@ pub(super) fn check_derivative(
         let analytic = match mode {
             Mode::Reverse => reverse,
             Mode::Forward => {
-                let (y_fwd, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x, &v).map_err(err)?;
+                let (y_fwd, dy) =
+                    jvp_with_constants(|xs: Vec<Tensor>| f(&xs), &x, &v).map_err(err)?;
                 for (i, (a, b)) in y_fwd.iter().zip(&y).enumerate() {
                     if let Some(d) = super::values_differ(a, b).map_err(err)? {
                         return Err(fail(format!(

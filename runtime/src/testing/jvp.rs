@@ -3,8 +3,9 @@
 //! with vjp, and forward Jacobians against reverse ones.
 
 use crate::core::cast::cast;
+use crate::forward::jvp_with_constants;
 use crate::registry::OpEntry;
-use crate::{jacfwd, jacrev, jvp, Arg, DType, Error, Result, Tensor};
+use crate::{jacfwd, jacrev, Arg, DType, Error, Result, Tensor};
 
 use super::derivative::{
     at_floats, batchings, check_derivative, check_op_with, example_inputs, labelled, stacked,
@@ -68,7 +69,7 @@ fn pushed_forward<'a>(
                 }
             })
             .collect::<Result<_>>()?;
-        let (y, dy) = jvp(|xs: Vec<Tensor>| f(&xs), &x.to_vec(), &v)?;
+        let (y, dy) = jvp_with_constants(|xs: Vec<Tensor>| f(&xs), &x.to_vec(), &v)?;
         Ok(at_floats(dy, &y))
     }
 }
@@ -153,11 +154,11 @@ fn check_jvp_of_vmap(f: &TensorFn<'_>, inputs: &[Tensor]) -> std::result::Result
             .unzip();
         let (xs, dims) = stacked(&inputs_of, &batched).map_err(err)?;
         let (vs, _) = stacked(&tangents_of, &batched).map_err(err)?;
-        let (_, got) = jvp(vmapped(f, &dims), &xs, &vs).map_err(err)?;
+        let (_, got) = jvp_with_constants(vmapped(f, &dims), &xs, &vs).map_err(err)?;
         let per_example: Vec<Vec<Tensor>> = inputs_of
             .iter()
             .zip(&tangents_of)
-            .map(|(x, v)| jvp(|xs: Vec<Tensor>| f(&xs), x, v).map(|(_, d)| d))
+            .map(|(x, v)| jvp_with_constants(|xs: Vec<Tensor>| f(&xs), x, v).map(|(_, d)| d))
             .collect::<Result<_>>()
             .map_err(err)?;
         for (j, got) in got.iter().enumerate() {
