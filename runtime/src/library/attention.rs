@@ -675,6 +675,8 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
                     )));
                 }
             }
+            // A label's size across the operands broadcasts as numpy's and
+            // PyTorch's do: sizes 1 and n (n may be 0) give n, in any order.
             let entry = sizes.entry(label).or_insert(size);
             if *entry != size && *entry != 1 && size != 1 {
                 let name = if label >= ELLIPSIS {
@@ -687,9 +689,8 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
                     *entry
                 )));
             }
-            *entry = (*entry).max(size);
-            if size == 0 || *entry == 0 {
-                *entry = 0;
+            if *entry == 1 {
+                *entry = size;
             }
         }
         terms.push(labels);
