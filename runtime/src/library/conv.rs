@@ -193,7 +193,7 @@ impl<const D: usize> Window<D> {
             "kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}",
             self.kernel, self.dilation, self.padding, self.stride
         );
-        let limit = crate::tuning::allocation_limit();
+        let limit = crate::core::alloc::allocation_limit();
         if (0..D).any(|i| self.padding[i] as u128 * 2 > size[i] as u128) {
             Error::invalid(format!(
                 "`padding` {:?} is too large: on an input of spatial size {size:?}, with {args}, \
@@ -512,6 +512,14 @@ fn fold_geometry(
     }
     let blocks = window.blocks(size)?;
     let expected = blocks[0].checked_mul(blocks[1]);
+    if expected != Some(l) && (0..2).any(|i| window.padding[i] as u128 * 2 > size[i] as u128) {
+        return Err(Error::invalid(format!(
+            "`padding` {:?} is larger than the output of size {size:?}: with kernel_size {:?}, \
+             dilation {:?} and stride {:?} it gives more blocks than the input's last dim (size \
+             {l}) holds",
+            window.padding, window.kernel, window.dilation, window.stride
+        )));
+    }
     if expected != Some(l) {
         return Err(Error::invalid(format!(
             "the input's last dim (size {l}) must be the number of blocks of an {size:?} output \
