@@ -228,3 +228,30 @@ fn average_pooling_allocates_linearly_in_its_input() {
         assert!(large[k] < 40 * 100_000 * 4, "{name}: {} bytes", large[k]);
     }
 }
+
+#[test]
+fn einsum_does_not_expand_a_contracted_size_one_label() {
+    let _exclusive = exclusive();
+    // j has size 1 in `a` and 4096 in `b`: the contraction factors into a
+    // sum over `b`'s j; expanding `a` to [4096, 4096] (128 MiB in f64, what
+    // the planner did before) is refused under a 1 MiB limit.
+    let n = 4096;
+    let a = Tensor::from_shape_vec(&[n, 1], (0..n).map(|i| i as f64).collect()).unwrap();
+    let b = Tensor::from_shape_vec(&[n, 2], (0..2 * n).map(|i| (i % 3) as f64).collect()).unwrap();
+    let (y, bytes) = {
+        let _limit = Limit::set(1 << 20);
+        bytes_allocated(|| ops::einsum("ij,jk->ik", &[a.clone(), b.clone()]).unwrap())
+    };
+    assert_eq!(y.shape(), &[n, 2]);
+    // Each column of b sums to the same s: y[i, k] = i * s_k.
+    let s: Vec<f64> = (0..2)
+        .map(|k| (0..n).map(|j| ((2 * j + k) % 3) as f64).sum())
+        .collect();
+    let y = y.to_array::<f64>().unwrap();
+    for i in [0, 1, n / 2, n - 1] {
+        for k in 0..2 {
+            assert_eq!(y[[i, k]], i as f64 * s[k]);
+        }
+    }
+    assert!(bytes < 1 << 20, "{bytes}");
+}
