@@ -220,9 +220,7 @@ const fn kind_fits(op: &OpSchema, role: Role) -> bool {
         (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op) && !op.random,
         (OpKind::Primitive, Role::Decomposition) => false,
         (OpKind::Composite, Role::Vjp) => false,
-        (OpKind::Primitive, Role::Vjp) => {
-            op.differentiable && has_tensor_args(op) && !op.returns_list()
-        }
+        (OpKind::Primitive, Role::Vjp) => op.differentiable && has_tensor_args(op),
         (OpKind::Composite, Role::Jvp) => false,
         (OpKind::Primitive, Role::Jvp) => op.differentiable && has_tensor_args(op) && !op.linear,
         _ => true,
@@ -312,12 +310,6 @@ const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
                 .push(" is marked `linear = true` in its op table, so its jvp is the op itself applied to the tangents (as JAX's `deflinear`), and this one would never run. Remove this `#[jvp]`, or remove `linear = true` from `")
                 .push(op.name)
                 .push("`'s table entry if it is not linear in its float tensor arguments."),
-        ),
-        (OpKind::Primitive, Role::Vjp) => Some(
-            m.code(op.name)
-                .push(" returns a `Tensor[]`, and ops returning a tensor list are not differentiable yet: grad cannot pass one cotangent per list element to a vjp. Remove this `#[vjp]`, and mark `")
-                .push(op.name)
-                .push("` `differentiable = false` in its op table (or declare it returning a fixed tuple of tensors)."),
         ),
         _ => None,
     }
@@ -583,8 +575,12 @@ pub const fn param_code(
     }
     let (is_bdim, arg) = param_source(ops, op_at, role, index);
     if matches!(role, Role::Vjp) && is_bdim {
-        // An output or a cotangent (lists are rejected by the kind check).
-        return (ParamKind::TENSOR, false, false);
+        // An output or a cotangent: the list of them for a `Tensor[]` output.
+        return if op.returns_list() {
+            (ParamKind::TENSOR_LIST, false, false)
+        } else {
+            (ParamKind::TENSOR, false, false)
+        };
     }
     if matches!(role, Role::Jvp) && is_bdim {
         return jvp_param_code(op, arg);

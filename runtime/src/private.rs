@@ -477,17 +477,38 @@ probe! {
     else ("batch dim", i)
 }
 
-probe! {
-    /// A vjp's parameter `i` past the op's arguments: output `i`, or past the
-    /// outputs, the cotangent of output `i - outputs.len()`.
-    ProbeTensor / ProbeTensorFallback<'a, T> for Probe<Tensor, T>, T: From<&'a Tensor>;
-    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T> {
-        let t = match i.checked_sub(outputs.len()) {
+/// A parameter type of a vjp past the op's arguments: parameter `i` is
+/// output `i` (`&Tensor`), or past the outputs, the cotangent of output `i -
+/// outputs.len()`; for an op returning one `Tensor[]`, parameter 0 is the
+/// whole list of outputs and parameter 1 the list of their cotangents
+/// (`&[Tensor]`, one per element, zeros where none flowed).
+pub trait FromVjpInputs<'a>: Sized {
+    /// Parameter `i`, if it has this type.
+    fn from_vjp(outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Option<Self>;
+}
+impl<'a> FromVjpInputs<'a> for &'a Tensor {
+    fn from_vjp(outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Option<Self> {
+        match i.checked_sub(outputs.len()) {
             None => outputs.get(i),
             Some(j) => grads.get(j),
-        };
-        t.map(T::from)
-            .ok_or_else(|| shim_error("output or cotangent", i))
+        }
+    }
+}
+impl<'a> FromVjpInputs<'a> for &'a [Tensor] {
+    fn from_vjp(outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Option<Self> {
+        match i {
+            0 => Some(outputs),
+            1 => Some(grads),
+            _ => None,
+        }
+    }
+}
+
+probe! {
+    /// A vjp's parameter `i` past the op's arguments, see [`FromVjpInputs`].
+    ProbeTensor / ProbeTensorFallback<'a, T> for Probe<Tensor, T>, T: FromVjpInputs<'a>;
+    fn tensor(&self, outputs: &'a [Tensor], grads: &'a [Tensor], i: usize) -> Result<T> {
+        T::from_vjp(outputs, grads, i).ok_or_else(|| shim_error("output or cotangent", i))
     }
     else ("output or cotangent", i)
 }

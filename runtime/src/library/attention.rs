@@ -675,6 +675,8 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
                     )));
                 }
             }
+            // A label's size across the operands broadcasts as numpy's and
+            // PyTorch's do: sizes 1 and n (n may be 0) give n, in any order.
             let entry = sizes.entry(label).or_insert(size);
             if *entry != size && *entry != 1 && size != 1 {
                 let name = if label >= ELLIPSIS {
@@ -687,9 +689,8 @@ fn plan_einsum(equation: &str, shapes: &[&[usize]]) -> Result<Plan> {
                     *entry
                 )));
             }
-            *entry = (*entry).max(size);
-            if size == 0 || *entry == 0 {
-                *entry = 0;
+            if *entry == 1 {
+                *entry = size;
             }
         }
         terms.push(labels);
@@ -832,14 +833,15 @@ impl Labelled {
         Ok(cur)
     }
 
+    /// The size of the dim labelled `label` (present).
+    fn size(&self, label: Label) -> usize {
+        self.t.shape()[self.dims_of(&[label])[0]]
+    }
+
     /// Moved to `labels`' order and reshaped to the products of its groups'
-    /// sizes, each dim expanded to the label's full size (a size-1 dim
-    /// broadcast against another operand's).
-    fn grouped(
-        &self,
-        groups: &[&[Label]],
-        sizes: &std::collections::BTreeMap<Label, usize>,
-    ) -> Result<Tensor> {
+    /// sizes, each dim expanded to `size(label)` (a size-1 dim broadcast
+    /// against another operand's).
+    fn grouped(&self, groups: &[&[Label]], size: impl Fn(Label) -> usize) -> Result<Tensor> {
         let order: Vec<Label> = groups.iter().flat_map(|g| g.iter().copied()).collect();
         let dims = self.dims_of(&order);
         let mut t = if dims.iter().enumerate().all(|(i, &d)| i == d) {
@@ -847,28 +849,46 @@ impl Labelled {
         } else {
             ops::permute(&self.t, &shape_arg(&dims))?
         };
-        let full: Vec<usize> = order.iter().map(|l| sizes[l]).collect();
+        let full: Vec<usize> = order.iter().map(|&l| size(l)).collect();
         if t.shape() != full.as_slice() {
             t = ops::expand(&t, &shape_arg(&full))?;
         }
         let grouped: Vec<usize> = groups
             .iter()
-            .map(|g| g.iter().map(|l| sizes[l]).product())
+            .map(|g| g.iter().map(|&l| size(l)).product())
             .collect();
         ops::reshape(&t, &shape_arg(&grouped))
     }
 }
 
+/// Two sizes of one label broadcast: 1 and `n` give `n` (0 included).
+fn broadcast_size(a: usize, b: usize) -> usize {
+    if a == 1 {
+        b
+    } else {
+        a
+    }
+}
+
 /// The contraction of `a` and `b` over their shared labels not in `needed`,
-/// as one `bmm`: `[batch, left, inner] @ [batch, inner, right]`.
-fn contract(
-    a: Labelled,
-    b: Labelled,
-    needed: &[Label],
-    sizes: &std::collections::BTreeMap<Label, usize>,
-) -> Result<Labelled> {
+/// as one `bmm`: `[batch, left, inner] @ [batch, inner, right]`. Nothing is
+/// expanded beyond what the product needs: a label contracted here whose
+/// size is 1 in one operand is summed out of each operand on its own (the
+/// sum factors), and a label of one operand only keeps that operand's size
+/// (a size-1 dim broadcast later, by a later operand or the output).
+fn contract(a: Labelled, b: Labelled, needed: &[Label]) -> Result<Labelled> {
     let a = a.sum_unless(|l| needed.contains(&l) || b.labels.contains(&l))?;
     let b = b.sum_unless(|l| needed.contains(&l) || a.labels.contains(&l))?;
+    let lone: Vec<Label> = a
+        .labels
+        .iter()
+        .copied()
+        .filter(|&l| {
+            b.labels.contains(&l) && !needed.contains(&l) && (a.size(l) == 1) != (b.size(l) == 1)
+        })
+        .collect();
+    let a = a.sum_unless(|l| !lone.contains(&l))?;
+    let b = b.sum_unless(|l| !lone.contains(&l))?;
     let shared: Vec<Label> = a
         .labels
         .iter()
@@ -897,13 +917,19 @@ fn contract(
         .copied()
         .filter(|l| !shared.contains(l))
         .collect();
-    let lhs = a.grouped(&[&batch, &left, &inner], sizes)?;
-    let rhs = b.grouped(&[&batch, &inner, &right], sizes)?;
+    // Shared labels at their broadcast size; the others at their own.
+    let size = |l: Label| match (a.labels.contains(&l), b.labels.contains(&l)) {
+        (true, true) => broadcast_size(a.size(l), b.size(l)),
+        (true, false) => a.size(l),
+        _ => b.size(l),
+    };
+    let lhs = a.grouped(&[&batch, &left, &inner], size)?;
+    let rhs = b.grouped(&[&batch, &inner, &right], size)?;
     let product = ops::bmm(&lhs, &rhs)?;
     let mut labels = batch;
     labels.extend(left);
     labels.extend(right);
-    let shape: Vec<usize> = labels.iter().map(|l| sizes[l]).collect();
+    let shape: Vec<usize> = labels.iter().map(|&l| size(l)).collect();
     Ok(Labelled {
         t: ops::reshape(&product, &shape_arg(&shape))?,
         labels,
@@ -941,16 +967,16 @@ fn einsum_decomposition(equation: &str, operands: &[Tensor]) -> Result<Tensor> {
         // operands after `next` (operand i + 1).
         let mut needed = plan.output.clone();
         needed.extend(plan.terms[i + 2..].iter().flatten());
-        acc = contract(acc, next, &needed, &plan.sizes)?;
+        acc = contract(acc, next, &needed)?;
     }
     let acc = acc.sum_unless(|l| plan.output.contains(&l))?;
-    // A size-1 dim of a label broadcast to more in the output (one operand
-    // alone cannot have one; kept for safety) is expanded by `grouped`.
+    // A size-1 dim of a label broadcast to more in the output (by an operand
+    // it was not contracted with) is expanded by `grouped`.
     let groups: Vec<&[Label]> = plan.output.iter().map(std::slice::from_ref).collect();
     if groups.is_empty() {
         return Ok(acc.t);
     }
-    acc.grouped(&groups, &plan.sizes)
+    acc.grouped(&groups, |l| plan.sizes[&l])
 }
 
 // ---------------------------------------------------------------------------

@@ -164,13 +164,50 @@ impl<const D: usize> Window<D> {
                 )));
             }
             let n = (padded - span) / self.stride[i] as i128 + 1;
-            out[i] = usize::try_from(n).map_err(|_| {
-                Error::invalid(format!(
-                    "the number of blocks along spatial dim {i} ({n}) is too large"
-                ))
-            })?;
+            out[i] = usize::try_from(n).map_err(|_| self.too_large(size, "the output"))?;
         }
         Ok(out)
+    }
+
+    /// The number of blocks along each dim, in `u128` (no overflow: only
+    /// shown in an error), 0 where none fits.
+    fn block_counts(&self, size: [usize; D]) -> [u128; D] {
+        let mut out = [0u128; D];
+        for (i, o) in out.iter_mut().enumerate() {
+            let padded = size[i] as i128 + 2 * self.padding[i] as i128;
+            let span = self.dilation[i] as i128 * (self.kernel[i] as i128 - 1) + 1;
+            *o = ((padded - span).max(-1) / self.stride[i] as i128 + 1) as u128;
+        }
+        out
+    }
+
+    /// The error for a window that gives `what` (the output, or the unfolded
+    /// input behind a convolution) more positions than can be allocated, in
+    /// the user's terms: the argument responsible (the `padding`, when it is
+    /// larger than the input; else the input's size) and the number of
+    /// positions per spatial dim, never an internal shape whose sizes
+    /// overflowed.
+    fn too_large(&self, size: [usize; D], what: &str) -> Error {
+        let blocks = self.block_counts(size);
+        let args = format!(
+            "kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}",
+            self.kernel, self.dilation, self.padding, self.stride
+        );
+        let limit = crate::core::alloc::allocation_limit();
+        if (0..D).any(|i| self.padding[i] as u128 * 2 > size[i] as u128) {
+            Error::invalid(format!(
+                "`padding` {:?} is too large: on an input of spatial size {size:?}, with {args}, \
+                 {what} would have {blocks:?} positions per spatial dim, more than can be \
+                 allocated (the allocation limit is {limit} bytes)",
+                self.padding
+            ))
+        } else {
+            Error::invalid(format!(
+                "the input's spatial size {size:?} is too large: with {args}, {what} would have \
+                 {blocks:?} positions per spatial dim, more than can be allocated (the \
+                 allocation limit is {limit} bytes)"
+            ))
+        }
     }
 
     /// The extent of the dilated kernel along each dim (saturating: only shown).
@@ -390,8 +427,11 @@ fn unfold_geometry(shape: &[usize], w: &WindowArgs) -> Result<(Vec<usize>, Geome
         (1, shape[0])
     };
     let rows = mul(c, window.kernel_numel()?, "unfold's block size C * kh * kw")?;
-    let l = mul(blocks[0], blocks[1], "unfold's number of blocks")?;
+    let l = blocks[0]
+        .checked_mul(blocks[1])
+        .ok_or_else(|| window.too_large(size, "the output"))?;
     Geometry::with_output((n, c, size), window, blocks, r == 4, &[rows, l])
+        .map_err(|_| window.too_large(size, "the output"))
 }
 
 window_fn! {
@@ -472,6 +512,14 @@ fn fold_geometry(
     }
     let blocks = window.blocks(size)?;
     let expected = blocks[0].checked_mul(blocks[1]);
+    if expected != Some(l) && (0..2).any(|i| window.padding[i] as u128 * 2 > size[i] as u128) {
+        return Err(Error::invalid(format!(
+            "`padding` {:?} is larger than the output of size {size:?}: with kernel_size {:?}, \
+             dilation {:?} and stride {:?} it gives more blocks than the input's last dim (size \
+             {l}) holds",
+            window.padding, window.kernel, window.dilation, window.stride
+        )));
+    }
     if expected != Some(l) {
         return Err(Error::invalid(format!(
             "the input's last dim (size {l}) must be the number of blocks of an {size:?} output \
@@ -602,16 +650,20 @@ fn conv_shape<const D: usize>(
     let mut out = if batched { vec![xs[0]] } else { vec![] };
     out.push(c_out);
     out.extend(blocks);
-    // The blocks matrix of the decomposition must be addressable too.
-    let inner = mul(
-        ws[1].max(1),
-        window.kernel_numel()?,
-        "the convolution's block size",
-    )?;
-    let l = blocks.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    // The output, and the blocks matrix of the decomposition (`unfold`'s
+    // `[N, C_in * kernel elements, output positions]`), must be allocatable.
+    // Either too large is the window's doing (the input and the weight
+    // exist): the error names its arguments, not an internal shape.
+    let l = blocks
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or_else(|| window.too_large(size, "the output"))?;
+    crate::core::alloc::check_alloc(&out, x.dtype())
+        .map_err(|_| window.too_large(size, "the output"))?;
     let n = if batched { xs[0] } else { 1 };
-    crate::core::alloc::checked_numel(&[n, c_in.max(1), inner, l.unwrap_or(usize::MAX)])?;
-    crate::core::alloc::checked_numel(&out)?;
+    let rows = mul(c_in, window.kernel_numel()?, "the convolution's block size")?;
+    crate::core::alloc::check_alloc(&[n, rows, l], x.dtype())
+        .map_err(|_| window.too_large(size, "the unfolded input (the blocks the kernel sees)"))?;
     Ok(out)
 }
 

@@ -385,7 +385,12 @@ fn narrow_meta(x: &TensorMeta, dim: i64, start: i64, length: i64) -> Result<Tens
     Ok(TensorMeta::new(shape, x.dtype()))
 }
 
-fn narrow_array<T: Element>(a: &ArcArray<T, IxDyn>, d: usize, start: usize, len: usize) -> Tensor {
+pub(crate) fn narrow_array<T: Element>(
+    a: &ArcArray<T, IxDyn>,
+    d: usize,
+    start: usize,
+    len: usize,
+) -> Tensor {
     let mut out = a.clone();
     out.slice_axis_inplace(Axis(d), Slice::from(start..start + len));
     Tensor::from(out)

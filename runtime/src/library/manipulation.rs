@@ -6,9 +6,15 @@
 //! arguments once on the logical shapes (naming the op and the argument) and
 //! a decomposition over ops that have batching rules, vjps and linear jvps:
 //!
-//! * `split`, `split_with_sizes`, `chunk`: one `narrow` per piece, so a
-//!   `Tensor[]` result is differentiable (each piece's cotangent is padded
-//!   back to where it came from, and the pads add up);
+//! * `split_with_sizes` is the one primitive among them: its kernel makes
+//!   each piece a view (one `narrow` of the array each), its batching rule
+//!   splits the physical tensor along the physical dim, it is linear (its
+//!   jvp splits the tangent), and its vjp concatenates the pieces'
+//!   cotangents once (`cat`; the backward pass gives zeros for pieces no
+//!   cotangent reached), so a backward through `n` pieces costs what the
+//!   input does, not `n` times it (a `narrow` per piece would pad each
+//!   piece's cotangent to the whole dim and add the `n` pads up). `split`
+//!   and `chunk` are composites over it;
 //! * `flip`: an `index_select` with reversed indices (`arange`) per dim;
 //! * `roll`: two `narrow`s and a `cat` per dim (a `reshape` to one dim and
 //!   back for the flattened roll);
@@ -21,13 +27,15 @@
 //! meta can see) that is not differentiable; its batching rule is the op
 //! itself on the physical tensor (the new dim is last, after the batch dim).
 
-use crate::batching::shape_arg;
+use crate::batching::{bdim_to_front, physical_dim, shape_arg};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::scalar_like;
 use crate::core::dims::check_dim;
+use crate::library::dims::narrow_array;
 use crate::{
-    batching_rule, decompose, kernel, meta, ops, DType, Error, Result, Tensor, TensorMeta,
+    batching_rule, decompose, each_dtype, kernel, meta, ops, DType, Error, Result, Tensor,
+    TensorMeta,
 };
 
 /// The most pieces `chunk` makes of an empty dim (PyTorch makes `chunks`
@@ -99,15 +107,10 @@ fn piece_metas(x: &TensorMeta, d: usize, sizes: &[usize]) -> Vec<TensorMeta> {
         .collect()
 }
 
-/// The pieces of `x` along dim `d`: one `narrow` each.
+/// The pieces of `x` along dim `d`: one `split_with_sizes`.
 fn pieces(x: &Tensor, d: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
-    let mut start = 0usize;
-    let mut out = Vec::with_capacity(sizes.len());
-    for &s in sizes {
-        out.push(ops::narrow(x, d as i64, start as i64, s as i64)?);
-        start += s;
-    }
-    Ok(out)
+    let sizes: Vec<i64> = sizes.iter().map(|&s| s as i64).collect();
+    ops::split_with_sizes(x, &sizes, d as i64)
 }
 
 #[meta(op = "split")]
@@ -149,14 +152,35 @@ fn split_with_sizes_meta(x: &TensorMeta, split_sizes: &[i64], dim: i64) -> Resul
     Ok(piece_metas(x, d, &given_sizes(x.shape()[d], split_sizes)?))
 }
 
-#[decompose(op = "split_with_sizes")]
-fn split_with_sizes_decomposition(
+/// Each piece a view of `x`: one `narrow` of its array each, in one pass.
+#[kernel(op = "split_with_sizes")]
+fn split_with_sizes_kernel(x: &Tensor, split_sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+    let d = split_dim(x.shape(), dim)?;
+    let sizes = given_sizes(x.shape()[d], split_sizes)?;
+    let data = x.data()?;
+    let mut start = 0usize;
+    let mut out = Vec::with_capacity(sizes.len());
+    for s in sizes {
+        out.push(each_dtype!(data, a => narrow_array(a, d, start, s)));
+        start += s;
+    }
+    Ok(out)
+}
+
+/// The physical tensor split along the physical dim (the batch dim moved to
+/// the front): every piece batched at 0.
+#[batching_rule(op = "split_with_sizes")]
+fn split_with_sizes_rule(
     x: &Tensor,
+    bdim: Option<usize>,
     split_sizes: &[i64],
     dim: i64,
-) -> Result<Vec<Tensor>> {
-    let d = split_dim(x.shape(), dim)?;
-    pieces(x, d, &given_sizes(x.shape()[d], split_sizes)?)
+) -> Result<(Vec<Tensor>, Vec<Option<usize>>)> {
+    let x = bdim_to_front(x, bdim)?;
+    let d = physical_dim(&x, bdim.is_some(), dim)?;
+    let out = ops::split_with_sizes(&x, split_sizes, d as i64)?;
+    let bdims = vec![bdim.map(|_| 0); out.len()];
+    Ok((out, bdims))
 }
 
 #[meta(op = "chunk")]

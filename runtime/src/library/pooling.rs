@@ -11,18 +11,17 @@
 //! values.
 //!
 //! Average pooling, plain and adaptive, is separable: the sum over a window
-//! of rows `R` and columns `S` is `A @ x @ B` with `A[i, h] = 1` for `h` in
-//! row window `i` and `B[w, j] = 1` for `w` in column window `j` (padding
-//! contributes zeros, so it is left out of the matrices), and every
+//! of rows `R` and columns `S` is the sum over `R` of the sums over `S`
+//! (padding contributes zeros, so it is left out of the windows), and every
 //! divisor PyTorch uses (`divisor_override`, the window's size with or
 //! without the padding, the adaptive window's size) is a fixed number per
 //! output element. So `avg_pool2d` and `adaptive_avg_pool2d` are composites:
-//! two `matmul`s with constant 0/1 matrices and a `div` by a constant
-//! tensor, which batch (batched GEMMs) and differentiate to every order
-//! through those ops. The sums are exact selections, so the results round as
-//! PyTorch's (a sum, then one division). The cost is `O(H * W * (h + w))`
-//! per plane for an `h x w` output, more than the `O(h * w * kernel)` of a
-//! direct loop, which is fine at the feature-map sizes of small CNNs.
+//! one `window_sum` per pooled dim (a linear primitive summing given
+//! `[start, end)` windows of the last dim, whose transpose and gradient is
+//! `window_sum_backward`) and a `div` by a constant tensor, which batch and
+//! differentiate to every order through those ops. Their cost is the
+//! windows' total length, what a direct loop costs, and their memory is
+//! linear in the input and output (no `[output, input]` window matrix).
 //!
 //! The 1-d forms are composites over the 2-d ones, with a window of height
 //! 1 on the input unsqueezed at dim -2.
@@ -566,9 +565,13 @@ pool_fn! {
     }
 }
 
-/// `x @ ...`: the sum over the windows `rows` (along dim -2) and `cols`
-/// (along dim -1), each `[start, end)` in the input, divided by `divisor`
-/// (of shape `[rows.len(), cols.len()]`, or 0-d).
+/// The sums over the windows `rows` (along dim -2) and `cols` (along dim
+/// -1), each `[start, end)` in the input, divided by `divisor` (of shape
+/// `[rows.len(), cols.len()]`, or 0-d): one `window_sum` per pooled dim, the
+/// dim whose sums leave the smaller intermediate first (`H * w_out` or
+/// `h_out * W`, whose product is the input's size times the output's, so the
+/// smaller is at most their mean: linear in both). A dim whose one window is
+/// all of it of size 1 (the 1-d poolings' height) is left as it is.
 fn window_sums(
     x: &Tensor,
     rows: &[(usize, usize)],
@@ -577,31 +580,27 @@ fn window_sums(
 ) -> Result<Tensor> {
     let shape = x.shape();
     let (hs, ws) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-    let m = TensorMeta::of(x);
-    // A[i, h] = 1 for h in rows[i]; B[w, j] = 1 for w in cols[j].
-    let matrix = |n: usize, size: usize, windows: &[(usize, usize)], transposed: bool| {
-        let mut v = vec![0.0f64; n * size];
-        for (i, &(s, e)) in windows.iter().enumerate() {
-            for p in s..e {
-                let at = if transposed { p * n + i } else { i * size + p };
-                v[at] = 1.0;
-            }
-        }
-        let dims = if transposed { [size, n] } else { [n, size] };
-        ops::to_dtype(&Tensor::from_shape_vec(&dims, v)?, m.dtype())
+    let bounds = |w: &[(usize, usize)]| -> (Vec<i64>, Vec<i64>) {
+        w.iter().map(|&(s, e)| (s as i64, e as i64)).unzip()
     };
-    let a = matrix(rows.len(), hs, rows, false)?;
-    let b = matrix(cols.len(), ws, cols, true)?;
-    let sums = ops::matmul(&ops::matmul(&a, x)?, &b)?;
+    let sum_last = |t: &Tensor, w: &[(usize, usize)]| {
+        let (starts, ends) = bounds(w);
+        ops::window_sum(t, &starts, &ends)
+    };
+    let sum_rows = |t: &Tensor| -> Result<Tensor> {
+        if hs == 1 && rows == [(0, 1)] {
+            return Ok(t.clone());
+        }
+        let t = ops::transpose(t, -1, -2)?;
+        ops::transpose(&sum_last(&t, rows)?, -1, -2)
+    };
+    let rows_first = rows.len().saturating_mul(ws) < hs.saturating_mul(cols.len());
+    let sums = if rows_first {
+        sum_last(&sum_rows(x)?, cols)?
+    } else {
+        sum_rows(&sum_last(x, cols)?)?
+    };
     ops::div(&sums, &divisor)
-}
-
-/// Checks that the `[out, size]` window matrix of a pooled dim may be
-/// allocated (under the allocation limit), before the decomposition builds
-/// it.
-fn check_window_matrix(out: usize, size: usize, dtype: DType) -> Result<()> {
-    crate::core::alloc::check_alloc(&[out, size], DType::F64)?;
-    crate::core::alloc::check_alloc(&[out, size], dtype).map(|_| ())
 }
 
 /// `values` (row-major, `[rows, cols]`) as a tensor of `like`'s dtype.
@@ -625,8 +624,6 @@ pool_fn! {
         -> Result<TensorMeta> {
         check_divisor(divisor_override)?;
         let g = geometry(x, 2, &a.avg(2))?;
-        check_window_matrix(g.h.out, g.h.size, x.dtype())?;
-        check_window_matrix(g.w.out, g.w.size, x.dtype())?;
         Ok(TensorMeta::new(g.out_shape(), x.dtype()))
     }
 }
@@ -675,7 +672,6 @@ pool_fn! {
     #[meta(op = "avg_pool1d")]
     avg fn avg_pool1d_meta(x: &TensorMeta; a, _count_include_pad: bool) -> Result<TensorMeta> {
         let g = geometry(x, 1, &a.avg(1))?;
-        check_window_matrix(g.w.out, g.w.size, x.dtype())?;
         pooled1d_meta(x, &g)
     }
 }
@@ -737,13 +733,13 @@ fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Ve
         })?;
     let mut out = shape[..r - dims].to_vec();
     out.extend(&sizes);
-    checked_numel(&out)
-        .map_err(|e| Error::invalid(format!("`output_size` {output_size:?} is too large: {e}")))?;
-    for (k, &o) in sizes.iter().enumerate() {
-        check_window_matrix(o, shape[r - dims + k], x.dtype()).map_err(|e| {
-            Error::invalid(format!("`output_size` {output_size:?} is too large: {e}"))
-        })?;
-    }
+    crate::core::alloc::check_alloc(&out, x.dtype()).map_err(|_| {
+        Error::invalid(format!(
+            "`output_size` {output_size:?} is too large: an output of shape {out:?} is more than \
+             can be allocated (the allocation limit is {} bytes)",
+            crate::core::alloc::allocation_limit()
+        ))
+    })?;
     Ok(sizes)
 }
 
@@ -784,6 +780,251 @@ fn adaptive_avg_pool1d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<Tenso
 fn adaptive_avg_pool1d_decomposition(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
     let y = ops::adaptive_avg_pool2d(&ops::unsqueeze(x, -2)?, &widen(output_size, 1))?;
     ops::squeeze(&y, Some(-2))
+}
+
+// ---------------------------------------------------------------------------
+// window_sum and window_sum_backward: the linear primitives of the average
+// poolings
+
+/// Checks windows `[starts[i], ends[i])` of a last dim of `size` elements and
+/// returns them.
+fn windows_of(starts: &[i64], ends: &[i64], size: usize) -> Result<Vec<(usize, usize)>> {
+    if starts.len() != ends.len() {
+        return Err(Error::invalid(format!(
+            "`starts` and `ends` must have one entry per window, got {} and {}",
+            starts.len(),
+            ends.len()
+        )));
+    }
+    starts
+        .iter()
+        .zip(ends)
+        .enumerate()
+        .map(|(i, (&s, &e))| {
+            if s < 0 || s > e || e as i128 > size as i128 {
+                return Err(Error::invalid(format!(
+                    "window {i} is [{s}, {e}), but a window must have 0 <= start <= end <= {size} \
+                     (the size of the last dim)"
+                )));
+            }
+            Ok((s as usize, e as usize))
+        })
+        .collect()
+}
+
+/// The last dim of a float tensor of at least one dim.
+fn last_dim(x: &TensorMeta, what: &str) -> Result<usize> {
+    require_float(x)?;
+    x.shape().last().copied().ok_or_else(|| {
+        Error::invalid(format!(
+            "`{what}` must have at least one dim, got a 0-d tensor"
+        ))
+    })
+}
+
+#[meta(op = "window_sum")]
+fn window_sum_meta(x: &TensorMeta, starts: &[i64], ends: &[i64]) -> Result<TensorMeta> {
+    let size = last_dim(x, "self")?;
+    let windows = windows_of(starts, ends, size)?;
+    let mut shape = x.shape().to_vec();
+    *shape.last_mut().expect("one dim at least") = windows.len();
+    Ok(TensorMeta::new(shape, x.dtype()))
+}
+
+#[meta(op = "window_sum_backward")]
+fn window_sum_backward_meta(
+    g: &TensorMeta,
+    starts: &[i64],
+    ends: &[i64],
+    size: i64,
+) -> Result<TensorMeta> {
+    let n = last_dim(g, "grad")?;
+    let size = usize::try_from(size)
+        .map_err(|_| Error::invalid(format!("`size` must be non-negative, got {size}")))?;
+    let windows = windows_of(starts, ends, size)?;
+    if windows.len() != n {
+        return Err(Error::invalid(format!(
+            "`grad`'s last dim has {n} elements, but there are {} windows",
+            windows.len()
+        )));
+    }
+    let mut shape = g.shape().to_vec();
+    *shape.last_mut().expect("one dim at least") = size;
+    Ok(TensorMeta::new(shape, g.dtype()))
+}
+
+/// `f` run on each row of the last dim of `x` (in standard layout), writing
+/// `width` output elements per row: the output, of `x`'s shape with a last
+/// dim of `width`.
+fn map_rows(
+    x: &Tensor,
+    width: usize,
+    f32s: impl Fn(&[f32], &mut [f32]),
+    f64s: impl Fn(&[f64], &mut [f64]),
+) -> Result<Tensor> {
+    fn run<T: Element + Default>(
+        a: &ndarray::ArcArray<T, IxDyn>,
+        width: usize,
+        f: impl Fn(&[T], &mut [T]),
+    ) -> Result<Tensor> {
+        let a = crate::core::buffers::standard(a.view());
+        let x = a
+            .as_slice()
+            .ok_or_else(|| Error::invalid("the input is not contiguous"))?;
+        let mut shape = a.shape().to_vec();
+        let len = shape.pop().unwrap_or(1);
+        let rows: usize = shape.iter().product();
+        shape.push(width);
+        let mut out = vec![T::default(); rows * width];
+        if width > 0 {
+            for (r, o) in out.chunks_exact_mut(width).enumerate() {
+                f(&x[r * len..(r + 1) * len], o);
+            }
+        }
+        Tensor::from_shape_vec(&shape, out)
+    }
+    match x.data()? {
+        Data::F32(a) => run(a, width, f32s),
+        Data::F64(a) => run(a, width, f64s),
+        other => Err(Error::invalid(format!(
+            "needs a floating-point tensor, got {}",
+            other.dtype()
+        ))),
+    }
+}
+
+/// Each window's sum, added in order of position.
+fn sum_windows<T: Copy + Default + std::ops::Add<Output = T>>(
+    windows: &[(usize, usize)],
+    x: &[T],
+    out: &mut [T],
+) {
+    for (o, &(s, e)) in out.iter_mut().zip(windows) {
+        *o = x[s..e].iter().fold(T::default(), |acc, &v| acc + v);
+    }
+}
+
+/// Each window's value added to its positions, window by window.
+fn spread_windows<T: Copy + std::ops::Add<Output = T>>(
+    windows: &[(usize, usize)],
+    g: &[T],
+    out: &mut [T],
+) {
+    for (&v, &(s, e)) in g.iter().zip(windows) {
+        for o in &mut out[s..e] {
+            *o = *o + v;
+        }
+    }
+}
+
+#[kernel(op = "window_sum")]
+fn window_sum_kernel(x: &Tensor, starts: &[i64], ends: &[i64]) -> Result<Tensor> {
+    let size = x.shape().last().copied().unwrap_or(0);
+    let windows = windows_of(starts, ends, size)?;
+    map_rows(
+        x,
+        windows.len(),
+        |x, o| sum_windows(&windows, x, o),
+        |x, o| sum_windows(&windows, x, o),
+    )
+}
+
+#[kernel(op = "window_sum_backward")]
+fn window_sum_backward_kernel(
+    g: &Tensor,
+    starts: &[i64],
+    ends: &[i64],
+    size: i64,
+) -> Result<Tensor> {
+    let size = usize::try_from(size).unwrap_or(0);
+    let windows = windows_of(starts, ends, size)?;
+    map_rows(
+        g,
+        size,
+        |g, o| spread_windows(&windows, g, o),
+        |g, o| spread_windows(&windows, g, o),
+    )
+}
+
+/// The batch dim moved to the front: the last dim stays last.
+#[batching_rule(op = "window_sum")]
+fn window_sum_rule(
+    x: &Tensor,
+    bdim: Option<usize>,
+    starts: &[i64],
+    ends: &[i64],
+) -> Result<(Tensor, Option<usize>)> {
+    let x = bdim_to_front(x, bdim)?;
+    Ok((ops::window_sum(&x, starts, ends)?, bdim.map(|_| 0)))
+}
+
+#[batching_rule(op = "window_sum_backward")]
+fn window_sum_backward_rule(
+    g: &Tensor,
+    bdim: Option<usize>,
+    starts: &[i64],
+    ends: &[i64],
+    size: i64,
+) -> Result<(Tensor, Option<usize>)> {
+    let g = bdim_to_front(g, bdim)?;
+    Ok((
+        ops::window_sum_backward(&g, starts, ends, size)?,
+        bdim.map(|_| 0),
+    ))
+}
+
+fn window_sum_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        // Overlapping windows, an empty one, the whole dim.
+        crate::args![
+            &f64s(&[2, 5]),
+            &[0i64, 1, 3, 2, 0][..],
+            &[2i64, 4, 5, 2, 5][..]
+        ],
+        crate::args![&f32s(&[3]), &[0i64, 2][..], &[1i64, 3][..]],
+        crate::args![&f64s(&[2, 0, 3]), &[1i64][..], &[3i64][..]],
+        crate::args![&f64s(&[1, 2]), &[0i64; 0][..], &[0i64; 0][..]],
+    ]
+}
+
+fn window_sum_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[]), &[0i64][..], &[0i64][..]],
+        crate::args![&i64s(&[3], 5), &[0i64][..], &[1i64][..]],
+        crate::args![&f64s(&[3]), &[0i64, 1][..], &[1i64][..]],
+        crate::args![&f64s(&[3]), &[2i64][..], &[1i64][..]],
+        crate::args![&f64s(&[3]), &[-1i64][..], &[1i64][..]],
+        crate::args![&f64s(&[3]), &[0i64][..], &[4i64][..]],
+        crate::args![&f64s(&[3]), &[0i64][..], &[i64::MAX][..]],
+    ]
+}
+
+fn window_sum_backward_samples() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![
+            &f64s(&[2, 5]),
+            &[0i64, 1, 3, 2, 0][..],
+            &[2i64, 4, 5, 2, 5][..],
+            5i64
+        ],
+        crate::args![&f32s(&[2]), &[0i64, 2][..], &[1i64, 3][..], 4i64],
+        crate::args![&f64s(&[2, 0, 1]), &[1i64][..], &[3i64][..], 3i64],
+        crate::args![&f64s(&[1, 0]), &[0i64; 0][..], &[0i64; 0][..], 2i64],
+    ]
+}
+
+fn window_sum_backward_errors() -> Vec<Sample> {
+    use crate::library::samples::*;
+    vec![
+        crate::args![&f64s(&[]), &[0i64][..], &[0i64][..], 1i64],
+        crate::args![&f64s(&[2]), &[0i64][..], &[1i64][..], 1i64],
+        crate::args![&f64s(&[1]), &[0i64][..], &[2i64][..], 1i64],
+        crate::args![&f64s(&[1]), &[0i64][..], &[1i64][..], -1i64],
+        crate::args![&i64s(&[1], 5), &[0i64][..], &[1i64][..], 1i64],
+    ]
 }
 
 // ---------------------------------------------------------------------------
@@ -986,4 +1227,6 @@ super::samples::register_samples! {
     "avg_pool1d" => avg_pool1d_samples, avg_pool1d_errors;
     "adaptive_avg_pool2d" => adaptive_avg_pool2d_samples, adaptive_avg_pool2d_errors;
     "adaptive_avg_pool1d" => adaptive_avg_pool1d_samples, adaptive_avg_pool1d_errors;
+    "window_sum" => window_sum_samples, window_sum_errors;
+    "window_sum_backward" => window_sum_backward_samples, window_sum_backward_errors;
 }

@@ -39,3 +39,31 @@ pool_fn! {
         })
     }
 }
+
+/// `window_sum` and `window_sum_backward` are each other's transpose: each
+/// one's vjp is the other.
+#[vjp(op = "window_sum")]
+fn window_sum_vjp(
+    x: &Tensor,
+    starts: &[i64],
+    ends: &[i64],
+    _y: &Tensor,
+    grad: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        let size = x.shape().last().copied().unwrap_or(0) as i64;
+        ops::window_sum_backward(grad, starts, ends, size)
+    })
+}
+
+#[vjp(op = "window_sum_backward")]
+fn window_sum_backward_vjp(
+    g: &Tensor,
+    starts: &[i64],
+    ends: &[i64],
+    _size: i64,
+    _y: &Tensor,
+    grad: &Tensor,
+) -> Result<Option<Tensor>> {
+    grad_for(g, || ops::window_sum(grad, starts, ends))
+}

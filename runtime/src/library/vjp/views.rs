@@ -76,6 +76,27 @@ fn narrow_vjp(
     })
 }
 
+/// `split_with_sizes` cuts its input into pieces along `dim`; its vjp joins
+/// the pieces' cotangents back with one `cat` (the backward pass gives zeros
+/// for pieces that got none), so it costs what the input does however many
+/// pieces there are.
+#[vjp(op = "split_with_sizes")]
+fn split_with_sizes_vjp(
+    x: &Tensor,
+    _split_sizes: &[i64],
+    dim: i64,
+    _pieces: &[Tensor],
+    grads: &[Tensor],
+) -> Result<Option<Tensor>> {
+    grad_for(x, || {
+        if grads.is_empty() {
+            zeros_like(x)
+        } else {
+            ops::cat(grads, dim)
+        }
+    })
+}
+
 /// `pad_dim` adds zeros around its input; its vjp narrows them away.
 #[vjp(op = "pad_dim")]
 fn pad_dim_vjp(
