@@ -189,6 +189,11 @@ impl<const D: usize> Window<D> {
     /// overflowed.
     fn too_large(&self, size: [usize; D], what: &str) -> Error {
         let blocks = self.block_counts(size);
+        // (A convolution's kernel_size is its weight's spatial shape.)
+        let others = format!(
+            "kernel_size {:?}, dilation {:?} and stride {:?}",
+            self.kernel, self.dilation, self.stride
+        );
         let args = format!(
             "kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}",
             self.kernel, self.dilation, self.padding, self.stride
@@ -196,7 +201,7 @@ impl<const D: usize> Window<D> {
         let limit = crate::core::alloc::allocation_limit();
         if (0..D).any(|i| self.padding[i] as u128 * 2 > size[i] as u128) {
             Error::invalid(format!(
-                "`padding` {:?} is too large: on an input of spatial size {size:?}, with {args}, \
+                "`padding` {:?} is too large: on an input of spatial size {size:?}, with {others}, \
                  {what} would have {blocks:?} positions per spatial dim, more than can be \
                  allocated (the allocation limit is {limit} bytes)",
                 self.padding
