@@ -204,6 +204,60 @@ fn an_npy_header_with_a_repeated_key_uses_the_last_value_as_numpy_does() -> Resu
 }
 
 #[test]
+fn npy_headers_with_text_numpy_would_not_write_are_errors() -> Result<()> {
+    // Found by the fuzzer: a dtype whose first character is multi-byte
+    // (`'ě8'`) panicked splitting it after its first byte.
+    for descr in ["ě8", "<ě", "ě", "", "<", "\u{10FFFF}f4"] {
+        let text = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (), }}");
+        let b = npy_raw(1, &padded(&text, 118), &[0; 8]);
+        let m = refused(descr, "read_npy_bytes", || io::read_npy_bytes(&b));
+        assert!(
+            m.contains("dtype") || m.contains("element type"),
+            "{descr}: {m}"
+        );
+    }
+    // Non-ASCII text after the dict, in keys and in values.
+    for text in [
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (), } ééé",
+        "{'déscr': '<f4', 'fortran_order': False, 'shape': (), }",
+        "{'descr': '<f4', 'fortran_order': Fälse, 'shape': (), }",
+    ] {
+        let b = npy_raw(1, &padded(text, 118), &[0; 4]);
+        refused(text, "read_npy_bytes", || io::read_npy_bytes(&b));
+    }
+    // At most 64 dims (numpy's NPY_MAXDIMS), read and written.
+    let dims = |n: usize| format!("({})", "1, ".repeat(n));
+    let text = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': {}, }}",
+        dims(64)
+    );
+    let t = io::read_npy_bytes(&npy_raw(1, &padded(&text, 256), &[0; 4]))?;
+    assert_eq!(t.shape().len(), 64);
+    assert_eq!(
+        io::read_npy_bytes(&io::to_npy_bytes(&t)?)?.shape(),
+        t.shape()
+    );
+    let text = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': {}, }}",
+        dims(65)
+    );
+    let m = refused("65 dims", "read_npy_bytes", || {
+        io::read_npy_bytes(&npy_raw(1, &padded(&text, 256), &[0; 4]))
+    });
+    assert!(m.contains("65 dims") && m.contains("at most 64"), "{m}");
+    let wide = Tensor::from_shape_vec(&[1; 65], vec![0.0f32])?;
+    let m = refused("save 65 dims", "to_npy_bytes", || io::to_npy_bytes(&wide));
+    assert!(m.contains("65 dims"), "{m}");
+    let dir = TempDir::new("npy-dims");
+    let named = BTreeMap::from([("w".to_string(), wide)]);
+    let m = refused("npz 65 dims", "save_npz", || {
+        io::save_npz(&named, dir.0.join("w.npz"))
+    });
+    assert!(m.contains("key `w`") && m.contains("65 dims"), "{m}");
+    Ok(())
+}
+
+#[test]
 fn npy_files_declaring_huge_sizes_are_refused_before_reading() {
     let dir = TempDir::new("npy-huge");
     // Shapes whose data would be terabytes, or overflow, in 100-byte files.

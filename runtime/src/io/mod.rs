@@ -96,7 +96,9 @@
 //!   unless given `allow_pickle=True`; numpy counts the decoded header's
 //!   characters, which for the ASCII headers of the arrays batchrules reads
 //!   are its bytes; the bound is the same for format versions 1.0, 2.0 and
-//!   3.0, whose length fields could declare 64 KiB and 4 GiB), brackets
+//!   3.0, whose length fields could declare 64 KiB and 4 GiB), at most 64
+//!   dims (numpy's `NPY_MAXDIMS`; `save_npy` and `save_npz` refuse a tensor
+//!   with more, which numpy could not load), brackets
 //!   nested at most 16 deep (numpy's own headers nest 2 deep), exactly the
 //!   keys `descr`, `fortran_order` and `shape` (another key is refused, as
 //!   numpy does), and a repeated key's **last** value counts, as in numpy,
@@ -680,7 +682,7 @@ fn open(path: &Path, site: &Site) -> Result<Opened> {
     if meta.is_dir() {
         return Err(site.err(None, "cannot read the file: it is a directory".to_string()));
     }
-    let len = meta.is_file().then(|| meta.len());
+    let len = meta.is_file().then_some(meta.len());
     Ok(Opened { file, len })
 }
 

@@ -22,6 +22,16 @@ pub(super) fn encode(tensor: &Tensor, site: &Site, key: Option<&str>) -> Result<
             ),
         )
     })?;
+    if data.shape().len() > MAX_DIMS {
+        return Err(site.err(
+            key,
+            format!(
+                "the tensor has {} dims; numpy arrays have at most {MAX_DIMS}, so numpy could \
+                 not load the file; reshape it first, or save to safetensors",
+                data.shape().len()
+            ),
+        ));
+    }
     let descr = match data.dtype() {
         DType::Bool => "|b1",
         DType::I64 => "<i8",
@@ -69,6 +79,12 @@ pub(crate) const MAX_HEADER: usize = 10_000;
 /// How deeply the header's brackets may nest. A header numpy writes for the
 /// arrays batchrules reads nests 2 deep (the shape tuple in the dict).
 pub(crate) const MAX_DEPTH: usize = 16;
+
+/// The most dims a numpy array has (`NPY_MAXDIMS` since numpy 2.0): a
+/// header with more is refused, and a tensor with more is not saved (numpy
+/// could not load it). With at most 64 dims the header numpy and
+/// [`encode`] write stays far under [`MAX_HEADER`].
+pub(crate) const MAX_DIMS: usize = 64;
 
 /// The bytes before the header: the magic, the version and the header's
 /// length. 10 bytes in version 1.0, 12 in 2.0 and 3.0.
@@ -234,7 +250,7 @@ impl Header {
         if p.i != p.s.len() {
             return Err(format!(
                 "unexpected text after the dict: {:?}",
-                &text[p.i..]
+                String::from_utf8_lossy(&p.s[p.i..])
             ));
         }
         let Py::Dict(items) = value else {
@@ -285,7 +301,15 @@ impl Header {
                 .collect::<std::result::Result<Vec<_>, _>>()?,
             other => return Err(format!("'shape' is {other:?}, not a tuple")),
         };
-        let (order, code) = descr.split_at(descr.len().min(1));
+        if shape.len() > MAX_DIMS {
+            return Err(format!(
+                "'shape' has {} dims; numpy arrays have at most {MAX_DIMS}",
+                shape.len()
+            ));
+        }
+        // By bytes: the first may start a multi-byte character (then no
+        // split, and the dtype is unknown).
+        let (order, code) = descr.split_at_checked(1).unwrap_or(("?", descr));
         let big_endian = match order {
             "<" | "|" | "=" => false,
             ">" => true,

@@ -171,7 +171,7 @@ impl<'a> Input<'a> {
             .ok_or_else(|| corrupt(&format!("{what} lies past the end of the file")))?;
         match self {
             Input::Bytes(b) => {
-                let b: &'a [u8] = *b;
+                let b: &'a [u8] = b;
                 // In range: `end <= b.len()`, checked above.
                 Ok(Cow::Borrowed(&b[at as usize..end as usize]))
             }
