@@ -381,6 +381,11 @@ pub fn load_safetensors_bytes<T: TensorTree>(
 /// narrower integers as `i64` (see the [module docs](self)). The map is a
 /// [`TensorTree`] itself, so it can be saved again as it is.
 ///
+/// The header is read and checked before the tensors' bytes: at most
+/// 100,000,000 bytes of JSON, byte ranges in order without gaps or overlaps
+/// that end where the file ends, no name given twice (see
+/// [hostile files](self#hostile-files)).
+///
 /// ```
 /// use std::collections::BTreeMap;
 /// use batchrules::{io, Tensor};
@@ -400,7 +405,8 @@ pub fn read_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tenso
     decode_file("read_safetensors", safetensors::read_file, path.as_ref()).map(|(_, found)| found)
 }
 
-/// [`read_safetensors`] from bytes in memory.
+/// [`read_safetensors`] from bytes in memory, with the same checks (see
+/// [hostile files](self#hostile-files)).
 ///
 /// ```
 /// let err = batchrules::io::read_safetensors_bytes(&[1, 2, 3]).unwrap_err().to_string();
@@ -449,6 +455,13 @@ pub fn to_npy_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
 /// and Fortran order are accepted. Other types (`u64`, complex, strings,
 /// structured or object arrays) are an error.
 ///
+/// The header is read and checked first: at most 10,000 bytes (numpy's
+/// `max_header_size`) in every format version, brackets nested at most 16
+/// deep, at most 64 dims, the keys `descr`, `fortran_order` and `shape` only
+/// (a repeated key's last value counts, as in numpy); then exactly the bytes
+/// it declares are read, within the allocation limit (see
+/// [hostile files](self#hostile-files)).
+///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("br-doc-loadnpy-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
@@ -462,7 +475,8 @@ pub fn load_npy(path: impl AsRef<Path>) -> Result<Tensor> {
     read_npy_file(open(path.as_ref(), &site)?, &site)
 }
 
-/// [`load_npy`] from bytes in memory.
+/// [`load_npy`] from bytes in memory, with the same bounds (see
+/// [hostile files](self#hostile-files)).
 ///
 /// ```
 /// use batchrules::{io, Tensor};
@@ -583,7 +597,9 @@ fn load_npz_as<T: TensorTree>(
 
 /// Every array of a numpy `.npz` file, by name (the entry's name without
 /// `.npy`, as `numpy.load(path).files` lists them). Element types as in
-/// [`load_npy`].
+/// [`load_npy`]. The file must be a regular file (a ZIP archive is read from
+/// its end); it is read by ranges, each checked against its size. The
+/// archive is checked as [`read_npz_bytes`] says before any entry is read.
 ///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("br-doc-readnpz-{}", std::process::id()));
