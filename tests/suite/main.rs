@@ -25,6 +25,7 @@ mod grad_macro_hygiene;
 mod hostile;
 mod hostile_sweep;
 mod hostile_transforms;
+mod io_hostile;
 mod layers;
 mod linalg;
 mod losses;

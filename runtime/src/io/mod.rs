@@ -76,19 +76,64 @@
 //! Files are written whole to a temporary file next to the destination, then
 //! renamed over it, so an error never leaves half a file behind.
 //!
+//! # Hostile files
+//!
+//! A weights file comes from outside, so every loader bounds what it parses
+//! and reads, and a file that breaks a bound is an [`Error::Weights`] naming
+//! the function called, never a panic, a stack overflow, a hang or memory
+//! exhausted:
+//!
+//! - **Header first.** The `load_*` and `read_*` file forms open the file,
+//!   read its header, check it, then read exactly the bytes it declares:
+//!   checked against the file's size (its metadata) before they are read
+//!   for a regular file; for a pipe or a device (`/dev/zero`), read no
+//!   further than one byte past the declared size, to see that the source
+//!   ends there. A `.npz` is read from its end, so it must be a regular file.
+//!   Every tensor is also checked against the
+//!   [allocation limit](crate::tuning::allocation_limit) before it is built.
+//! - **`.npy`** (and each entry of a `.npz`): a header of at most 10,000
+//!   bytes (numpy's `max_header_size`: `numpy.load` refuses a longer one
+//!   unless given `allow_pickle=True`; numpy counts the decoded header's
+//!   characters, which for the ASCII headers of the arrays batchrules reads
+//!   are its bytes; the bound is the same for format versions 1.0, 2.0 and
+//!   3.0, whose length fields could declare 64 KiB and 4 GiB), at most 64
+//!   dims (numpy's `NPY_MAXDIMS`; `save_npy` and `save_npz` refuse a tensor
+//!   with more, which numpy could not load), brackets
+//!   nested at most 16 deep (numpy's own headers nest 2 deep), exactly the
+//!   keys `descr`, `fortran_order` and `shape` (another key is refused, as
+//!   numpy does), and a repeated key's **last** value counts, as in numpy,
+//!   which reads the header as a Python dict literal. The data must be
+//!   exactly the size the header declares.
+//! - **`.npz`**: the end record, the central directory and every entry lie
+//!   in the file; the directory must hold the number of entries its end
+//!   record counts (each takes at least 46 bytes of it, so the count is
+//!   bounded by the file's size); each entry's local header must give the
+//!   central directory's name for it; no two entries may **overlap** (as
+//!   Python's `zipfile` refuses since CVE-2024-0450): in the order of their
+//!   local headers, each entry's header and bytes must end before the next
+//!   begins, and the last before the central directory, so the entries'
+//!   bytes together are at most the file's size; no two entries may have
+//!   the same name (with or without `.npy`); every entry's CRC is checked.
+//!   The whole archive is checked before any entry is decoded.
+//! - **safetensors**: a JSON header of at most 100,000,000 bytes (the limit
+//!   of the `safetensors` crate, which Python's `safetensors` also reads
+//!   through), its tensors' byte ranges in order, without gaps or overlaps,
+//!   each the size its shape and dtype need, the last ending where the file
+//!   ends; a tensor named twice in the header is refused.
+//!
 //! [safetensors]: https://huggingface.co/docs/safetensors
 //!
 //! Layer 1 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::io::{Read, Write as _};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 
-use crate::core::alloc::check_alloc_in;
+use crate::core::alloc::check_alloc;
 use crate::core::tree::{checked_copy, leaf_names};
 use crate::{DType, Data, Element, Error, Result, Tensor, TensorTree};
 
@@ -270,8 +315,9 @@ pub fn load_safetensors_with<T: TensorTree>(
     load_safetensors_as("load_safetensors_with", template, path.as_ref(), options)
 }
 
-/// The tensors of a weights file, by key, as a format's decoder reads them.
-type Decode = fn(&[u8], &Site) -> Result<BTreeMap<String, Tensor>>;
+/// The tensors of a weights file, by key, as a format's reader reads them
+/// from the opened file (header first, then the bytes it declares).
+type Decode = fn(Opened, &Site) -> Result<BTreeMap<String, Tensor>>;
 
 /// The tensors of the file at `path`, read with `decode`, and the site its
 /// errors name (`function` and the file).
@@ -281,8 +327,8 @@ fn decode_file(
     path: &Path,
 ) -> Result<(Site, BTreeMap<String, Tensor>)> {
     let site = Site::file(function, path);
-    let bytes = read_file(path, &site)?;
-    let found = decode(&bytes, &site)?;
+    let opened = open(path, &site)?;
+    let found = decode(opened, &site)?;
     Ok((site, found))
 }
 
@@ -305,7 +351,7 @@ fn load_safetensors_as<T: TensorTree>(
     path: &Path,
     options: LoadOptions,
 ) -> Result<T> {
-    load_file_as(function, safetensors::decode, template, path, options)
+    load_file_as(function, safetensors::read_file, template, path, options)
 }
 
 /// [`load_safetensors_with`] from bytes in memory.
@@ -335,6 +381,11 @@ pub fn load_safetensors_bytes<T: TensorTree>(
 /// narrower integers as `i64` (see the [module docs](self)). The map is a
 /// [`TensorTree`] itself, so it can be saved again as it is.
 ///
+/// The header is read and checked before the tensors' bytes: at most
+/// 100,000,000 bytes of JSON, byte ranges in order without gaps or overlaps
+/// that end where the file ends, no name given twice (see
+/// [hostile files](self#hostile-files)).
+///
 /// ```
 /// use std::collections::BTreeMap;
 /// use batchrules::{io, Tensor};
@@ -351,10 +402,11 @@ pub fn load_safetensors_bytes<T: TensorTree>(
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn read_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
-    decode_file("read_safetensors", safetensors::decode, path.as_ref()).map(|(_, found)| found)
+    decode_file("read_safetensors", safetensors::read_file, path.as_ref()).map(|(_, found)| found)
 }
 
-/// [`read_safetensors`] from bytes in memory.
+/// [`read_safetensors`] from bytes in memory, with the same checks (see
+/// [hostile files](self#hostile-files)).
 ///
 /// ```
 /// let err = batchrules::io::read_safetensors_bytes(&[1, 2, 3]).unwrap_err().to_string();
@@ -403,6 +455,13 @@ pub fn to_npy_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
 /// and Fortran order are accepted. Other types (`u64`, complex, strings,
 /// structured or object arrays) are an error.
 ///
+/// The header is read and checked first: at most 10,000 bytes (numpy's
+/// `max_header_size`) in every format version, brackets nested at most 16
+/// deep, at most 64 dims, the keys `descr`, `fortran_order` and `shape` only
+/// (a repeated key's last value counts, as in numpy); then exactly the bytes
+/// it declares are read, within the allocation limit (see
+/// [hostile files](self#hostile-files)).
+///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("br-doc-loadnpy-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
@@ -413,11 +472,11 @@ pub fn to_npy_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
 /// ```
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Tensor> {
     let site = Site::file("load_npy", path.as_ref());
-    let bytes = read_file(path.as_ref(), &site)?;
-    npy::decode(&bytes, &site, None)
+    read_npy_file(open(path.as_ref(), &site)?, &site)
 }
 
-/// [`load_npy`] from bytes in memory.
+/// [`load_npy`] from bytes in memory, with the same bounds (see
+/// [hostile files](self#hostile-files)).
 ///
 /// ```
 /// use batchrules::{io, Tensor};
@@ -458,6 +517,19 @@ pub fn save_npz<T: TensorTree>(tree: &T, path: impl AsRef<Path>) -> Result<()> {
     let entries = named_leaves(tree, &site)?
         .into_iter()
         .map(|leaf| {
+            let name_len = leaf.key.len() + ".npy".len();
+            if name_len > zip::MAX_NAME {
+                return Err(site.err(
+                    Some(&shortened(&leaf.key)),
+                    format!(
+                        "the key is {} bytes long, and with `.npy` too long for the name of a \
+                         .npz entry, which the ZIP format limits to {} bytes; use a shorter key, \
+                         or save to safetensors",
+                        leaf.key.len(),
+                        zip::MAX_NAME
+                    ),
+                ));
+            }
             let bytes = npy::encode(&leaf.tensor, &site, Some(&leaf.key))?;
             Ok((format!("{}.npy", leaf.key), bytes))
         })
@@ -520,12 +592,14 @@ fn load_npz_as<T: TensorTree>(
     path: &Path,
     options: LoadOptions,
 ) -> Result<T> {
-    load_file_as(function, decode_npz, template, path, options)
+    load_file_as(function, read_npz_file, template, path, options)
 }
 
 /// Every array of a numpy `.npz` file, by name (the entry's name without
 /// `.npy`, as `numpy.load(path).files` lists them). Element types as in
-/// [`load_npy`].
+/// [`load_npy`]. The file must be a regular file (a ZIP archive is read from
+/// its end); it is read by ranges, each checked against its size. The
+/// archive is checked as [`read_npz_bytes`] says before any entry is read.
 ///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("br-doc-readnpz-{}", std::process::id()));
@@ -536,23 +610,102 @@ fn load_npz_as<T: TensorTree>(
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub fn read_npz(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
-    decode_file("read_npz", decode_npz, path.as_ref()).map(|(_, found)| found)
+    decode_file("read_npz", read_npz_file, path.as_ref()).map(|(_, found)| found)
 }
 
-fn decode_npz(bytes: &[u8], site: &Site) -> Result<BTreeMap<String, Tensor>> {
-    let entries = zip::read_stored(bytes).map_err(|m| site.err(None, m))?;
-    let mut out = BTreeMap::new();
-    for (name, data) in entries {
-        let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-        let tensor = npy::decode(data, site, Some(&key))?;
-        if out.insert(key.clone(), tensor).is_some() {
+/// [`read_npz`] from bytes in memory: every array of a numpy `.npz`
+/// archive, by name.
+///
+/// The archive is checked before any entry is decoded (see the
+/// [module docs](self#hostile-files) for the bounds): its entries lie in it
+/// and do not overlap, each entry's local header names it as the central
+/// directory does, no two entries give the same name, and each entry is a
+/// `.npy` file within [`read_npy_bytes`]'s bounds.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use batchrules::{io, Tensor};
+///
+/// let dir = std::env::temp_dir().join(format!("br-doc-npzbytes-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let w = BTreeMap::from([("w".to_string(), Tensor::scalar(4i64))]);
+/// io::save_npz(&w, dir.join("w.npz"))?;
+/// let bytes = std::fs::read(dir.join("w.npz")).unwrap();
+/// assert_eq!(io::read_npz_bytes(&bytes)?["w"].to_array::<i64>()?[[]], 4);
+///
+/// let err = io::read_npz_bytes(&bytes[..bytes.len() - 1]).unwrap_err().to_string();
+/// assert!(err.starts_with("read_npz_bytes: bytes: "), "{err}");
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn read_npz_bytes(bytes: &[u8]) -> Result<BTreeMap<String, Tensor>> {
+    decode_npz(zip::Input::Bytes(bytes), &Site::bytes("read_npz_bytes"))
+}
+
+/// The arrays of the archive `input`, checked as [`read_npz_bytes`] says.
+fn decode_npz(mut input: zip::Input<'_>, site: &Site) -> Result<BTreeMap<String, Tensor>> {
+    let entries = zip::entries(&mut input).map_err(|m| site.err(None, m))?;
+    let mut keys = std::collections::BTreeSet::new();
+    for entry in &entries {
+        let key = npz_key(&entry.name);
+        if !keys.insert(key) {
             return Err(site.err(
-                Some(&key),
+                Some(key),
                 "the archive holds two entries of this name; the file is corrupt".to_string(),
             ));
         }
     }
+    let mut out = BTreeMap::new();
+    for entry in &entries {
+        let key = npz_key(&entry.name);
+        let data = zip::data(&mut input, entry).map_err(|m| site.err(None, m))?;
+        let tensor = npy::decode(&data, site, Some(key))?;
+        out.insert(key.to_string(), tensor);
+    }
     Ok(out)
+}
+
+/// The array's name of an `.npz` entry: the entry's name without `.npy`.
+fn npz_key(name: &str) -> &str {
+    name.strip_suffix(".npy").unwrap_or(name)
+}
+
+/// The arrays of the `.npz` file `opened`: a regular file, read by ranges.
+fn read_npz_file(opened: Opened, site: &Site) -> Result<BTreeMap<String, Tensor>> {
+    let Some(len) = opened.len else {
+        return Err(site.err(
+            None,
+            "not a regular file (a pipe or a device): a .npz archive is read from its end, so \
+             only a regular file can be read; copy it to a file, or read its bytes and call \
+             read_npz_bytes"
+                .to_string(),
+        ));
+    };
+    decode_npz(zip::Input::File(opened.file, len), site)
+}
+
+/// A file opened for reading, and its size if it is a regular file (`None`
+/// for a pipe or a device, whose size the file system does not know).
+struct Opened {
+    file: std::fs::File,
+    len: Option<u64>,
+}
+
+fn open(path: &Path, site: &Site) -> Result<Opened> {
+    let cannot = |e: std::io::Error| site.err(None, format!("cannot read the file: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(site.err(None, "cannot read the file: it is a directory".to_string()));
+    }
+    let len = meta.is_file().then_some(meta.len());
+    Ok(Opened { file, len })
+}
+
+/// The one tensor of the `.npy` file `opened` (see `npy::read`).
+fn read_npy_file(opened: Opened, site: &Site) -> Result<Tensor> {
+    let Opened { mut file, len } = opened;
+    npy::read(&mut file, len, site)
 }
 
 // ---------------------------------------------------------------- shared
@@ -586,6 +739,20 @@ impl Site {
             message,
         }
     }
+}
+
+/// `key` as an error shows it: whole up to 80 characters, else its first 60
+/// and how many more.
+fn shortened(key: &str) -> String {
+    const SHOWN: usize = 60;
+    if key.chars().count() <= 80 {
+        return key.to_string();
+    }
+    let head: String = key.chars().take(SHOWN).collect();
+    format!(
+        "{head}... ({} more characters)",
+        key.chars().count() - SHOWN
+    )
 }
 
 /// A leaf with its key and its Rust-spelled path.
@@ -767,10 +934,6 @@ fn assign<T: TensorTree>(
     template.with_leaves(tensors)
 }
 
-fn read_file(path: &Path, site: &Site) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| site.err(None, format!("cannot read the file: {e}")))
-}
-
 /// Writes `bytes` to a new file next to `path`, then renames it to `path`:
 /// `path` is either untouched or replaced whole.
 fn write_atomically(path: &Path, bytes: &[u8], site: &Site) -> Result<()> {
@@ -854,6 +1017,46 @@ fn le_bytes(data: &Data) -> Vec<u8> {
     }
 }
 
+/// The number of bytes `shape` elements of `stored` take, or an error if it
+/// overflows.
+fn data_len(stored: Stored, shape: &[usize]) -> std::result::Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .and_then(|n| n.checked_mul(stored.size()))
+        .ok_or_else(|| format!("shape {shape:?} has more elements than memory can hold"))
+}
+
+/// An error (its message) if a tensor of `shape`, loaded from `stored`
+/// elements, would be over the allocation limit or too large for memory.
+fn check_size(stored: Stored, shape: &[usize]) -> std::result::Result<(), String> {
+    check_alloc(shape, stored.loaded_as())
+        .map(|_| ())
+        .map_err(|e| match e {
+            Error::InvalidArgument { message, .. } => message,
+            other => other.to_string(),
+        })
+}
+
+/// The message for data of the wrong size: `have` bytes where `want` are
+/// needed.
+fn size_mismatch(stored: Stored, shape: &[usize], want: usize, have: &str) -> String {
+    format!(
+        "shape {shape:?} of {stored:?} elements needs {want} bytes of data, the file has {have}; \
+         the file is truncated or corrupt"
+    )
+}
+
+/// Up to `n` bytes from `input`, fewer only where it ends. The buffer grows
+/// as bytes arrive (it is not sized by `n`, which may come from a file).
+/// `reserve` bytes are allocated up front: the size a regular file was
+/// checked to have, 0 for other sources.
+fn read_up_to(input: &mut dyn Read, n: u64, reserve: usize) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(reserve);
+    input.take(n).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// A tensor of `shape` from `bytes` holding its elements as `stored`
 /// (little- or big-endian, row-major or, with `fortran`, column-major).
 /// Errors (as messages) if the byte count does not match or a `bool` byte is
@@ -864,23 +1067,12 @@ fn from_bytes(
     bytes: &[u8],
     big_endian: bool,
     fortran: bool,
-    what: &str,
 ) -> std::result::Result<Tensor, String> {
-    let count = shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| format!("shape {shape:?} has more elements than memory can hold"))?;
-    let want = count
-        .checked_mul(stored.size())
-        .ok_or_else(|| format!("shape {shape:?} has more elements than memory can hold"))?;
+    let want = data_len(stored, shape)?;
     if bytes.len() != want {
-        return Err(format!(
-            "shape {shape:?} of {stored:?} elements needs {want} bytes of data, the file has {}; \
-             the file is truncated or corrupt",
-            bytes.len()
-        ));
+        return Err(size_mismatch(stored, shape, want, &bytes.len().to_string()));
     }
-    check_alloc_in(what, shape, stored.loaded_as()).map_err(|e| e.to_string())?;
+    check_size(stored, shape)?;
     macro_rules! convert {
         ($n:literal, $f:expr) => {{
             let f = $f;

@@ -4,7 +4,9 @@
 //! padded with spaces to a multiple of 64 bytes and ended by a newline), then
 //! the elements.
 
-use super::{from_bytes, le_bytes, Site, Stored};
+use std::io::Read;
+
+use super::{check_size, data_len, from_bytes, le_bytes, read_up_to, size_mismatch, Site, Stored};
 use crate::{DType, Result, Tensor};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -20,6 +22,16 @@ pub(super) fn encode(tensor: &Tensor, site: &Site, key: Option<&str>) -> Result<
             ),
         )
     })?;
+    if data.shape().len() > MAX_DIMS {
+        return Err(site.err(
+            key,
+            format!(
+                "the tensor has {} dims; numpy arrays have at most {MAX_DIMS}, so numpy could \
+                 not load the file; reshape it first, or save to safetensors",
+                data.shape().len()
+            ),
+        ));
+    }
     let descr = match data.dtype() {
         DType::Bool => "|b1",
         DType::I64 => "<i8",
@@ -58,41 +70,88 @@ pub(super) fn encode(tensor: &Tensor, site: &Site, key: Option<&str>) -> Result<
     Ok(out)
 }
 
+/// The most bytes a `.npy` header may have (the dict literal, its padding
+/// and newline; not the magic, version and length before it): numpy's
+/// default `max_header_size`, past which `numpy.load` refuses a file unless
+/// given `allow_pickle=True`.
+pub(crate) const MAX_HEADER: usize = 10_000;
+
+/// How deeply the header's brackets may nest. A header numpy writes for the
+/// arrays batchrules reads nests 2 deep (the shape tuple in the dict).
+pub(crate) const MAX_DEPTH: usize = 16;
+
+/// The most dims a numpy array has (`NPY_MAXDIMS` since numpy 2.0): a
+/// header with more is refused, and a tensor with more is not saved (numpy
+/// could not load it). With at most 64 dims the header numpy and
+/// [`encode`] write stays far under [`MAX_HEADER`].
+pub(crate) const MAX_DIMS: usize = 64;
+
+/// The bytes before the header: the magic, the version and the header's
+/// length. 10 bytes in version 1.0, 12 in 2.0 and 3.0.
+const PREFIX_V1: usize = 10;
+
+fn not_npy() -> String {
+    "not a .npy file (it does not start with \\x93NUMPY); the file is truncated or corrupt"
+        .to_string()
+}
+
+/// The header's length and the number of bytes before it, from the first
+/// bytes of the file (at least 10, 12 for versions 2.0 and 3.0, else an
+/// error); refuses a header over [`MAX_HEADER`] bytes.
+fn preamble(bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
+    if bytes.len() < PREFIX_V1 || &bytes[..6] != MAGIC {
+        return Err(not_npy());
+    }
+    let (len, start) = match (bytes[6], bytes.get(8..12)) {
+        (1, _) => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        (2 | 3, Some(&[a, b, c, d])) => {
+            let len = u32::from_le_bytes([a, b, c, d]);
+            (usize::try_from(len).unwrap_or(usize::MAX), 12)
+        }
+        (2 | 3, _) => return Err(not_npy()),
+        (v, _) => {
+            return Err(format!(
+                ".npy format version {v}.{} is not supported (1.0, 2.0 and 3.0 are)",
+                bytes[7]
+            ))
+        }
+    };
+    if len > MAX_HEADER {
+        return Err(format!(
+            "the .npy header says it is {len} bytes long, over the {MAX_HEADER} bytes numpy \
+             reads (its `max_header_size`); the file is corrupt, or not one numpy loads without \
+             `allow_pickle=True`"
+        ));
+    }
+    Ok((len, start))
+}
+
+fn header_ends_early(len: usize) -> String {
+    format!(
+        "the .npy header says it is {len} bytes long, but the file ends before; the file is \
+         truncated"
+    )
+}
+
+/// The header's text, parsed; and the number of bytes its elements take,
+/// checked against the allocation limit.
+fn parse_header(text: &[u8]) -> std::result::Result<(Header, usize), String> {
+    let text = std::str::from_utf8(text)
+        .map_err(|_| "the .npy header is not text; the file is corrupt".to_string())?;
+    let header = Header::parse(text).map_err(|m| format!("bad .npy header: {m}"))?;
+    let want = data_len(header.stored, &header.shape)?;
+    check_size(header.stored, &header.shape)?;
+    Ok((header, want))
+}
+
 /// The tensor in `.npy` bytes (errors name `key`, the entry of an `.npz`).
 pub(super) fn decode(bytes: &[u8], site: &Site, key: Option<&str>) -> Result<Tensor> {
     let err = |m: String| site.err(key, m);
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(err(
-            "not a .npy file (it does not start with \\x93NUMPY); the file is truncated or \
-             corrupt"
-                .to_string(),
-        ));
-    }
-    let (len, start) = match bytes[6] {
-        1 => (
-            usize::from(u16::from_le_bytes([bytes[8], bytes[9]])),
-            10usize,
-        ),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-        v => {
-            return Err(err(format!(
-                ".npy format version {v}.{} is not supported (1.0, 2.0 and 3.0 are)",
-                bytes[7]
-            )))
-        }
+    let (len, start) = preamble(bytes).map_err(err)?;
+    let Some(text) = bytes.get(start..start + len) else {
+        return Err(err(header_ends_early(len)));
     };
-    let Some(header) = bytes.get(start..start.saturating_add(len)) else {
-        return Err(err(format!(
-            "the .npy header says it is {len} bytes long, but the file ends before; the file is \
-             truncated"
-        )));
-    };
-    let header = std::str::from_utf8(header)
-        .map_err(|_| err("the .npy header is not text; the file is corrupt".to_string()))?;
-    let header = Header::parse(header).map_err(|m| err(format!("bad .npy header: {m}")))?;
+    let (header, _) = parse_header(text).map_err(err)?;
     let body = &bytes[start + len..];
     from_bytes(
         header.stored,
@@ -100,7 +159,63 @@ pub(super) fn decode(bytes: &[u8], site: &Site, key: Option<&str>) -> Result<Ten
         body,
         header.big_endian,
         header.fortran,
-        site.function,
+    )
+    .map_err(err)
+}
+
+/// The tensor in a `.npy` file, read from `input`: the preamble and header
+/// first (at most [`MAX_HEADER`] bytes and the 12 before), then exactly the
+/// bytes the header declares, after checking them against the allocation
+/// limit and against `len`, the file's size if it is a regular file. A
+/// source that is not a regular file (a pipe, a device) is read no further
+/// than one byte past the declared size, to see that it ends there.
+pub(super) fn read(input: &mut dyn Read, len: Option<u64>, site: &Site) -> Result<Tensor> {
+    let err = |m: String| site.err(None, m);
+    let io = |e: std::io::Error| site.err(None, format!("cannot read the file: {e}"));
+    let mut head = read_up_to(input, PREFIX_V1 as u64, PREFIX_V1).map_err(io)?;
+    if head.len() == PREFIX_V1 && head.starts_with(MAGIC) && matches!(head[6], 2 | 3) {
+        head.extend(read_up_to(input, 2, 2).map_err(io)?);
+    }
+    let (header_len, start) = preamble(&head).map_err(err)?;
+    let text = read_up_to(input, header_len as u64, header_len).map_err(io)?;
+    if text.len() < header_len {
+        return Err(err(header_ends_early(header_len)));
+    }
+    let (header, want) = parse_header(&text).map_err(err)?;
+    let body_start = (start + header_len) as u64;
+    if let Some(len) = len {
+        let have = len.saturating_sub(body_start);
+        if have != want as u64 {
+            return Err(err(size_mismatch(
+                header.stored,
+                &header.shape,
+                want,
+                &have.to_string(),
+            )));
+        }
+    }
+    // One byte more than declared: a longer source is refused, not read on.
+    let reserve = if len.is_some() { want } else { 0 };
+    let body = read_up_to(input, want as u64 + 1, reserve).map_err(io)?;
+    if body.len() != want {
+        let have = if body.len() > want {
+            "more".to_string()
+        } else {
+            body.len().to_string()
+        };
+        return Err(err(size_mismatch(
+            header.stored,
+            &header.shape,
+            want,
+            &have,
+        )));
+    }
+    from_bytes(
+        header.stored,
+        &header.shape,
+        &body,
+        header.big_endian,
+        header.fortran,
     )
     .map_err(err)
 }
@@ -128,21 +243,37 @@ impl Header {
         let mut p = Parser {
             s: text.as_bytes(),
             i: 0,
+            depth: 0,
         };
         let value = p.value()?;
         p.space();
         if p.i != p.s.len() {
             return Err(format!(
                 "unexpected text after the dict: {:?}",
-                &text[p.i..]
+                String::from_utf8_lossy(&p.s[p.i..])
             ));
         }
         let Py::Dict(items) = value else {
             return Err(format!("expected a dict, found {value:?}"));
         };
+        // As numpy: the header is a Python dict literal, so a repeated key's
+        // last value is the one that counts; keys other than the three are
+        // refused ("Header does not contain the correct keys").
+        for (k, _) in &items {
+            match k {
+                Py::Str(s) if ["descr", "fortran_order", "shape"].contains(&s.as_str()) => {}
+                other => {
+                    return Err(format!(
+                        "unexpected key {other:?}: a .npy header has the keys 'descr', \
+                         'fortran_order' and 'shape' only"
+                    ))
+                }
+            }
+        }
         let get = |name: &str| {
             items
                 .iter()
+                .rev()
                 .find(|(k, _)| *k == Py::Str(name.to_string()))
                 .map(|(_, v)| v)
                 .ok_or_else(|| format!("the key '{name}' is missing"))
@@ -170,7 +301,15 @@ impl Header {
                 .collect::<std::result::Result<Vec<_>, _>>()?,
             other => return Err(format!("'shape' is {other:?}, not a tuple")),
         };
-        let (order, code) = descr.split_at(descr.len().min(1));
+        if shape.len() > MAX_DIMS {
+            return Err(format!(
+                "'shape' has {} dims; numpy arrays have at most {MAX_DIMS}",
+                shape.len()
+            ));
+        }
+        // By bytes: the first may start a multi-byte character (then no
+        // split, and the dtype is unknown).
+        let (order, code) = descr.split_at_checked(1).unwrap_or(("?", descr));
         let big_endian = match order {
             "<" | "|" | "=" => false,
             ">" => true,
@@ -208,6 +347,8 @@ impl Header {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// How many dicts and tuples the parser is inside (at most [`MAX_DEPTH`]).
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -262,11 +403,30 @@ impl Parser<'_> {
         }
     }
 
+    /// `items` one level deeper, refused past [`MAX_DEPTH`] (the parser
+    /// recurses once per level).
+    fn nested<T>(
+        &mut self,
+        close: u8,
+        item: impl FnMut(&mut Self) -> std::result::Result<T, String>,
+    ) -> std::result::Result<Vec<T>, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!(
+                "brackets nest over {MAX_DEPTH} deep at byte {}; a numpy header nests 2 deep",
+                self.i
+            ));
+        }
+        self.depth += 1;
+        let out = self.items(close, item);
+        self.depth -= 1;
+        out
+    }
+
     fn value(&mut self) -> std::result::Result<Py, String> {
         match self.peek() {
             Some(b'{') => {
                 self.i += 1;
-                let items = self.items(b'}', |p| {
+                let items = self.nested(b'}', |p| {
                     let k = p.value()?;
                     p.expect(b':')?;
                     Ok((k, p.value()?))
@@ -275,7 +435,7 @@ impl Parser<'_> {
             }
             Some(b'(') => {
                 self.i += 1;
-                Ok(Py::Tuple(self.items(b')', Self::value)?))
+                Ok(Py::Tuple(self.nested(b')', Self::value)?))
             }
             Some(q @ (b'\'' | b'"')) => {
                 self.i += 1;

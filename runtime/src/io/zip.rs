@@ -3,6 +3,9 @@
 //! directory and its end record (ZIP64 records are read, not written).
 //! `numpy.savez_compressed`'s deflated entries are refused with a message.
 
+use std::borrow::Cow;
+use std::io::{Read, Seek, SeekFrom};
+
 const LOCAL: u32 = 0x0403_4b50;
 const CENTRAL: u32 = 0x0201_4b50;
 const END: u32 = 0x0605_4b50;
@@ -37,20 +40,36 @@ pub(super) fn crc32(bytes: &[u8]) -> u32 {
     })
 }
 
-/// An archive of `entries` (name, bytes), stored uncompressed.
+/// The longest name of an entry: its length is a 16-bit field.
+pub(super) const MAX_NAME: usize = 0xFFFF;
+
+/// An archive of `entries` (name, bytes), stored uncompressed. Every name
+/// must be at most [`MAX_NAME`] bytes (the caller checks it and names the
+/// key; here it is an error too).
 pub(super) fn write_stored(entries: &[(String, Vec<u8>)]) -> Result<Vec<u8>, String> {
     let too_big = || {
-        "the archive would be over 4 GiB or hold over 65535 entries, which this writer does not \
-         support (no ZIP64); save to safetensors instead"
+        "the archive would be over 4 GiB, which this writer does not support (no ZIP64); save \
+         to safetensors instead"
             .to_string()
     };
-    let count = u16::try_from(entries.len()).map_err(|_| too_big())?;
+    let count = u16::try_from(entries.len()).map_err(|_| {
+        format!(
+            "the archive would hold {} entries, over the 65535 this writer supports (no ZIP64); \
+             save to safetensors instead",
+            entries.len()
+        )
+    })?;
     let mut out = Vec::new();
     let mut central = Vec::new();
     for (name, data) in entries {
         let offset = u32::try_from(out.len()).map_err(|_| too_big())?;
         let size = u32::try_from(data.len()).map_err(|_| too_big())?;
-        let name_len = u16::try_from(name.len()).map_err(|_| too_big())?;
+        let name_len = u16::try_from(name.len()).map_err(|_| {
+            format!(
+                "the entry name is {} bytes long, over the {MAX_NAME} bytes of a ZIP name",
+                name.len()
+            )
+        })?;
         let crc = crc32(data);
         // Bit 11: the name is UTF-8.
         let flags: u16 = if name.is_ascii() { 0 } else { 1 << 11 };
@@ -121,43 +140,128 @@ fn corrupt(what: &str) -> String {
     format!("not a valid .npz (zip) archive: {what}; the file is truncated or corrupt")
 }
 
-/// The entries (name, bytes) of a ZIP archive of stored entries, in the
-/// order of its central directory; each entry's CRC is checked.
-pub(super) fn read_stored(b: &[u8]) -> Result<Vec<(String, &[u8])>, String> {
+/// The size of a central directory entry without its name, extra field and
+/// comment; the fewest bytes one entry takes in the directory.
+const CENTRAL_FIXED: usize = 46;
+/// The size of a local header without its name and extra field.
+const LOCAL_FIXED: u64 = 30;
+
+/// An archive's bytes, in memory or in a regular file of known size, read
+/// by ranges that are checked against that size before anything is read or
+/// allocated.
+pub(super) enum Input<'a> {
+    Bytes(&'a [u8]),
+    File(std::fs::File, u64),
+}
+
+impl<'a> Input<'a> {
+    fn len(&self) -> u64 {
+        match self {
+            Input::Bytes(b) => b.len() as u64,
+            Input::File(_, len) => *len,
+        }
+    }
+
+    /// The `n` bytes at `at`; an error (`what` is missing) if they lie
+    /// past the end.
+    pub(super) fn get(&mut self, at: u64, n: u64, what: &str) -> Result<Cow<'a, [u8]>, String> {
+        let end = at
+            .checked_add(n)
+            .filter(|&e| e <= self.len())
+            .ok_or_else(|| corrupt(&format!("{what} lies past the end of the file")))?;
+        match self {
+            Input::Bytes(b) => {
+                let b: &'a [u8] = b;
+                // In range: `end <= b.len()`, checked above.
+                Ok(Cow::Borrowed(&b[at as usize..end as usize]))
+            }
+            Input::File(file, _) => {
+                let n = usize::try_from(n).map_err(|_| corrupt(&format!("{what} is too large")))?;
+                let mut out = vec![0u8; n];
+                file.seek(SeekFrom::Start(at))
+                    .and_then(|_| file.read_exact(&mut out))
+                    .map_err(|e| format!("cannot read the file: {e}"))?;
+                Ok(Cow::Owned(out))
+            }
+        }
+    }
+}
+
+/// One entry of an archive, as its central directory and local header
+/// describe it (checked: stored, in the file, not overlapping another).
+pub(super) struct Entry {
+    pub(super) name: String,
+    /// Where its bytes start, and how many.
+    data: u64,
+    size: u64,
+    crc: u32,
+}
+
+/// The entries of a ZIP archive of stored entries, in the order of its
+/// central directory, checked before any entry's bytes are read:
+///
+/// - the end record, the ZIP64 records and the central directory lie in the
+///   file, and the directory holds the entries its end record counts (each
+///   takes at least 46 bytes of it, so the count is bounded by the file's
+///   size);
+/// - each entry is stored (not compressed or encrypted), its local header's
+///   name is its central directory name, and its bytes lie in the file;
+/// - no two entries overlap (as Python's `zipfile` refuses since
+///   CVE-2024-0450): sorted by where they start, each entry's local header
+///   and bytes end before the next entry's local header begins, and the last
+///   before the central directory. So the entries' bytes together are at most
+///   the file's size, whatever the directory says.
+pub(super) fn entries(input: &mut Input<'_>) -> Result<Vec<Entry>, String> {
+    let file_len = input.len();
     // The end record: 22 bytes and a comment of up to 65535, at the end.
-    let lowest = b.len().saturating_sub(22 + 0xFFFF);
-    let end = (lowest..=b.len().saturating_sub(22))
+    let tail_len = file_len.min(22 + 0xFFFF);
+    let tail_start = file_len - tail_len;
+    let tail = input.get(tail_start, tail_len, "the end record")?;
+    let tail: &[u8] = &tail;
+    let end_in_tail = (0..=tail.len().saturating_sub(22))
         .rev()
-        .find(|&i| b.len() >= 22 && u32_at(b, i) == Some(END))
+        .find(|&i| tail.len() >= 22 && u32_at(tail, i) == Some(END))
         .ok_or_else(|| corrupt("no end-of-central-directory record"))?;
+    let end = tail_start + end_in_tail as u64;
     let field = |v: Option<u64>| v.ok_or_else(|| corrupt("a record ends early"));
-    let mut count = field(u16_at(b, end + 10).map(u64::from))?;
-    let mut size = field(u32_at(b, end + 12).map(u64::from))?;
-    let mut offset = field(u32_at(b, end + 16).map(u64::from))?;
+    let mut count = field(u16_at(tail, end_in_tail + 10).map(u64::from))?;
+    let mut size = field(u32_at(tail, end_in_tail + 12).map(u64::from))?;
+    let mut offset = field(u32_at(tail, end_in_tail + 16).map(u64::from))?;
     if count == 0xFFFF || size == 0xFFFF_FFFF || offset == 0xFFFF_FFFF {
         // ZIP64: a locator just before the end record points to the ZIP64
         // end record, which has the full-width fields.
         let locator = end
             .checked_sub(20)
-            .filter(|&l| u32_at(b, l) == Some(LOCATOR64))
             .ok_or_else(|| corrupt("a ZIP64 archive without its locator"))?;
-        let at = usize::try_from(field(u64_at(b, locator + 8))?)
-            .map_err(|_| corrupt("a ZIP64 offset out of range"))?;
-        if u32_at(b, at) != Some(END64) {
+        let loc = input.get(locator, 20, "the ZIP64 locator")?;
+        if u32_at(&loc, 0) != Some(LOCATOR64) {
+            return Err(corrupt("a ZIP64 archive without its locator"));
+        }
+        let at = field(u64_at(&loc, 8))?;
+        let record = input.get(at, 56, "the ZIP64 end record")?;
+        if u32_at(&record, 0) != Some(END64) {
             return Err(corrupt(
                 "the ZIP64 end record is not where its locator says",
             ));
         }
-        count = field(u64_at(b, at + 32))?;
-        size = field(u64_at(b, at + 40))?;
-        offset = field(u64_at(b, at + 48))?;
+        count = field(u64_at(&record, 32))?;
+        size = field(u64_at(&record, 40))?;
+        offset = field(u64_at(&record, 48))?;
     }
-    let in_file = |v: u64| usize::try_from(v).ok().filter(|&v| v <= b.len());
-    let (start, size) = match (in_file(offset), in_file(size)) {
-        (Some(o), Some(s)) if o.checked_add(s).is_some_and(|e| e <= b.len()) => (o, s),
-        _ => return Err(corrupt("the central directory lies outside the file")),
-    };
-    let directory = &b[start..start + size];
+    if offset.checked_add(size).is_none_or(|e| e > file_len) {
+        return Err(corrupt("the central directory lies outside the file"));
+    }
+    // Every entry takes at least 46 bytes of the directory: a count the
+    // directory cannot hold is refused before anything is read for it.
+    if count > size / CENTRAL_FIXED as u64 {
+        return Err(corrupt(&format!(
+            "the end record counts {count} entries, but the central directory's {size} bytes \
+             hold at most {}",
+            size / CENTRAL_FIXED as u64
+        )));
+    }
+    let directory = input.get(offset, size, "the central directory")?;
+    let directory: &[u8] = &directory;
     let mut out = Vec::new();
     let mut at = 0usize;
     for _ in 0..count {
@@ -218,28 +322,93 @@ pub(super) fn read_stored(b: &[u8]) -> Result<Vec<(String, &[u8])>, String> {
                 "entry `{name}` is stored with {compressed} bytes but says it holds {plain}"
             )));
         }
-        let local = in_file(local).ok_or_else(|| corrupt("an entry's offset is out of range"))?;
-        if u32_at(b, local) != Some(LOCAL) {
+        if plain > file_len {
+            return Err(corrupt(&format!(
+                "entry `{name}` says it holds {plain} bytes, more than the file's {file_len}"
+            )));
+        }
+        let header = input.get(
+            local,
+            LOCAL_FIXED,
+            &format!("the local header of entry `{name}`"),
+        )?;
+        if u32_at(&header, 0) != Some(LOCAL) {
             return Err(corrupt(&format!(
                 "the local header of entry `{name}` is missing"
             )));
         }
-        let local_name = field(u16_at(b, local + 26).map(u64::from))? as usize;
-        let local_extra = field(u16_at(b, local + 28).map(u64::from))? as usize;
-        let data_start = local + 30 + local_name + local_extra;
-        let data = usize::try_from(plain)
-            .ok()
-            .and_then(|n| b.get(data_start..data_start.checked_add(n)?))
-            .ok_or_else(|| corrupt(&format!("entry `{name}` ends past the end of the file")))?;
-        if crc32(data) != crc {
+        let local_name = field(u16_at(&header, 26).map(u64::from))?;
+        let local_extra = field(u16_at(&header, 28).map(u64::from))?;
+        let stored_name = input.get(
+            local + LOCAL_FIXED,
+            local_name,
+            &format!("the local header of entry `{name}`"),
+        )?;
+        if *stored_name != *name_bytes {
             return Err(corrupt(&format!(
-                "entry `{name}` fails its CRC check (its bytes were altered)"
+                "entry `{name}` has the name `{}` in its local header",
+                String::from_utf8_lossy(&stored_name)
             )));
         }
-        out.push((name, data));
+        // In range: `local` and the two lengths are at most the file's size
+        // (a u64) plus 2 * 65535.
+        let data = local + LOCAL_FIXED + local_name + local_extra;
+        if data.checked_add(plain).is_none_or(|e| e > file_len) {
+            return Err(corrupt(&format!(
+                "entry `{name}` ends past the end of the file"
+            )));
+        }
+        out.push((
+            local,
+            Entry {
+                name,
+                data,
+                size: plain,
+                crc,
+            },
+        ));
         at += 46 + name_len + extra_len + comment_len;
     }
-    Ok(out)
+    // No overlaps: in the order of their local headers, each entry ends
+    // before the next begins, and the last before the central directory.
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by_key(|&i| out[i].0);
+    for (k, &i) in order.iter().enumerate() {
+        let (_, entry) = &out[i];
+        let (limit, what) = match order.get(k + 1) {
+            Some(&j) => (out[j].0, format!("entry `{}`", out[j].1.name)),
+            None => (offset, "the central directory".to_string()),
+        };
+        if entry.data + entry.size > limit {
+            return Err(corrupt(&format!(
+                "entry `{}` overlaps {what} (possible zip bomb)",
+                entry.name
+            )));
+        }
+    }
+    Ok(out.into_iter().map(|(_, e)| e).collect())
+}
+
+/// The bytes of `entry`, their CRC checked.
+pub(super) fn data<'a>(input: &mut Input<'a>, entry: &Entry) -> Result<Cow<'a, [u8]>, String> {
+    let bytes = input.get(entry.data, entry.size, &format!("entry `{}`", entry.name))?;
+    if crc32(&bytes) != entry.crc {
+        return Err(corrupt(&format!(
+            "entry `{}` fails its CRC check (its bytes were altered)",
+            entry.name
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The entries (name, bytes) of a ZIP archive in memory (see [`entries`]).
+#[cfg(test)]
+fn read_stored(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut input = Input::Bytes(b);
+    entries(&mut input)?
+        .iter()
+        .map(|e| Ok((e.name.clone(), data(&mut input, e)?.into_owned())))
+        .collect()
 }
 
 #[cfg(test)]
@@ -263,7 +432,10 @@ mod tests {
         let zip = write_stored(&entries).unwrap();
         let back = read_stored(&zip).unwrap();
         assert_eq!(back.len(), 2);
-        assert_eq!((back[0].0.as_str(), back[0].1), ("a.npy", &[1u8, 2, 3][..]));
+        assert_eq!(
+            (back[0].0.as_str(), &back[0].1[..]),
+            ("a.npy", &[1u8, 2, 3][..])
+        );
         assert_eq!((back[1].0.as_str(), back[1].1.len()), ("ünï.npy", 0));
     }
 }
