@@ -299,3 +299,108 @@ fn the_issue_example_names_padding() {
     let e = ops::conv1d(&x1(), &w1(), None, &[1], &[1 << 40], &[1], 1).unwrap_err();
     assert!(e.to_string().starts_with("conv1d: `padding`"), "{e}");
 }
+
+/// An empty batch empties the output but not the spatial dims: `[0, 1, 2^40,
+/// 1]` is a tensor of no elements. What a windowed op builds per output
+/// position (window lists, divisors, blocks) must still be bounded: every
+/// call is a result or an error naming the op, never an allocation failure
+/// (the hostile sweep found `adaptive_avg_pool2d` with a huge `output_size`
+/// on an empty batch aborting the process). Plain and under vmap.
+#[test]
+fn an_empty_batch_with_huge_spatial_dims_is_bounded() {
+    const HUGE_DIM: i64 = 1 << 40;
+    let empty2 = || ops::zeros(&[0, 1, HUGE_DIM, 1], DType::F64).unwrap();
+    let empty1 = || ops::zeros(&[0, 1, HUGE_DIM], DType::F64).unwrap();
+    let small2 = || ops::zeros(&[0, 1, 4, 4], DType::F64).unwrap();
+    let small1 = || ops::zeros(&[0, 1, 4], DType::F64).unwrap();
+    type Op = (
+        &'static str,
+        fn(&Tensor) -> batchrules::Result<Tensor>,
+        fn() -> Tensor,
+    );
+    let calls: Vec<Op> = vec![
+        (
+            "avg_pool2d",
+            |x| ops::avg_pool2d(x, &[1], None, &[0], false, true, None),
+            empty2,
+        ),
+        (
+            "avg_pool1d",
+            |x| ops::avg_pool1d(x, &[1], None, &[0], false, true),
+            empty1,
+        ),
+        (
+            "max_pool2d",
+            |x| ops::max_pool2d(x, &[1], None, &[0], &[1], false),
+            empty2,
+        ),
+        (
+            "max_pool1d",
+            |x| ops::max_pool1d(x, &[1], None, &[0], &[1], false),
+            empty1,
+        ),
+        (
+            "adaptive_avg_pool2d",
+            |x| ops::adaptive_avg_pool2d(x, &[1 << 40, 1]),
+            small2,
+        ),
+        (
+            "adaptive_avg_pool2d",
+            |x| ops::adaptive_avg_pool2d(x, &[1 << 40]),
+            small2,
+        ),
+        (
+            "adaptive_avg_pool1d",
+            |x| ops::adaptive_avg_pool1d(x, &[1 << 40]),
+            small1,
+        ),
+        (
+            "adaptive_avg_pool2d",
+            |x| ops::adaptive_avg_pool2d(x, &[2, 3]),
+            empty2,
+        ),
+        ("unfold", |x| ops::unfold(x, &[1], &[1], &[0], &[1]), empty2),
+        (
+            "conv2d",
+            |x| {
+                ops::conv2d(
+                    x,
+                    &ops::ones(&[1, 1, 1, 1], DType::F64)?,
+                    None,
+                    &[1],
+                    &[0],
+                    &[1],
+                    1,
+                )
+            },
+            empty2,
+        ),
+        (
+            "conv1d",
+            |x| {
+                ops::conv1d(
+                    x,
+                    &ops::ones(&[1, 1, 1], DType::F64)?,
+                    None,
+                    &[1],
+                    &[0],
+                    &[1],
+                    1,
+                )
+            },
+            empty1,
+        ),
+    ];
+    for (op, call, input) in calls {
+        let x = input();
+        let check = |how: &str, r: batchrules::Result<Tensor>| {
+            if let Err(e) = r {
+                let msg = e.to_string();
+                assert!(msg.starts_with(&format!("{op}: ")), "{op} ({how}): {msg}");
+            }
+        };
+        check("plain", call(&x));
+        let batch = ops::stack(&[x.clone(), x.clone()], 0).unwrap();
+        check("vmap", vmap(|x: Tensor| call(&x)).call(&batch));
+    }
+}

@@ -353,6 +353,11 @@ fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
             a.stride.unwrap_or(a.kernel_size),
         )));
     }
+    // What the kernels and decompositions build per output position (window
+    // lists, divisors) is bounded even when an empty batch empties the output.
+    check_positions(&[h.out, w.out], || {
+        format!("the input's spatial size {:?}", &shape[r - dims..])
+    })?;
     let lead = shape[..r - dims].to_vec();
     let g = Geometry { lead, h, w };
     checked_numel(&g.out_shape())?;
@@ -618,6 +623,30 @@ fn check_divisor(divisor_override: Option<i64>) -> Result<()> {
     Ok(())
 }
 
+/// The poolings' kernels and decompositions build, whatever the batch, a
+/// window list per pooled dim and (averages) a divisor per output position:
+/// an empty batch makes the output empty but not these (`[0, 1, 2^40, 1]` is
+/// a tensor).
+/// They must be allocatable too, or the call is an error naming `what`, the
+/// argument that made them large.
+fn check_positions(spatial: &[usize], what: impl FnOnce() -> String) -> Result<()> {
+    use crate::core::alloc::{allocation_limit, check_alloc};
+    // A window is a few words: its start, end and size.
+    let fits = check_alloc(spatial, DType::F64).is_ok()
+        && spatial
+            .iter()
+            .all(|&n| check_alloc(&[n, 4], DType::I64).is_ok());
+    if fits {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "{} is too large: {spatial:?} output positions per plane are more than can be allocated \
+         (the allocation limit is {} bytes)",
+        what(),
+        allocation_limit()
+    )))
+}
+
 pool_fn! {
     #[meta(op = "avg_pool2d")]
     avg fn avg_pool2d_meta(x: &TensorMeta; a, _count_include_pad: bool, divisor_override: Option<i64>)
@@ -731,6 +760,7 @@ fn adaptive_sizes(x: &TensorMeta, dims: usize, output_size: &[i64]) -> Result<Ve
                 "`output_size` must not be negative, got {output_size:?}"
             ))
         })?;
+    check_positions(&sizes, || format!("`output_size` {output_size:?}"))?;
     let mut out = shape[..r - dims].to_vec();
     out.extend(&sizes);
     crate::core::alloc::check_alloc(&out, x.dtype()).map_err(|_| {
