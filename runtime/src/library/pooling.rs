@@ -631,11 +631,14 @@ fn check_divisor(divisor_override: Option<i64>) -> Result<()> {
 /// argument that made them large.
 fn check_positions(spatial: &[usize], what: impl FnOnce() -> String) -> Result<()> {
     use crate::core::alloc::{allocation_limit, check_alloc};
-    // A window is a few words: its start, end and size.
+    // The divisors are one f64 per position; each dim's windows are counted
+    // as one i64 each, as `window_sum` takes their starts (the ends, and a
+    // window's few words in the kernels, are of the same order: what is
+    // bounded is the count, against the limit, not the bytes exactly).
     let fits = check_alloc(spatial, DType::F64).is_ok()
         && spatial
             .iter()
-            .all(|&n| check_alloc(&[n, 4], DType::I64).is_ok());
+            .all(|&n| check_alloc(&[n], DType::I64).is_ok());
     if fits {
         return Ok(());
     }
