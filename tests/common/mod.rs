@@ -138,3 +138,35 @@ pub fn sweep_differentiable_ops(
         "differentiable ops never checked: {missing:?}"
     );
 }
+
+/// The bits of every element (so NaN == NaN and -0.0 != 0.0), for exact
+/// comparison.
+pub fn bits(t: &Tensor) -> Vec<u64> {
+    use batchrules::DType;
+    match t.dtype() {
+        DType::F32 => t
+            .to_array::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| u64::from(v.to_bits()))
+            .collect(),
+        DType::F64 => t
+            .to_array::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        DType::I64 => t
+            .to_array::<i64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+        DType::Bool => t
+            .to_array::<bool>()
+            .unwrap()
+            .iter()
+            .map(|&v| u64::from(v))
+            .collect(),
+    }
+}

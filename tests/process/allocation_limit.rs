@@ -7,6 +7,8 @@ use batchrules::{
     Tensor,
 };
 
+use super::Limit;
+
 #[test]
 fn the_allocation_limit_is_a_setting() {
     let _exclusive = super::exclusive();
@@ -22,22 +24,6 @@ fn the_allocation_limit_is_a_setting() {
         "{err}"
     );
     assert!(ops::expand(&x, &[1000, 4]).is_ok());
-}
-
-/// Sets the allocation limit until dropped, then puts the default back.
-struct Limit;
-
-impl Limit {
-    fn set(bytes: usize) -> Limit {
-        batchrules::tuning::set_allocation_limit(bytes);
-        Limit
-    }
-}
-
-impl Drop for Limit {
-    fn drop(&mut self) {
-        batchrules::tuning::set_allocation_limit(batchrules::tuning::DEFAULT_ALLOCATION_LIMIT);
-    }
 }
 
 /// One op call, of the input it may ignore.

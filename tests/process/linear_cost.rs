@@ -13,7 +13,7 @@
 
 use batchrules::{grad, ops, vmap, DType, Tensor};
 
-use super::{bytes_allocated, exclusive};
+use super::{bytes_allocated, exclusive, Limit};
 
 /// An `[n, 2]` f64 tensor of distinct values.
 fn rows(n: usize) -> Tensor {
@@ -121,22 +121,6 @@ fn split_backward_under_vmap_allocates_linearly_in_the_pieces() {
     };
     let ratio = run(2048) as f64 / run(256) as f64;
     assert!(ratio < 16.0 && ratio > 2.0, "{ratio:.1}");
-}
-
-/// Sets the allocation limit until dropped, then puts the default back.
-struct Limit;
-
-impl Limit {
-    fn set(bytes: usize) -> Limit {
-        batchrules::tuning::set_allocation_limit(bytes);
-        Limit
-    }
-}
-
-impl Drop for Limit {
-    fn drop(&mut self) {
-        batchrules::tuning::set_allocation_limit(batchrules::tuning::DEFAULT_ALLOCATION_LIMIT);
-    }
 }
 
 /// A signal of `n` f32 samples, `[1, n]`.

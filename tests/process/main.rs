@@ -61,3 +61,19 @@ fn exclusive() -> MutexGuard<'static, ()> {
     // A test that failed while holding it poisons it; the next still runs.
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Sets the allocation limit until dropped, then puts the default back.
+struct Limit;
+
+impl Limit {
+    fn set(bytes: usize) -> Limit {
+        batchrules::tuning::set_allocation_limit(bytes);
+        Limit
+    }
+}
+
+impl Drop for Limit {
+    fn drop(&mut self) {
+        batchrules::tuning::set_allocation_limit(batchrules::tuning::DEFAULT_ALLOCATION_LIMIT);
+    }
+}

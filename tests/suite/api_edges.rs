@@ -7,6 +7,7 @@
 //! bias). Every call runs under `no_panic`.
 
 use crate::common::no_panic;
+use crate::recorded::tensor;
 use batchrules::testing::{check_grad, check_jvp, check_vmap};
 use batchrules::{
     hvp, jacfwd_with_aux, jacrev_with_aux, jvp, jvp_with_aux, linearize, ops, vjp, vjp_with_aux,
@@ -331,23 +332,6 @@ fn conv_still_refuses_empty_spatial_dims_and_kernels() {
     named("conv2d", ops::conv2d(&x, &w, None, &[1], &[0], &[1], 1));
 }
 
-/// A recorded `{shape, values}` as an f64 tensor.
-fn recorded(v: &serde_json::Value) -> Tensor {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_u64().unwrap() as usize)
-        .collect();
-    let values: Vec<f64> = v["values"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
-    Tensor::from_shape_vec(&shape, values).unwrap()
-}
-
 /// JAX's values (`scripts/reference/record_conv_channels.py`; PyTorch 2.15
 /// gives a tensor with the wrong channel count here, see the script): the
 /// output with its bias, and the bias's gradient of `sum(out * c)`.
@@ -358,9 +342,9 @@ fn conv_without_channels_matches_jax() {
     let cases = r["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
     for case in cases {
-        let x = recorded(&case["input"]);
-        let w = recorded(&case["weight"]);
-        let b = case.get("bias").map(recorded);
+        let x = tensor(&case["input"], DType::F64);
+        let w = tensor(&case["weight"], DType::F64);
+        let b = case.get("bias").map(|b| tensor(b, DType::F64));
         let stride: Vec<i64> = case["stride"]
             .as_array()
             .unwrap()
@@ -374,7 +358,7 @@ fn conv_without_channels_matches_jax() {
                 ops::conv1d(x, w, b, &stride, &[0], &[1], 1)
             }
         };
-        let want = recorded(&case["forward"]);
+        let want = tensor(&case["forward"], DType::F64);
         let y = conv(&x, &w, b.as_ref()).unwrap();
         assert_eq!(y.shape(), want.shape(), "{:?}", x.shape());
         assert!(
@@ -382,13 +366,13 @@ fn conv_without_channels_matches_jax() {
             "{y} against JAX {want}"
         );
         if let Some(b) = &b {
-            let c = recorded(&case["cotangent"]);
+            let c = tensor(&case["cotangent"], DType::F64);
             let gb = batchrules::grad(|b: Tensor| {
                 ops::sum(&ops::mul(&conv(&x, &w, Some(&b))?, &c)?, None, false)
             })
             .call(b)
             .unwrap();
-            let want = recorded(&case["bias_grad"]);
+            let want = tensor(&case["bias_grad"], DType::F64);
             assert!(
                 gb.allclose(&want, 1e-12, 1e-12).unwrap(),
                 "{gb} against JAX {want}"

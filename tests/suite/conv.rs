@@ -8,31 +8,13 @@
 //! loop forbidden, equal to the loop of single-example gradients;
 //! `unfold`/`fold` as each other's transpose; errors naming the op.
 
-use crate::recorded::values;
+use crate::recorded::{tensor, values};
 use batchrules::prelude::*;
 use serde_json::Value;
 
 fn reference() -> Value {
     serde_json::from_str(include_str!("../reference/torch_conv.json"))
         .expect("tests/reference/torch_conv.json is JSON")
-}
-
-/// A recorded `{shape, values}` as a tensor of `dtype`.
-fn tensor(v: &Value, dtype: DType) -> Tensor {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_u64().unwrap() as usize)
-        .collect();
-    let values: Vec<f64> = v["values"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
-    let t = Tensor::from_shape_vec(&shape, values).unwrap();
-    ops::to_dtype(&t, dtype).unwrap()
 }
 
 /// A recorded int-list argument, `default` if absent.

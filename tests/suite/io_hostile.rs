@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use batchrules::io;
 use batchrules::{DType, Error, Result, Tensor};
 
-use crate::common::no_panic;
+use crate::common::{bits, no_panic};
 
 /// A directory of its own for one test, removed at the end.
 struct TempDir(PathBuf);
@@ -164,23 +164,22 @@ fn npy_header_nesting_is_bounded_at_16() {
     // deepest bracket is at level k + 1. Up to 16 levels parse (and the
     // shape is then refused as not integers), past that the nesting is.
     let shape = |k: usize| format!("{}1{}", "(".repeat(k), ",)".repeat(k));
-    for k in [2, 15] {
+    let parsed = "not an integer";
+    let too_deep = "nest over 16 deep";
+    for (k, want) in [
+        (2, parsed),
+        (15, parsed),
+        (16, too_deep),
+        (100, too_deep),
+        (2_000, too_deep),
+    ] {
         let text = format!(
             "{{'descr': '<f4', 'fortran_order': False, 'shape': {}}}",
             shape(k)
         );
         let b = npy_raw(1, &text, &[]);
         let m = refused("nested", "read_npy_bytes", || io::read_npy_bytes(&b));
-        assert!(m.contains("not an integer"), "{k}: {m}");
-    }
-    for k in [16, 100, 2_000] {
-        let text = format!(
-            "{{'descr': '<f4', 'fortran_order': False, 'shape': {}}}",
-            shape(k)
-        );
-        let b = npy_raw(1, &text, &[]);
-        let m = refused("nested", "read_npy_bytes", || io::read_npy_bytes(&b));
-        assert!(m.contains("nest over 16 deep"), "{k}: {m}");
+        assert!(m.contains(want), "{k}: {m}");
     }
     // Unclosed brackets of every kind, as deep as the size bound allows.
     for open in ["(", "{", "{'a': ", "{'a': (", "((((((((((((((((("] {
@@ -891,34 +890,4 @@ fn the_fuzz_corpus_replays_without_panics() -> Result<()> {
         files.len()
     );
     Ok(())
-}
-
-/// The elements' bits, for exact comparison (NaN included).
-fn bits(t: &Tensor) -> Vec<u64> {
-    match t.dtype() {
-        DType::F32 => t
-            .to_array::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| u64::from(v.to_bits()))
-            .collect(),
-        DType::F64 => t
-            .to_array::<f64>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect(),
-        DType::I64 => t
-            .to_array::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-        DType::Bool => t
-            .to_array::<bool>()
-            .unwrap()
-            .iter()
-            .map(|&v| u64::from(v))
-            .collect(),
-    }
 }

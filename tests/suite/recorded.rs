@@ -20,6 +20,25 @@ pub(crate) fn floats(v: &serde_json::Value) -> Vec<f64> {
         .collect()
 }
 
+/// A recorded `{shape, values}` (finite numbers, row-major) as a tensor of
+/// `dtype`.
+pub(crate) fn tensor(v: &serde_json::Value, dtype: DType) -> Tensor {
+    let shape: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap() as usize)
+        .collect();
+    let values: Vec<f64> = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    let t = Tensor::from_shape_vec(&shape, values).unwrap();
+    ops::to_dtype(&t, dtype).unwrap()
+}
+
 /// The elements of `t` as f64, in logical (row-major) order whatever its
 /// layout: an op's result may be a view that is not in standard layout.
 pub(crate) fn values(t: &Tensor) -> Vec<f64> {

@@ -12,7 +12,7 @@ use batchrules::io::{self, LoadOptions};
 use batchrules::{tree_leaves, vmap, DType, Error, Result, Tensor, TensorTree};
 use ndarray::{ArrayD, IxDyn};
 
-use crate::common::no_panic;
+use crate::common::{bits, no_panic};
 
 const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference");
 
@@ -318,36 +318,6 @@ fn all_types() -> AllTypes {
             (Tensor::scalar(1.0f64), None),
             (Tensor::scalar(2.0f32), Some(Tensor::scalar(true))),
         ],
-    }
-}
-
-/// The bits of every element (so NaN == NaN and -0.0 != 0.0).
-fn bits(t: &Tensor) -> Vec<u64> {
-    match t.dtype() {
-        DType::F32 => t
-            .to_array::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| u64::from(v.to_bits()))
-            .collect(),
-        DType::F64 => t
-            .to_array::<f64>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect(),
-        DType::I64 => t
-            .to_array::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-        DType::Bool => t
-            .to_array::<bool>()
-            .unwrap()
-            .iter()
-            .map(|&v| u64::from(v))
-            .collect(),
     }
 }
 

@@ -7,7 +7,7 @@ use ndarray::{Array, Array1, Array2, Dimension, IxDyn};
 
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::cast;
-use crate::{DType, Data, Element, Error, Result, Tensor};
+use crate::{Data, Element, Error, Result, Tensor};
 
 impl Tensor {
     /// Copies the data out as an `ndarray` array of element type `T` and
@@ -127,47 +127,44 @@ impl Tensor {
             }
         }
         let shape = broadcast_or_err(self.shape(), other.shape()).map_err(context)?;
-        let not_broadcast = || {
-            context(Error::Tensor(format!(
-                "shapes {:?} and {:?} do not broadcast",
-                self.shape(),
-                other.shape()
-            )))
-        };
         // Two integer or bool tensors compare exactly, in i64 (as
         // torch.isclose compares int64): through f64, i64::MAX and
         // i64::MAX - 1 would be equal.
         if !self.dtype().is_float() && !other.dtype().is_float() {
-            let a = cast(self, DType::I64).map_err(context)?;
-            let b = cast(other, DType::I64).map_err(context)?;
-            let (Some(a), Some(b)) = (i64::unwrap(&a), i64::unwrap(&b)) else {
-                return Err(context(Error::Tensor("not i64 after the cast".into())));
-            };
-            let (Some(a), Some(b)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape)))
-            else {
-                return Err(not_broadcast());
-            };
-            return Ok(a
-                .iter()
-                .zip(b.iter())
-                .all(|(&x, &y)| int_close(x, y, rtol, atol)));
+            return all_pairs::<i64>(self, other, &shape, |x, y| int_close(x, y, rtol, atol))
+                .map_err(context);
         }
-        let a = cast(self, DType::F64).map_err(context)?;
-        let b = cast(other, DType::F64).map_err(context)?;
-        let (Some(a), Some(b)) = (f64::unwrap(&a), f64::unwrap(&b)) else {
-            return Err(context(Error::Tensor("not f64 after the cast".into())));
-        };
-        let (Some(a), Some(b)) = (a.broadcast(IxDyn(&shape)), b.broadcast(IxDyn(&shape))) else {
-            return Err(not_broadcast());
-        };
-        Ok(a.iter().zip(b.iter()).all(|(&x, &y)| {
+        all_pairs::<f64>(self, other, &shape, |x, y| {
             if x.is_infinite() || y.is_infinite() {
                 x == y
             } else {
                 (x - y).abs() <= atol + rtol * y.abs()
             }
-        }))
+        })
+        .map_err(context)
     }
+}
+
+/// Whether `close` holds for every pair of elements of `a` and `b`, both
+/// cast to `T` and broadcast to `shape`.
+fn all_pairs<T: Element + Copy>(
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+    close: impl Fn(T, T) -> bool,
+) -> Result<bool> {
+    let (ca, cb) = (cast(a, T::DTYPE)?, cast(b, T::DTYPE)?);
+    let (Some(x), Some(y)) = (T::unwrap(&ca), T::unwrap(&cb)) else {
+        return Err(Error::Tensor(format!("not {} after the cast", T::DTYPE)));
+    };
+    let (Some(x), Some(y)) = (x.broadcast(IxDyn(shape)), y.broadcast(IxDyn(shape))) else {
+        return Err(Error::Tensor(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape(),
+            b.shape()
+        )));
+    };
+    Ok(x.iter().zip(y.iter()).all(|(&p, &q)| close(p, q)))
 }
 
 /// `|x - y| <= atol + rtol * |y|` for two integers, with the difference
