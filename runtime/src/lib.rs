@@ -59,8 +59,13 @@
 //!
 //! ## Cargo features
 //!
-//! * `rayon`: runs the fallback loop and large kernels (elementwise, batched
-//!   matmul) on rayon's thread pool (see [`tuning`] for the spin window).
+//! * `rayon` (**on by default**): splits the fallback loop and large kernels
+//!   (elementwise, matrix products, convolution, pooling, reductions) across
+//!   rayon's thread pool, every core unless told otherwise:
+//!   [`tuning::set_num_threads(1)`](tuning::set_num_threads) pins them to the
+//!   calling thread, as `torch.set_num_threads(1)` does, and results are the
+//!   same bits for every number of threads (see [`tuning`] for the spin
+//!   window). `default-features = false` builds without rayon.
 //! * `ndarray-0-16`: conversions between [`Tensor`] and ndarray 0.16 arrays
 //!   (`From<ndarray_016::ArrayD<T>>`, `Tensor::to_array_v016`), for code not
 //!   yet on ndarray 0.17.
@@ -188,18 +193,20 @@ pub mod transform {
 }
 
 /// Process-wide limits and knobs: the largest tensor an op may allocate, the
-/// per-thread cache of freed buffers, and (feature `rayon`) how long idle
-/// worker threads keep looking for work.
+/// per-thread cache of freed buffers (which follows the workload's
+/// high-water mark), how many threads the kernels use, and (feature `rayon`)
+/// how long idle worker threads keep looking for work.
 pub mod tuning {
     pub use crate::core::alloc::{
         allocation_limit, set_allocation_limit, DEFAULT_ALLOCATION_LIMIT,
     };
     pub use crate::core::buffers::{
-        buffer_cache_limit, cached_bytes, clear_buffer_cache, set_buffer_cache_limit,
-        DEFAULT_BUFFER_CACHE_LIMIT,
+        buffer_cache_limit, buffer_high_water, cached_bytes, clear_buffer_cache,
+        set_buffer_cache_limit, DEFAULT_BUFFER_CACHE_LIMIT, HIGH_WATER_FLOOR,
     };
     #[cfg(feature = "rayon")]
     pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
+    pub use crate::core::threads::{num_threads, set_num_threads};
 }
 
 /// The model writer's imports in one line: `use batchrules::prelude::*;`.

@@ -56,3 +56,49 @@ fn dropped_buffers_are_reused_by_later_outputs_and_held_ones_are_not() {
     assert_eq!(batchrules::tuning::cached_bytes(), 0);
     batchrules::tuning::set_buffer_cache_limit(before);
 }
+
+/// Past the 64 MiB floor the cache follows the workload's high-water mark:
+/// a step that frees 96 MB keeps all of it for the next step (the fixed
+/// 64 MiB cap of old freed a third), never more than the peak in use, and a
+/// limit set by the user still caps it.
+#[test]
+fn the_cache_keeps_a_step_past_64_mib_up_to_the_high_water_mark() {
+    let _exclusive = super::exclusive();
+    let before = batchrules::tuning::buffer_cache_limit();
+    batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
+    batchrules::tuning::clear_buffer_cache();
+    let n = 12 << 20; // 48 MiB of f32
+    let x = Tensor::from_shape_vec(&[n], vec![0.5f32; n]).unwrap();
+    let step = || {
+        let a = ops::exp(&x).unwrap();
+        let b = ops::sin(&x).unwrap();
+        (ptr(&a), ptr(&b), a, b)
+    };
+    let (pa, pb, a, b) = step();
+    drop((a, b));
+    let kept = batchrules::tuning::cached_bytes();
+    assert!(
+        kept >= 2 * n * 4 && kept > batchrules::tuning::HIGH_WATER_FLOOR,
+        "kept {kept} bytes"
+    );
+    assert!(kept <= batchrules::tuning::buffer_high_water());
+    // The next step reuses both buffers.
+    let (qa, qb, a, b) = step();
+    let mut again = [qa, qb];
+    again.sort_unstable();
+    let mut first = [pa, pb];
+    first.sort_unstable();
+    assert_eq!(
+        again, first,
+        "the second step reuses the first step's buffers"
+    );
+    drop((a, b));
+    // A user's cap of 64 MiB keeps one of the two.
+    batchrules::tuning::clear_buffer_cache();
+    batchrules::tuning::set_buffer_cache_limit(64 << 20);
+    let (_, _, a, b) = step();
+    drop((a, b));
+    assert_eq!(batchrules::tuning::cached_bytes(), n * 4);
+    batchrules::tuning::set_buffer_cache_limit(before);
+    batchrules::tuning::clear_buffer_cache();
+}

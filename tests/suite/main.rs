@@ -43,6 +43,7 @@ mod registry;
 mod rule_table;
 mod sorting;
 mod testing_helpers;
+mod threads;
 mod transform_stack;
 mod tree_utils;
 mod trees;

@@ -41,7 +41,7 @@ pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 17;
 /// the serial loop is the same work without the pieces).
 #[cfg(feature = "rayon")]
 pub(crate) fn parallel(len: usize) -> bool {
-    len >= PARALLEL_ELEMENTS && rayon::current_num_threads() > 1
+    len >= PARALLEL_ELEMENTS && crate::core::threads::parallel()
 }
 
 /// The fewest values of a piece of a parallel elementwise kernel.

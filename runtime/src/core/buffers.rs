@@ -6,17 +6,30 @@
 //! large buffers returns them to the operating system (`munmap`, or trimming
 //! the top of the heap), and the next allocation of the same size faults the
 //! pages in again, zeroed by the kernel: in the benchmarks W1 (an MLP under
-//! vmap) took about twice as long without this cache. Torch has a caching
-//! allocator for the same reason.
+//! vmap) took about twice as long without this cache, and W16 (a conv2d
+//! whose im2col buffer and output are 71 MB) spent about 20 ms of its 45 in
+//! page faults under the fixed 64 MiB cap this cache had before. Torch has a
+//! caching allocator for the same reason.
 //!
 //! How: when the last handle of a dense tensor whose buffer it owns alone is
-//! dropped, a buffer of at least [`MIN_BYTES`] goes to this thread's cache
-//! (up to [`buffer_cache_limit`] bytes per thread: to make room, the buffers
-//! kept longest ago are freed).
+//! dropped, a buffer of at least [`MIN_BYTES`] goes to this thread's cache.
 //! Kernels take their output buffers with [`take`], which returns an empty
 //! `Vec` with room for the elements, reused from the cache when one of
 //! `n..=2n` elements' capacity is there. The buffers are plain `Vec`s, emptied
 //! before reuse, so no value of a dropped tensor is ever visible.
+//!
+//! How much it keeps: **the workload's high-water mark**. The crate counts
+//! the bytes of the buffers kernels have taken and not given back (the bytes
+//! *live* in tensors) and remembers their peak. Each thread keeps up to
+//! [`HIGH_WATER_FLOOR`] (64 MiB) of freed buffers in any case; past that, a
+//! freed buffer is kept only while the bytes live plus the bytes kept by all
+//! threads stay within the peak. So a loop that needs 130 MB per step finds
+//! every buffer of its next step in the cache, and the cache never makes
+//! the process hold more tensor memory than it once held in use at one time
+//! plus 64 MiB per thread. To make room, a thread frees the buffers it kept
+//! longest ago. A user caps it with [`set_buffer_cache_limit`] (bytes per
+//! thread; 0 turns it off) and frees a thread's buffers with
+//! [`clear_buffer_cache`].
 
 use std::cell::RefCell;
 use std::num::Wrapping;
@@ -26,15 +39,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// blocks itself).
 pub const MIN_BYTES: usize = 64 * 1024;
 
-/// The default of [`buffer_cache_limit`]: 64 MiB per thread.
-pub const DEFAULT_BUFFER_CACHE_LIMIT: usize = 64 << 20;
+/// The default of [`buffer_cache_limit`]: no fixed cap per thread (the
+/// high-water rule of the [module](self) bounds the cache).
+pub const DEFAULT_BUFFER_CACHE_LIMIT: usize = usize::MAX;
+
+/// What each thread's cache may keep whatever the high-water mark: 64 MiB
+/// (the fixed cap this cache had before it followed the high-water mark).
+pub const HIGH_WATER_FLOOR: usize = 64 << 20;
 
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_BUFFER_CACHE_LIMIT);
+/// Bytes of buffers [`take`] handed out and [`give`] has not had back.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// The most `LIVE` has been.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Bytes kept by the caches of all threads.
+static KEPT: AtomicUsize = AtomicUsize::new(0);
 
-/// Sets the most bytes of dropped tensor buffers each thread keeps for reuse
-/// (0 turns the cache off), for every thread. Lowering it frees nothing a
-/// thread already keeps: buffers are only not added while over the limit;
-/// [`clear_buffer_cache`] frees the calling thread's.
+/// Caps the bytes of dropped tensor buffers each thread keeps for reuse (0
+/// turns the cache off), for every thread. Without a cap
+/// ([`DEFAULT_BUFFER_CACHE_LIMIT`]) the cache keeps what the workload's
+/// high-water mark allows (see the [module](self)). Lowering it frees
+/// nothing a thread already keeps: buffers are only not added while over the
+/// limit; [`clear_buffer_cache`] frees the calling thread's.
 ///
 /// ```
 /// batchrules::tuning::set_buffer_cache_limit(0);
@@ -48,9 +74,16 @@ pub fn set_buffer_cache_limit(bytes: usize) {
 }
 
 /// The most bytes of dropped tensor buffers each thread keeps for reuse
-/// ([`DEFAULT_BUFFER_CACHE_LIMIT`] unless [`set_buffer_cache_limit`] changed it).
+/// ([`DEFAULT_BUFFER_CACHE_LIMIT`], no fixed cap, unless
+/// [`set_buffer_cache_limit`] changed it).
 pub fn buffer_cache_limit() -> usize {
     LIMIT.load(Ordering::Relaxed)
+}
+
+/// The high-water mark the cache follows: the most bytes of buffers taken by
+/// kernels that were in use at one time, since the process started.
+pub fn buffer_high_water() -> usize {
+    PEAK.load(Ordering::Relaxed)
 }
 
 /// Frees the buffers this thread's cache holds.
@@ -88,7 +121,9 @@ impl Cache {
                 };
                 $(if self.$field.first().map(|e| e.0) == Some(min) {
                     let (_, v) = self.$field.remove(0);
-                    self.bytes -= bytes_of_val(&v);
+                    let bytes = bytes_of_val(&v);
+                    self.bytes -= bytes;
+                    KEPT.fetch_sub(bytes.min(KEPT.load(Ordering::Relaxed)), Ordering::Relaxed);
                     return true;
                 })*
                 false
@@ -96,6 +131,36 @@ impl Cache {
         }
         oldest!(bools, i64s, f32s, f64s, wrapping)
     }
+}
+
+impl Drop for Cache {
+    /// A thread's buffers freed (at [`clear_buffer_cache`] or when the
+    /// thread ends) are no longer kept.
+    fn drop(&mut self) {
+        KEPT.fetch_sub(
+            self.bytes.min(KEPT.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// `bytes` more of buffers in use (taken by a kernel), and the peak.
+fn in_use(bytes: usize) {
+    if bytes >= MIN_BYTES {
+        let live = LIVE
+            .fetch_add(bytes, Ordering::Relaxed)
+            .saturating_add(bytes);
+        PEAK.fetch_max(live, Ordering::Relaxed);
+    }
+}
+
+/// `bytes` fewer of buffers in use (a tensor's buffer given back); never
+/// below 0 (buffers made outside [`take`], a user's array say, were never
+/// counted).
+fn released(bytes: usize) {
+    let _ = LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
+        Some(live.saturating_sub(bytes))
+    });
 }
 
 fn bytes_of_val<T>(v: &Vec<T>) -> usize {
@@ -130,7 +195,9 @@ fn bytes_of<T>(elements: usize) -> usize {
 /// elements' capacity if this thread has one (the smallest such, and of
 /// equal ones the one kept last), else a new one.
 pub(crate) fn take<T: Cached>(n: usize) -> Vec<T> {
-    cached(n).unwrap_or_else(|| Vec::with_capacity(n))
+    let v = cached(n).unwrap_or_else(|| Vec::with_capacity(n));
+    in_use(bytes_of_val(&v));
+    v
 }
 
 /// A cached buffer for `n` elements, emptied, if this thread has one.
@@ -151,7 +218,9 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
                 .min_by_key(|(_, (stamp, v))| (v.capacity(), std::cmp::Reverse(*stamp)))
                 .map(|(i, _)| i)?;
             let (_, v) = list.remove(best);
-            c.bytes -= bytes_of::<T>(v.capacity());
+            let bytes = bytes_of::<T>(v.capacity());
+            c.bytes -= bytes;
+            KEPT.fetch_sub(bytes.min(KEPT.load(Ordering::Relaxed)), Ordering::Relaxed);
             Some(v)
         })
         .ok()??;
@@ -163,13 +232,15 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
 /// a new one from `vec!` (which, for zeros, gets memory the system has
 /// already zeroed instead of writing the zeros).
 pub(crate) fn filled<T: Cached>(n: usize, value: T) -> Vec<T> {
-    match cached(n) {
+    let v = match cached(n) {
         Some(mut v) => {
             v.resize(n, value);
             v
         }
         None => vec![value; n],
-    }
+    };
+    in_use(bytes_of_val(&v));
+    v
 }
 
 /// One piece of the buffer [`par_build`] writes: room for a fixed number of
@@ -262,24 +333,43 @@ pub(crate) fn par_build<T: Cached + Send>(
 #[cfg(feature = "rayon")]
 pub(crate) fn piece_rows(len: usize, row: usize, min: usize) -> usize {
     let row = row.max(1);
-    let target = (len / (4 * rayon::current_num_threads().max(1))).max(min);
+    let target = (len / (4 * crate::core::threads::num_threads())).max(min);
     target.div_ceil(row) * row
 }
 
-/// Keeps `v`'s memory for reuse if it is large enough and no larger than the
-/// limit, freeing the buffers kept longest ago to make room (sizes that do
-/// not come back do not fill the cache for good); frees it otherwise.
+/// Keeps `v`'s memory for reuse if it is large enough and fits both the
+/// high-water rule (the bytes in use plus the bytes kept by every thread
+/// within the workload's peak, or [`HIGH_WATER_FLOOR`]) and this thread's
+/// [`buffer_cache_limit`], freeing the buffers this thread kept longest ago
+/// to make room (sizes that do not come back do not fill the cache for
+/// good); frees it otherwise.
 pub(crate) fn give<T: Cached>(v: Vec<T>) {
     let bytes = bytes_of::<T>(v.capacity());
+    if bytes >= MIN_BYTES {
+        released(bytes);
+    }
     let limit = buffer_cache_limit();
     if bytes < MIN_BYTES || bytes > limit {
         return;
     }
+    // Within the floor, a thread keeps what it is given (as the fixed cap
+    // of old did); past it, only what the high-water mark allows.
+    let fits = |mine: usize| {
+        let after = mine.saturating_add(bytes);
+        after <= limit
+            && (after <= HIGH_WATER_FLOOR
+                || LIVE
+                    .load(Ordering::Relaxed)
+                    .saturating_add(KEPT.load(Ordering::Relaxed))
+                    .saturating_add(bytes)
+                    <= PEAK.load(Ordering::Relaxed))
+    };
     let _ = CACHE.try_with(|c| {
         let mut c = c.borrow_mut();
-        while c.bytes.saturating_add(bytes) > limit && c.evict_oldest() {}
-        if c.bytes.saturating_add(bytes) <= limit {
+        while !fits(c.bytes) && c.evict_oldest() {}
+        if fits(c.bytes) {
             c.bytes += bytes;
+            KEPT.fetch_add(bytes, Ordering::Relaxed);
             c.stamp += 1;
             let stamp = c.stamp;
             T::list(&mut c).push((stamp, v));

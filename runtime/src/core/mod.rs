@@ -27,5 +27,6 @@ pub(crate) mod simd;
 #[cfg(feature = "rayon")]
 pub(crate) mod spin;
 pub(crate) mod tensor;
+pub(crate) mod threads;
 pub(crate) mod tree;
 pub(crate) mod value;

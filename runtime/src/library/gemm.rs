@@ -109,7 +109,10 @@ fn outer_products<T: LinalgScalar + Send + Sync + Cached>(
     };
     let shape = (count, n, m);
     #[cfg(feature = "rayon")]
-    if count > 1 && count * n * m >= crate::core::broadcast::PARALLEL_ELEMENTS {
+    if count > 1
+        && count * n * m >= crate::core::broadcast::PARALLEL_ELEMENTS
+        && crate::core::threads::parallel()
+    {
         // On the pool, a product per piece.
         let values = match crate::core::buffers::par_build(count * n * m, n * m, |start, piece| {
             let (column, row) = product(start / (n * m).max(1));
@@ -247,7 +250,7 @@ const SPLIT_PART_ROWS: usize = 64;
 /// second took 42 us against 23 us in two.
 #[cfg(feature = "rayon")]
 fn split_parts(rows: usize, work: usize) -> usize {
-    let threads = rayon::current_num_threads();
+    let threads = crate::core::threads::num_threads();
     if threads < 2 {
         return 1;
     }
@@ -669,6 +672,7 @@ pub(super) fn matmul_arrays<T: Gemm>(
     if count > 1
         && work.map_or(usize::MAX, |w| w.saturating_mul(count))
             >= crate::core::broadcast::PARALLEL_ELEMENTS * 4
+        && crate::core::threads::parallel()
     {
         use rayon::prelude::*;
         crate::core::spin::region();

@@ -677,7 +677,7 @@ mod log_softmax {
         })?;
         let len = moved.shape()[last];
         #[cfg(feature = "rayon")]
-        if len > 0 && values.len() >= PARALLEL_LOG_SOFTMAX {
+        if len > 0 && values.len() >= PARALLEL_LOG_SOFTMAX && crate::core::threads::parallel() {
             // Pieces of whole slices on the pool, each computed into a
             // buffer of its own and then copied into its piece.
             let piece = crate::core::buffers::piece_rows(values.len(), len, 1024);

@@ -181,6 +181,7 @@ fn parallel(entry: &OpEntry, args: &[Arg<Tensor>], level: LevelId, size: usize) 
     };
     cfg!(feature = "rayon")
         && size > 1
+        && crate::core::threads::parallel()
         && !(entry.schema.random && below_claims_random())
         && args.iter().flat_map(Arg::tensors).all(|t| match t.level() {
             None => true,
