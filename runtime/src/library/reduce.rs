@@ -119,21 +119,20 @@ fn fold<T: Element>(
     dim: Option<i64>,
     keepdim: bool,
     init: T,
-    f: impl Fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Sync + Send,
 ) -> Result<Tensor> {
     let rank = a.ndim();
     match dim {
         Some(d) if rank > 0 => {
             let d = check_dim(d, rank)?;
-            // Along a contiguous axis, each lane is folded in turn (one pass
-            // over memory); otherwise whole subviews are added in axis order,
-            // which walks memory row by row. Both add the elements of a lane
-            // in the same order, so the results are the same to the bit.
-            let r = if a.strides()[d] == 1 && a.shape()[d] > 1 {
-                a.map_axis(Axis(d), |lane| lane.iter().fold(init, |acc, &x| f(acc, x)))
+            #[cfg(feature = "rayon")]
+            let r = if crate::core::broadcast::parallel(a.len()) {
+                fold_axis_parallel(&a.view(), d, init, &f)
             } else {
-                a.fold_axis(Axis(d), init, |acc, &x| f(*acc, x))
+                fold_axis_serial(&a.view(), d, init, &f)
             };
+            #[cfg(not(feature = "rayon"))]
+            let r = fold_axis_serial(&a.view(), d, init, &f);
             Ok(Tensor::from(if keepdim {
                 r.insert_axis(Axis(d))
             } else {
@@ -146,6 +145,58 @@ fn fold<T: Element>(
             Ok(Tensor::from(ArrayD::from_elem(IxDyn(&shape), v)))
         }
     }
+}
+
+/// `a` folded along axis `d` on this thread. Along a contiguous axis, each
+/// lane is folded in turn (one pass over memory); otherwise whole subviews
+/// are added in axis order, which walks memory row by row. Both add the
+/// elements of a lane in the same order, so the results are the same to the
+/// bit.
+fn fold_axis_serial<T: Element>(
+    a: &ndarray::ArrayViewD<'_, T>,
+    d: usize,
+    init: T,
+    f: &impl Fn(T, T) -> T,
+) -> ArrayD<T> {
+    if a.strides()[d] == 1 && a.shape()[d] > 1 {
+        a.map_axis(Axis(d), |lane| lane.iter().fold(init, |acc, &x| f(acc, x)))
+    } else {
+        a.fold_axis(Axis(d), init, |acc, &x| f(*acc, x))
+    }
+}
+
+/// [`fold_axis_serial`] on rayon's pool: `a` cut along its longest other
+/// axis into pieces, each folded on its own, then put back together. A piece
+/// holds whole lanes, each folded in the serial order, so the cut (which
+/// follows the thread count) never changes a value.
+#[cfg(feature = "rayon")]
+fn fold_axis_parallel<T: Element>(
+    a: &ndarray::ArrayViewD<'_, T>,
+    d: usize,
+    init: T,
+    f: &(impl Fn(T, T) -> T + Sync),
+) -> ArrayD<T> {
+    use rayon::prelude::*;
+    let Some(e) = (0..a.ndim())
+        .filter(|&e| e != d)
+        .max_by_key(|&e| a.shape()[e])
+        .filter(|&e| a.shape()[e] > 1)
+    else {
+        return fold_axis_serial(a, d, init, f);
+    };
+    let pieces = 4 * crate::core::threads::num_threads();
+    let chunk = a.shape()[e].div_ceil(pieces).max(1);
+    crate::core::spin::region();
+    let parts: Vec<ArrayD<T>> = a
+        .axis_chunks_iter(Axis(e), chunk)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|piece| fold_axis_serial(&piece, d, init, f))
+        .collect();
+    // The cut axis in the result: one lower when it came after `d`.
+    let at = if e > d { e - 1 } else { e };
+    let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
+    ndarray::concatenate(Axis(at), &views).unwrap_or_else(|_| fold_axis_serial(a, d, init, f))
 }
 
 fn sum_dense(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
