@@ -1,15 +1,16 @@
 """Peer figures for W16 and W17 (benches/workloads.rs): the conv2d layer
 input [64, 32, 28, 28], weight [64, 32, 3, 3], padding 1, f32.
 
-- W16: torch.nn.functional.conv2d forward (oneDNN on CPU), one thread;
+- W16: torch.nn.functional.conv2d forward (oneDNN on CPU);
 - W17: the per-sample weight gradients of that layer (loss: the sum of one
   example's outputs, example [32, 28, 28]), batch 64, by torch.func
   vmap(grad) and by jax.jit(vmap(grad)) (and jax.jit forward, for reference).
 
 Prints milliseconds per call (median of repeats).
 
-Usage: taskset -c 0 python3 benches/peers_conv.py [torch] [jax]
-(needs `pip install torch jax`). Run it in the same sitting as
+Usage: taskset -c 0 python3 benches/peers_conv.py [torch] [jax] [--threads N]
+(needs `pip install torch jax`; one thread, torch's and XLA's, unless
+--threads says otherwise). Run it in the same sitting as
 `taskset -c 0 cargo bench --features bench --bench workloads -- 'W16|W17'`,
 interleaved, when comparing figures: the machines are noisy, compare ratios.
 """
@@ -18,11 +19,19 @@ import statistics
 import sys
 import time
 
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+THREADS = 1
+for i, a in enumerate(sys.argv):
+    if a == "--threads":
+        THREADS = int(sys.argv[i + 1])
+        ARGS = [x for x in ARGS if x != sys.argv[i + 1]]
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# One thread for XLA's CPU backend too.
-os.environ.setdefault(
-    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-)
+# One thread for XLA's CPU backend too (unless --threads says otherwise).
+if THREADS == 1:
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
 
 N, C, H, W, O, K = 64, 32, 28, 28, 64, 3
 
@@ -43,7 +52,7 @@ def torch_figs():
     import torch.nn.functional as F
     from torch.func import grad, vmap
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(THREADS)
     x = torch.randn(N, C, H, W)
     w = torch.randn(O, C, K, K)
     out = {}
@@ -85,7 +94,8 @@ def jax_figs():
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["torch", "jax"]
+    which = ARGS or ["torch", "jax"]
+    print(f"threads: {THREADS}", flush=True)
     figs = {}
     if "torch" in which:
         figs.update(torch_figs())
