@@ -11,6 +11,7 @@ mod attention;
 pub(crate) mod binary;
 mod composites;
 pub(crate) mod conv;
+mod conv_transpose;
 mod derivative;
 mod dims;
 mod embedding;
