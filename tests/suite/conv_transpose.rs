@@ -153,7 +153,14 @@ fn conv_transpose_matches_torch_forward_and_every_gradient() {
 fn conv_transpose_is_the_input_gradient_of_conv() -> Result<()> {
     // (input [N, C_in, H, W] of the conv, weight [C_out, C_in / g, kh, kw],
     // stride, padding, dilation, groups)
-    type Case<'a> = (&'a [usize], &'a [usize], &'a [i64], &'a [i64], &'a [i64], i64);
+    type Case<'a> = (
+        &'a [usize],
+        &'a [usize],
+        &'a [i64],
+        &'a [i64],
+        &'a [i64],
+        i64,
+    );
     let cases: [Case; 5] = [
         (&[2, 3, 6, 5], &[4, 3, 3, 2], &[1], &[0], &[1], 1),
         (&[1, 4, 7, 8], &[6, 2, 3, 3], &[2, 3], &[1, 2], &[1, 2], 2),
@@ -166,8 +173,14 @@ fn conv_transpose_is_the_input_gradient_of_conv() -> Result<()> {
         let w = t64(ws, 3 * i + 1);
         let y = ops::conv2d(&x, &w, None, s, p, d, g)?;
         let c = t64(y.shape(), 3 * i + 2);
-        let gx = grad(|x: Tensor| ops::sum(&ops::mul(&ops::conv2d(&x, &w, None, s, p, d, g)?, &c)?, None, false))
-            .call(&x)?;
+        let gx = grad(|x: Tensor| {
+            ops::sum(
+                &ops::mul(&ops::conv2d(&x, &w, None, s, p, d, g)?, &c)?,
+                None,
+                false,
+            )
+        })
+        .call(&x)?;
         // The output_padding that gives back x's size: what the stride left over.
         let r = xs.len();
         let mut op = vec![];
@@ -186,7 +199,11 @@ fn conv_transpose_is_the_input_gradient_of_conv() -> Result<()> {
     let y = ops::conv1d(&x, &w, None, &[3], &[1], &[2], 2)?;
     let c = t64(y.shape(), 3);
     let gx = grad(|x: Tensor| {
-        ops::sum(&ops::mul(&ops::conv1d(&x, &w, None, &[3], &[1], &[2], 2)?, &c)?, None, false)
+        ops::sum(
+            &ops::mul(&ops::conv1d(&x, &w, None, &[3], &[1], &[2], 2)?, &c)?,
+            None,
+            false,
+        )
     })
     .call(&x)?;
     // 11 + 2 - 5 - 2 * 3 = 2 left over.
@@ -196,7 +213,11 @@ fn conv_transpose_is_the_input_gradient_of_conv() -> Result<()> {
 }
 
 fn pick(v: &[i64], k: usize) -> i64 {
-    if v.len() == 1 { v[0] } else { v[k] }
+    if v.len() == 1 {
+        v[0]
+    } else {
+        v[k]
+    }
 }
 
 #[test]
@@ -238,7 +259,12 @@ fn per_example_gradients_are_batched_and_equal_the_loop() -> Result<()> {
         let one = grad(f)
             .argnums::<1>()
             .call((&ws.select(0, i)?, &xs.select(0, i)?))?;
-        check("conv_transpose1d per-example", &per.select(0, i)?, &one, 1e-12);
+        check(
+            "conv_transpose1d per-example",
+            &per.select(0, i)?,
+            &one,
+            1e-12,
+        );
     }
     Ok(())
 }
@@ -256,9 +282,17 @@ fn bad_arguments_are_errors_naming_the_op_and_argument() {
     };
     // output_padding not below the stride or the dilation.
     assert_error(ct2, "output_padding", f(&x, &w, &[2], &[0], &[2], 1, &[1]));
-    assert_error(ct2, "output_padding", f(&x, &w, &[1], &[0], &[0, 1], 1, &[1]));
+    assert_error(
+        ct2,
+        "output_padding",
+        f(&x, &w, &[1], &[0], &[0, 1], 1, &[1]),
+    );
     assert_error(ct2, "output_padding", f(&x, &w, &[1], &[0], &[-1], 1, &[1]));
-    assert_error(ct2, "output_padding", f(&x, &w, &[1], &[0], &[0, 0, 0], 1, &[1]));
+    assert_error(
+        ct2,
+        "output_padding",
+        f(&x, &w, &[1], &[0], &[0, 0, 0], 1, &[1]),
+    );
     // A negative or zero stride, a negative padding, a zero dilation.
     assert_error(ct2, "stride", f(&x, &w, &[-1], &[0], &[0], 1, &[1]));
     assert_error(ct2, "stride", f(&x, &w, &[0, 1], &[0], &[0], 1, &[1]));
@@ -268,16 +302,32 @@ fn bad_arguments_are_errors_naming_the_op_and_argument() {
     assert_error(ct2, "padding", f(&x, &w, &[1], &[2], &[0], 1, &[1]));
     assert_error(ct2, "padding", f(&x, &w, &[1], &[i64::MAX], &[0], 1, &[1]));
     // Zero channels, in the weight or the input.
-    assert_error(ct2, "weight", f(&x, &t64(&[2, 0, 2, 2], 1), &[1], &[0], &[0], 1, &[1]));
+    assert_error(
+        ct2,
+        "weight",
+        f(&x, &t64(&[2, 0, 2, 2], 1), &[1], &[0], &[0], 1, &[1]),
+    );
     let empty = ops::zeros(&[1, 0, 3, 3], DType::F64).unwrap();
-    assert_error(ct2, "weight", f(&empty, &t64(&[0, 3, 2, 2], 1), &[1], &[0], &[0], 1, &[1]));
-    assert_error(ct2, "input channels", f(&empty, &w, &[1], &[0], &[0], 1, &[1]));
+    assert_error(
+        ct2,
+        "weight",
+        f(&empty, &t64(&[0, 3, 2, 2], 1), &[1], &[0], &[0], 1, &[1]),
+    );
+    assert_error(
+        ct2,
+        "input channels",
+        f(&empty, &w, &[1], &[0], &[0], 1, &[1]),
+    );
     // Groups: not dividing the input channels, zero, negative.
     assert_error(ct2, "groups", f(&x, &w, &[1], &[0], &[0], 4, &[1]));
     assert_error(ct2, "groups", f(&x, &w, &[1], &[0], &[0], 0, &[1]));
     assert_error(ct2, "groups", f(&x, &w, &[1], &[0], &[0], i64::MIN, &[1]));
     // Weight channels against the input's; the bias's shape; dtypes.
-    assert_error(ct2, "input channels", f(&x, &t64(&[3, 2, 2, 2], 1), &[1], &[0], &[0], 1, &[1]));
+    assert_error(
+        ct2,
+        "input channels",
+        f(&x, &t64(&[3, 2, 2, 2], 1), &[1], &[0], &[0], 1, &[1]),
+    );
     assert_error(
         ct2,
         "bias",
@@ -287,7 +337,11 @@ fn bad_arguments_are_errors_naming_the_op_and_argument() {
     assert_error(ct2, "dtype", f(&x, &w32, &[1], &[0], &[0], 1, &[1]));
     let xi = ops::to_dtype(&x, DType::I64).unwrap();
     let wi = ops::to_dtype(&w, DType::I64).unwrap();
-    assert_error(ct2, "floating-point", f(&xi, &wi, &[1], &[0], &[0], 1, &[1]));
+    assert_error(
+        ct2,
+        "floating-point",
+        f(&xi, &wi, &[1], &[0], &[0], 1, &[1]),
+    );
     // Ranks.
     assert_error(ct2, "weight", f(&x, &w1, &[1], &[0], &[0], 1, &[1]));
     assert_error(ct2, "input", f(&x1, &w, &[1], &[0], &[0], 1, &[1]));
@@ -314,48 +368,98 @@ fn huge_size_arguments_are_results_or_errors_naming_the_argument() {
     let x2 = ops::ones(&[1, 1, 3, 3], DType::F64).unwrap();
     let x1 = ops::ones(&[1, 1, 3], DType::F64).unwrap();
     let cases: Vec<(&str, &str, Call, &Tensor)> = vec![
-        ("conv_transpose2d", "stride", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[1, v], &[0], &[0], 1, &[1])
-        }, &x2),
-        ("conv_transpose2d", "padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[1], &[v], &[0], 1, &[1])
-        }, &x2),
-        ("conv_transpose2d", "dilation", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[1], &[0], &[0], 1, &[v, 1])
-        }, &x2),
+        (
+            "conv_transpose2d",
+            "stride",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[1, v], &[0], &[0], 1, &[1])
+            },
+            &x2,
+        ),
+        (
+            "conv_transpose2d",
+            "padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[1], &[v], &[0], 1, &[1])
+            },
+            &x2,
+        ),
+        (
+            "conv_transpose2d",
+            "dilation",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[1], &[0], &[0], 1, &[v, 1])
+            },
+            &x2,
+        ),
         // output_padding just under a huge stride, or a huge dilation.
-        ("conv_transpose2d", "output_padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[v], &[0], &[v - 1], 1, &[1])
-        }, &x2),
-        ("conv_transpose2d", "output_padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[1], &[0], &[v - 1], 1, &[v])
-        }, &x2),
-        ("conv_transpose2d", "output_padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[1], &[0], &[v], 1, &[1])
-        }, &x2),
+        (
+            "conv_transpose2d",
+            "output_padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[v], &[0], &[v - 1], 1, &[1])
+            },
+            &x2,
+        ),
+        (
+            "conv_transpose2d",
+            "output_padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[1], &[0], &[v - 1], 1, &[v])
+            },
+            &x2,
+        ),
+        (
+            "conv_transpose2d",
+            "output_padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[1], &[0], &[v], 1, &[1])
+            },
+            &x2,
+        ),
         // A huge padding that a huge stride makes up for.
-        ("conv_transpose2d", "padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
-            ops::conv_transpose2d(x, &w, None, &[v], &[v / 2], &[0], 1, &[1])
-        }, &x2),
-        ("conv_transpose1d", "stride", |x, v| {
-            let w = ops::ones(&[1, 1, 2], DType::F64)?;
-            ops::conv_transpose1d(x, &w, None, &[v], &[0], &[0], 1, &[1])
-        }, &x1),
-        ("conv_transpose1d", "padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2], DType::F64)?;
-            ops::conv_transpose1d(x, &w, None, &[1], &[v], &[0], 1, &[1])
-        }, &x1),
-        ("conv_transpose1d", "output_padding", |x, v| {
-            let w = ops::ones(&[1, 1, 2], DType::F64)?;
-            ops::conv_transpose1d(x, &w, None, &[1], &[0], &[v - 1], 1, &[v])
-        }, &x1),
+        (
+            "conv_transpose2d",
+            "padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2, 2], DType::F64)?;
+                ops::conv_transpose2d(x, &w, None, &[v], &[v / 2], &[0], 1, &[1])
+            },
+            &x2,
+        ),
+        (
+            "conv_transpose1d",
+            "stride",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2], DType::F64)?;
+                ops::conv_transpose1d(x, &w, None, &[v], &[0], &[0], 1, &[1])
+            },
+            &x1,
+        ),
+        (
+            "conv_transpose1d",
+            "padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2], DType::F64)?;
+                ops::conv_transpose1d(x, &w, None, &[1], &[v], &[0], 1, &[1])
+            },
+            &x1,
+        ),
+        (
+            "conv_transpose1d",
+            "output_padding",
+            |x, v| {
+                let w = ops::ones(&[1, 1, 2], DType::F64)?;
+                ops::conv_transpose1d(x, &w, None, &[1], &[0], &[v - 1], 1, &[v])
+            },
+            &x1,
+        ),
     ];
     let mut errors = 0;
     for (op, arg, call, x) in cases {
@@ -366,7 +470,10 @@ fn huge_size_arguments_are_results_or_errors_naming_the_argument() {
                 let msg = e.to_string();
                 assert!(msg.starts_with(&format!("{op}: ")), "{what} ({how}): {msg}");
                 assert!(msg.contains(arg), "{what} ({how}): {msg}");
-                assert!(!msg.contains(&usize::MAX.to_string()), "{what} ({how}): {msg}");
+                assert!(
+                    !msg.contains(&usize::MAX.to_string()),
+                    "{what} ({how}): {msg}"
+                );
                 assert!(!msg.contains("tensor of shape"), "{what} ({how}): {msg}");
                 assert!(!msg.contains("overflows"), "{what} ({how}): {msg}");
                 1

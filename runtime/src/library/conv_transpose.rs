@@ -323,7 +323,11 @@ fn conv_transpose2d_by_fold(
     let shape = |dims: &[usize]| shape_arg(None, &[&lead[..], dims].concat());
     let cols = if groups == 1 {
         // [C_out * kh * kw, C_in] @ [N, C_in, H * W]
-        let wt = ops::transpose(&ops::reshape(weight, &shape_arg(None, &[c_in, rows]))?, 0, 1)?;
+        let wt = ops::transpose(
+            &ops::reshape(weight, &shape_arg(None, &[c_in, rows]))?,
+            0,
+            1,
+        )?;
         ops::matmul(&wt, &ops::reshape(x, &shape(&[c_in, h * w]))?)?
     } else {
         // [g, C_out / g * kh * kw, C_in / g] @ [N, g, C_in / g, H * W]
@@ -457,7 +461,14 @@ fn conv_transpose2d_errors() -> Vec<crate::testing::Sample> {
     let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[0]);
     vec![
         // dtypes: integer input, mixed, a bias of another dtype.
-        sample(&i64s(&[1, 2, 3, 3], 5), &i64s(&[2, 2, 2, 2], 5), None, one, 1, &[1]),
+        sample(
+            &i64s(&[1, 2, 3, 3], 5),
+            &i64s(&[2, 2, 2, 2], 5),
+            None,
+            one,
+            1,
+            &[1],
+        ),
         sample(&x, &f32s(&[2, 2, 2, 2]), None, one, 1, &[1]),
         sample(&x, &w, Some(&f32s(&[2])), one, 1, &[1]),
         // Ranks, the bias's shape, the channels.
@@ -519,7 +530,14 @@ fn conv_transpose1d_errors() -> Vec<crate::testing::Sample> {
     let w = f64s(&[2, 2, 2]);
     let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[0]);
     vec![
-        sample(&i64s(&[1, 2, 4], 5), &i64s(&[2, 2, 2], 5), None, one, 1, &[1]),
+        sample(
+            &i64s(&[1, 2, 4], 5),
+            &i64s(&[2, 2, 2], 5),
+            None,
+            one,
+            1,
+            &[1],
+        ),
         sample(&x, &f64s(&[2, 2, 2, 2]), None, one, 1, &[1]),
         sample(&x, &w, None, (&[1, 1], &[0], &[0]), 1, &[1]),
         sample(&x, &w, None, (&[2], &[0], &[2]), 1, &[1]),
