@@ -1,15 +1,14 @@
 //! The transposed convolutions (`conv_transpose1d`, `conv_transpose2d`)
 //! against PyTorch, in f64 (to 1e-10) and f32 (to 1e-5), relative to the
-//! larger of 1 and the value: the forward value and the gradient of `sum(out
-//! * c)` for every tensor argument through `grad`, and forward mode against
-//! reverse mode. The values were recorded by
+//! larger of 1 and the value: the forward value and the gradient of
+//! `sum(out * c)` for every tensor argument through `grad`, and forward mode
+//! against reverse mode. The values were recorded by
 //! `scripts/reference/record_conv_transpose.py` into
 //! `tests/reference/torch_conv_transpose.json`. Then: each is the adjoint of
 //! its convolution (equal to the convolution's input gradient); per-example
 //! gradients under `vmap(grad)` with the fallback loop forbidden, equal to
 //! the loop; hostile arguments are errors naming the op and the argument,
 //! plain, under vmap and under grad, never a panic.
-
 use crate::recorded::{assert_error, tensor, values};
 use batchrules::prelude::*;
 use serde_json::Value;

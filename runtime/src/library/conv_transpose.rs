@@ -297,7 +297,7 @@ fn transposed_meta<const D: usize>(
     a: &Args,
 ) -> Result<TensorMeta> {
     let g = geometry::<D>(x, w, bias, a)?;
-    Ok(TensorMeta::new(&g.output_shape(), x.dtype()))
+    Ok(TensorMeta::new(g.output_shape(), x.dtype()))
 }
 
 /// The decomposition of `conv_transpose2d`: per group, the weight's block
