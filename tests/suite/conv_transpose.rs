@@ -515,3 +515,49 @@ fn a_huge_stride_with_padding_is_a_small_result() -> Result<()> {
     assert_eq!(values(&y), want);
     Ok(())
 }
+
+/// An empty batch with huge spatial dims is a tensor of no elements: the
+/// decomposition's columns and `fold` stay bounded (a result or an error
+/// naming the op, plain and under vmap).
+#[test]
+fn an_empty_batch_with_huge_spatial_dims_is_bounded() {
+    let x2 = ops::zeros(&[0, 1, 1 << 40, 1], DType::F64).unwrap();
+    let w2 = ops::ones(&[1, 2, 1, 1], DType::F64).unwrap();
+    let x1 = ops::zeros(&[0, 1, 1 << 40], DType::F64).unwrap();
+    let w1 = ops::ones(&[1, 2, 2], DType::F64).unwrap();
+    let calls: [(&str, Box<dyn Fn(&Tensor) -> Result<Tensor>>, &Tensor); 3] = [
+        (
+            "conv_transpose2d",
+            Box::new(|x| ops::conv_transpose2d(x, &w2, None, &[1], &[0], &[0], 1, &[1])),
+            &x2,
+        ),
+        (
+            "conv_transpose2d",
+            Box::new(|x| ops::conv_transpose2d(x, &w2, None, &[1, 2], &[0], &[0, 1], 1, &[1])),
+            &x2,
+        ),
+        (
+            "conv_transpose1d",
+            Box::new(|x| ops::conv_transpose1d(x, &w1, None, &[2], &[1], &[1], 1, &[1])),
+            &x1,
+        ),
+    ];
+    for (op, call, x) in calls {
+        let check = |how: &str, r: Result<Tensor>| match r {
+            Ok(y) => assert_eq!(y.shape()[..2], [0, 2], "{op} ({how})"),
+            Err(e) => assert!(
+                e.to_string().starts_with(&format!("{op}: ")),
+                "{op} ({how}): {e}"
+            ),
+        };
+        check("plain", call(x));
+        let batch = ops::stack(&[x.clone(), x.clone()], 0).unwrap();
+        let r = vmap(|x: Tensor| call(&x)).call(&batch);
+        if let Err(e) = &r {
+            assert!(
+                e.to_string().starts_with(&format!("{op}: ")),
+                "{op} (vmap): {e}"
+            );
+        }
+    }
+}
