@@ -525,7 +525,8 @@ fn an_empty_batch_with_huge_spatial_dims_is_bounded() {
     let w2 = ops::ones(&[1, 2, 1, 1], DType::F64).unwrap();
     let x1 = ops::zeros(&[0, 1, 1 << 40], DType::F64).unwrap();
     let w1 = ops::ones(&[1, 2, 2], DType::F64).unwrap();
-    let calls: [(&str, Box<dyn Fn(&Tensor) -> Result<Tensor>>, &Tensor); 3] = [
+    type Call<'a> = Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>;
+    let calls: [(&str, Call, &Tensor); 3] = [
         (
             "conv_transpose2d",
             Box::new(|x| ops::conv_transpose2d(x, &w2, None, &[1], &[0], &[0], 1, &[1])),
