@@ -15,6 +15,7 @@ mod api_edges;
 mod attention;
 mod chunking;
 mod conv;
+mod conv_transpose;
 mod dense_ops;
 mod diagnostics;
 mod edge_cases;

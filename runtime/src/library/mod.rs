@@ -1,7 +1,9 @@
 //! The built-in op library, one file per op family, each named after its op
 //! table (`ops/<family>.toml`). Every op is registered with the same attributes
 //! a downstream crate uses. `gemm.rs` is no op family: it is the dense
-//! matrix-product engine under `linalg.rs`'s products.
+//! matrix-product engine under `linalg.rs`'s products. `conv_transpose.rs`
+//! holds the transposed convolutions of `ops/conv.toml`, apart from
+//! `conv.rs`'s sliding-block primitives and convolutions.
 //!
 //! Layer 12 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
@@ -11,6 +13,7 @@ mod attention;
 pub(crate) mod binary;
 mod composites;
 pub(crate) mod conv;
+mod conv_transpose;
 mod derivative;
 mod dims;
 mod embedding;

@@ -1,0 +1,553 @@
+//! Transposed convolution (`ops/conv.toml`): `conv_transpose1d` and
+//! `conv_transpose2d`, composites over `matmul` and `fold` (col2im).
+//!
+//! A transposed convolution is the adjoint of a convolution in its input: it
+//! spreads each input position over the output through the kernel, where a
+//! convolution gathers. `conv2d` is `weight @ unfold(x)`; its transpose is
+//! `fold(weight^T @ x)`, with the convolution's geometry (kernel, dilation,
+//! padding, stride) and the output size that `output_padding` picks among
+//! those of equal block count. Per group: `[g, C_out / g * kh * kw, C_in /
+//! g]` (the weight's per-group block, transposed) times `[N, g, C_in / g,
+//! H * W]` gives the columns of every output channel's kernel block at each
+//! input position, which `fold` sums into the output image.
+//!
+//! Being a composite over primitives that have batching rules, vjps and
+//! jvps, it gets all three from them: under `vmap` the examples are part of
+//! the product's batch and of `fold`'s image batch (no loop), and the
+//! per-example weight gradient of `vmap(grad(...))` is `matmul`'s vjp, a
+//! batched product with `unfold` (`fold`'s vjp) of the output gradient.
+//! `conv_transpose1d` is `conv_transpose2d` of a height-1 image.
+
+use crate::batching::shape_arg;
+use crate::core::meta_rules::require_float;
+use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
+
+/// The arguments of a transposed convolution after its input, weight and
+/// bias, in PyTorch's order (`groups` before `dilation`).
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    stride: &'a [i64],
+    padding: &'a [i64],
+    output_padding: &'a [i64],
+    groups: i64,
+    dilation: &'a [i64],
+}
+
+/// Declares a function of a transposed convolution: `x`, `weight` and
+/// `bias`, then the op table's `stride`, `padding`, `output_padding`,
+/// `groups` and `dilation`, which the body sees as one [`Args`] `$a`.
+macro_rules! transposed_fn {
+    ($($(#[$attr:meta])* fn $name:ident($x:ident: $xt:ty, $w:ident: $wt:ty, $b:ident: $bt:ty;
+        $a:ident) -> $ret:ty $body:block)*) => {$(
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            $x: $xt,
+            $w: $wt,
+            $b: $bt,
+            stride: &[i64],
+            padding: &[i64],
+            output_padding: &[i64],
+            groups: i64,
+            dilation: &[i64],
+        ) -> $ret {
+            let $a = Args { stride, padding, output_padding, groups, dilation };
+            $body
+        }
+    )*};
+}
+
+/// The `int[]` argument `name` as `D` values: one per spatial dim, or one
+/// for all of them (PyTorch's `stride=2`); each at least `min`.
+fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
+    if values.len() != 1 && values.len() != D {
+        let dims = if D == 1 {
+            "1 value".to_string()
+        } else {
+            format!("1 or {D} values (one per spatial dim)")
+        };
+        return Err(Error::invalid(format!(
+            "`{name}` must have {dims}, got {values:?}"
+        )));
+    }
+    let mut out = [0usize; D];
+    for (i, o) in out.iter_mut().enumerate() {
+        let v = values[if values.len() == 1 { 0 } else { i }];
+        if v < min {
+            let what = if min == 0 { "non-negative" } else { "positive" };
+            return Err(Error::invalid(format!(
+                "`{name}` must be {what}, got {values:?}"
+            )));
+        }
+        *o = usize::try_from(v)
+            .map_err(|_| Error::invalid(format!("`{name}` {values:?} is too large")))?;
+    }
+    Ok(out)
+}
+
+/// A checked transposed convolution with `D` spatial dims.
+#[derive(Clone, Debug)]
+struct Geometry<const D: usize> {
+    /// The input's batch size, if it has a batch dim.
+    batch: Option<usize>,
+    c_in: usize,
+    c_out: usize,
+    groups: usize,
+    kernel: [usize; D],
+    stride: [usize; D],
+    padding: [usize; D],
+    dilation: [usize; D],
+    /// The input's spatial size.
+    size: [usize; D],
+    /// The output's spatial size.
+    out: [usize; D],
+    /// Block positions `fold` needs past the input's, per dim:
+    /// `output_padding / stride`, nonzero only where `output_padding` is at
+    /// least the stride (allowed when it is below the dilation).
+    extra: [usize; D],
+}
+
+impl<const D: usize> Geometry<D> {
+    /// The output shape: `[N, C_out, *out]` or `[C_out, *out]`.
+    fn output_shape(&self) -> Vec<usize> {
+        let mut shape: Vec<usize> = self.batch.into_iter().collect();
+        shape.push(self.c_out);
+        shape.extend(self.out);
+        shape
+    }
+}
+
+/// Checks a transposed convolution with `D` spatial dims, as PyTorch does:
+/// `input` `[N, C_in, *spatial]` or `[C_in, *spatial]`, `weight` `[C_in,
+/// C_out / groups, *kernel]`, `bias` `[C_out]`, all of one float dtype;
+/// `output_padding` below the stride or the dilation; an output of at least
+/// one position per dim, allocatable, as is the column matrix of the
+/// decomposition.
+fn geometry<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    a: &Args,
+) -> Result<Geometry<D>> {
+    require_float(x)?;
+    for (name, t) in [("weight", Some(w)), ("bias", bias)] {
+        if let Some(t) = t
+            && t.dtype() != x.dtype()
+        {
+            return Err(Error::invalid(format!(
+                "the input ({}) and {name} ({}) must have the same dtype",
+                x.dtype(),
+                t.dtype()
+            )));
+        }
+    }
+    let (xs, ws) = (x.shape(), w.shape());
+    let kernel_dims = if D == 1 { "k" } else { "kh, kw" };
+    if xs.len() != D + 1 && xs.len() != D + 2 {
+        return Err(Error::invalid(format!(
+            "expected a {}-d (unbatched) or {}-d (batched) input, got shape {xs:?}",
+            D + 1,
+            D + 2
+        )));
+    }
+    if ws.len() != D + 2 {
+        return Err(Error::invalid(format!(
+            "expected a {}-d weight [C_in, C_out / groups, {kernel_dims}], got shape {ws:?}",
+            D + 2
+        )));
+    }
+    let stride = per_dim::<D>("stride", a.stride, 1)?;
+    let padding = per_dim::<D>("padding", a.padding, 0)?;
+    let output_padding = per_dim::<D>("output_padding", a.output_padding, 0)?;
+    let dilation = per_dim::<D>("dilation", a.dilation, 1)?;
+    if a.groups < 1 {
+        return Err(Error::invalid(format!(
+            "`groups` must be positive, got {}",
+            a.groups
+        )));
+    }
+    let groups = usize::try_from(a.groups).unwrap_or(usize::MAX);
+    // PyTorch refuses a weight without input or output channels here (unlike
+    // for conv2d), and so do we; an empty kernel or input image too.
+    if ws[0] == 0 || ws[1] == 0 || ws[2..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "expected a non-empty weight [C_in, C_out / groups, {kernel_dims}] (input and output \
+             channels and kernel), got shape {ws:?}"
+        )));
+    }
+    let batched = xs.len() == D + 2;
+    let c_in = xs[usize::from(batched)];
+    if c_in != ws[0] {
+        return Err(Error::invalid(format!(
+            "the weight {ws:?} expects {} input channels (weight.shape[0]), got an input of \
+             shape {xs:?}",
+            ws[0]
+        )));
+    }
+    if c_in % groups != 0 {
+        return Err(Error::invalid(format!(
+            "the input channels ({c_in}, weight.shape[0]) must be a multiple of `groups` \
+             ({groups})"
+        )));
+    }
+    if xs[xs.len() - D..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "expected non-zero spatial dims of the input (only the batch may be empty), got \
+             shape {xs:?}"
+        )));
+    }
+    for i in 0..D {
+        if output_padding[i] >= stride[i] && output_padding[i] >= dilation[i] {
+            return Err(Error::invalid(format!(
+                "`output_padding` {:?} must be smaller than either `stride` {:?} or `dilation` \
+                 {:?} (as in PyTorch)",
+                a.output_padding, a.stride, a.dilation
+            )));
+        }
+    }
+    let c_out = ws[1].checked_mul(groups).ok_or_else(|| {
+        Error::invalid(format!(
+            "the output channels of weight {ws:?} times `groups` ({groups}) are too many"
+        ))
+    })?;
+    if let Some(b) = bias
+        && b.shape() != [c_out]
+    {
+        return Err(Error::invalid(format!(
+            "bias must have shape [{c_out}] (weight.shape[1] * groups, the output channels), got \
+             {:?}",
+            b.shape()
+        )));
+    }
+    let mut size = [0usize; D];
+    size.copy_from_slice(&xs[xs.len() - D..]);
+    let mut kernel = [0usize; D];
+    kernel.copy_from_slice(&ws[2..]);
+    // (size - 1) * stride - 2 * padding + dilation * (kernel - 1) +
+    // output_padding + 1, in i128: every term is below 2^64, so no overflow.
+    let mut lengths = [0i128; D];
+    for i in 0..D {
+        lengths[i] = (size[i] as i128 - 1) * stride[i] as i128 - 2 * padding[i] as i128
+            + dilation[i] as i128 * (kernel[i] as i128 - 1)
+            + output_padding[i] as i128
+            + 1;
+    }
+    let args = format!(
+        "stride {:?}, padding {:?}, output_padding {:?} and dilation {:?}",
+        a.stride, a.padding, a.output_padding, a.dilation
+    );
+    if lengths.iter().any(|&l| l < 1) {
+        return Err(Error::invalid(format!(
+            "`padding` {:?} is too large: on an input of spatial size {size:?} with kernel size \
+             {kernel:?} and {args}, the output's spatial size (size - 1) * stride - 2 * padding \
+             + dilation * (kernel_size - 1) + output_padding + 1 would be {lengths:?}, but must \
+             be at least 1",
+            a.padding
+        )));
+    }
+    let too_large = |what: &str| {
+        Error::invalid(format!(
+            "the output is too large: on an input of spatial size {size:?} with kernel size \
+             {kernel:?} and {args}, {what} would have {lengths:?} positions per spatial dim, more \
+             than can be allocated (the allocation limit is {} bytes)",
+            crate::core::alloc::allocation_limit()
+        ))
+    };
+    let mut out = [0usize; D];
+    for i in 0..D {
+        out[i] = usize::try_from(lengths[i]).map_err(|_| too_large("the output"))?;
+    }
+    let mut extra = [0usize; D];
+    for i in 0..D {
+        extra[i] = output_padding[i] / stride[i];
+    }
+    let g = Geometry {
+        batch: batched.then(|| xs[0]),
+        c_in,
+        c_out,
+        groups,
+        kernel,
+        stride,
+        padding,
+        dilation,
+        size,
+        out,
+        extra,
+    };
+    crate::core::alloc::check_alloc(&g.output_shape(), x.dtype())
+        .map_err(|_| too_large("the output"))?;
+    // The decomposition's columns: `[N, C_out * kernel elements, blocks]`,
+    // blocks the input's positions (and the `extra` ones).
+    let rows = kernel
+        .iter()
+        .try_fold(c_out, |r, &k| r.checked_mul(k))
+        .ok_or_else(|| too_large("the columns (output channels times kernel size)"))?;
+    let mut cols = vec![g.batch.unwrap_or(1), rows];
+    cols.extend((0..D).map(|i| size[i].saturating_add(extra[i])));
+    crate::core::alloc::check_alloc(&cols, x.dtype())
+        .map_err(|_| too_large("the columns (the kernel's blocks at every input position)"))?;
+    Ok(g)
+}
+
+/// The output meta of a transposed convolution with `D` spatial dims.
+fn transposed_meta<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    a: &Args,
+) -> Result<TensorMeta> {
+    let g = geometry::<D>(x, w, bias, a)?;
+    Ok(TensorMeta::new(g.output_shape(), x.dtype()))
+}
+
+/// The decomposition of `conv_transpose2d`: per group, the weight's block
+/// transposed times the input's columns, then `fold` with the convolution's
+/// geometry, plus the bias.
+fn conv_transpose2d_by_fold(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    a: &Args,
+) -> Result<Tensor> {
+    let g = geometry::<2>(
+        &TensorMeta::of(x),
+        &TensorMeta::of(weight),
+        bias.map(TensorMeta::of).as_ref(),
+        a,
+    )?;
+    let lead: Vec<usize> = g.batch.into_iter().collect();
+    let [h, w] = g.size;
+    let kk = g.kernel[0] * g.kernel[1];
+    let (groups, c_in, c_out) = (g.groups, g.c_in, g.c_out);
+    let rows = c_out * kk;
+    let shape = |dims: &[usize]| shape_arg(None, &[&lead[..], dims].concat());
+    let cols = if groups == 1 {
+        // [C_out * kh * kw, C_in] @ [N, C_in, H * W]
+        let wt = ops::transpose(
+            &ops::reshape(weight, &shape_arg(None, &[c_in, rows]))?,
+            0,
+            1,
+        )?;
+        ops::matmul(&wt, &ops::reshape(x, &shape(&[c_in, h * w]))?)?
+    } else {
+        // [g, C_out / g * kh * kw, C_in / g] @ [N, g, C_in / g, H * W]
+        let per = [groups, c_in / groups, rows / groups];
+        let wt = ops::transpose(&ops::reshape(weight, &shape_arg(None, &per))?, 1, 2)?;
+        let xg = ops::reshape(x, &shape(&[groups, c_in / groups, h * w]))?;
+        ops::reshape(&ops::matmul(&wt, &xg)?, &shape(&[rows, h * w]))?
+    };
+    // An output_padding of at least the stride (allowed below the dilation)
+    // gives the output more block positions than the input has: zero
+    // columns at the end of each such dim.
+    let cols = if g.extra.iter().any(|&e| e > 0) {
+        let mut grid = ops::reshape(&cols, &shape(&[rows, h, w]))?;
+        for (i, &e) in g.extra.iter().enumerate() {
+            if e > 0 {
+                grid = ops::pad_dim(&grid, i as i64 - 2, 0, e as i64)?;
+            }
+        }
+        let blocks = (h + g.extra[0]) * (w + g.extra[1]);
+        ops::reshape(&grid, &shape(&[rows, blocks]))?
+    } else {
+        cols
+    };
+    let y = ops::fold(
+        &cols,
+        &shape_arg(None, &g.out),
+        &shape_arg(None, &g.kernel),
+        &shape_arg(None, &g.dilation),
+        &shape_arg(None, &g.padding),
+        &shape_arg(None, &g.stride),
+    )?;
+    match bias {
+        Some(b) => ops::add(&y, &ops::reshape(b, &[-1, 1, 1])?),
+        None => Ok(y),
+    }
+}
+
+transposed_fn! {
+    #[meta(op = "conv_transpose2d")]
+    fn conv_transpose2d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a)
+        -> Result<TensorMeta> {
+        transposed_meta::<2>(x, weight, bias, &a)
+    }
+
+    /// `fold` of the weight's transpose times the input (see the module).
+    #[decompose(op = "conv_transpose2d")]
+    fn conv_transpose2d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a)
+        -> Result<Tensor> {
+        conv_transpose2d_by_fold(x, weight, bias, &a)
+    }
+
+    #[meta(op = "conv_transpose1d")]
+    fn conv_transpose1d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a)
+        -> Result<TensorMeta> {
+        transposed_meta::<1>(x, weight, bias, &a)
+    }
+
+    /// `conv_transpose2d` of the input as a height-1 image (`[N, C, 1, L]`)
+    /// with a height-1 kernel.
+    #[decompose(op = "conv_transpose1d")]
+    fn conv_transpose1d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a)
+        -> Result<Tensor> {
+        // The meta checked each list: one value.
+        let y = ops::conv_transpose2d(
+            &ops::unsqueeze(x, -2)?,
+            &ops::unsqueeze(weight, -2)?,
+            bias,
+            &[1, a.stride[0]],
+            &[0, a.padding[0]],
+            &[0, a.output_padding[0]],
+            a.groups,
+            &[1, a.dilation[0]],
+        )?;
+        ops::squeeze(&y, Some(-2))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Samples for the sweeps: few and tiny.
+
+/// A sample: input, weight, bias, then stride, padding, output_padding,
+/// groups and dilation.
+fn sample(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    (s, p, op): (&[i64], &[i64], &[i64]),
+    groups: i64,
+    d: &[i64],
+) -> crate::testing::Sample {
+    crate::args![x, w, b, s, p, op, groups, d]
+}
+
+fn conv_transpose2d_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        // Stride 2 with output_padding 1 and padding 1, a bias.
+        sample(
+            &f64s(&[2, 2, 2, 3]),
+            &f64s_from(&[2, 3, 2, 2], 50),
+            Some(&f64s_from(&[3], 90)),
+            (&[2], &[1], &[1]),
+            1,
+            &[1],
+        ),
+        // Unbatched, two groups, everything per dim.
+        sample(
+            &f64s(&[4, 3, 2]),
+            &f64s_from(&[4, 1, 2, 3], 50),
+            None,
+            (&[1, 2], &[0, 1], &[0, 1]),
+            2,
+            &[2, 1],
+        ),
+        // output_padding past the stride, below the dilation.
+        sample(
+            &f32s(&[1, 2, 2, 2]),
+            &f32s(&[2, 2, 2, 1]),
+            Some(&f32s(&[2])),
+            (&[1], &[1, 0], &[1]),
+            1,
+            &[2],
+        ),
+    ]
+}
+
+fn conv_transpose2d_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 3, 3]);
+    let w = f64s(&[2, 2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[0]);
+    vec![
+        // dtypes: integer input, mixed, a bias of another dtype.
+        sample(
+            &i64s(&[1, 2, 3, 3], 5),
+            &i64s(&[2, 2, 2, 2], 5),
+            None,
+            one,
+            1,
+            &[1],
+        ),
+        sample(&x, &f32s(&[2, 2, 2, 2]), None, one, 1, &[1]),
+        sample(&x, &w, Some(&f32s(&[2])), one, 1, &[1]),
+        // Ranks, the bias's shape, the channels.
+        sample(&x, &f64s(&[2, 2, 2]), None, one, 1, &[1]),
+        sample(&f64s(&[3, 3]), &w, None, one, 1, &[1]),
+        sample(&x, &w, Some(&f64s(&[3])), one, 1, &[1]),
+        sample(&x, &f64s(&[3, 2, 2, 2]), None, one, 1, &[1]),
+        sample(&x, &f64s(&[2, 0, 2, 2]), None, one, 1, &[1]),
+        // Groups: not dividing the input channels, zero.
+        sample(&x, &w, None, one, 3, &[1]),
+        sample(&x, &w, None, one, 0, &[1]),
+        // output_padding not below the stride or the dilation; negative.
+        sample(&x, &w, None, (&[2], &[0], &[2]), 1, &[1]),
+        sample(&x, &w, None, (&[1], &[0], &[-1]), 1, &[1]),
+        // A bad stride, padding or dilation; padding leaving no output.
+        sample(&x, &w, None, (&[0], &[0], &[0]), 1, &[1]),
+        sample(&x, &w, None, (&[-1], &[0], &[0]), 1, &[1]),
+        sample(&x, &w, None, (&[1], &[-1], &[0]), 1, &[1]),
+        sample(&x, &w, None, (&[1], &[0], &[0]), 1, &[0]),
+        sample(&x, &w, None, (&[1], &[2], &[0]), 1, &[1]),
+        sample(&x, &w, None, (&[1, 1, 1], &[0], &[0]), 1, &[1]),
+    ]
+}
+
+fn conv_transpose1d_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        sample(
+            &f64s(&[2, 2, 3]),
+            &f64s_from(&[2, 3, 3], 50),
+            Some(&f64s_from(&[3], 90)),
+            (&[2], &[1], &[1]),
+            1,
+            &[1],
+        ),
+        // Unbatched, two groups, dilation, output_padding past the stride.
+        sample(
+            &f64s(&[4, 3]),
+            &f64s_from(&[4, 1, 2], 50),
+            None,
+            (&[1], &[0], &[1]),
+            2,
+            &[2],
+        ),
+        sample(
+            &f32s(&[1, 1, 3]),
+            &f32s(&[1, 2, 2]),
+            None,
+            (&[3], &[2], &[2]),
+            1,
+            &[1],
+        ),
+    ]
+}
+
+fn conv_transpose1d_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 4]);
+    let w = f64s(&[2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[0]);
+    vec![
+        sample(
+            &i64s(&[1, 2, 4], 5),
+            &i64s(&[2, 2, 2], 5),
+            None,
+            one,
+            1,
+            &[1],
+        ),
+        sample(&x, &f64s(&[2, 2, 2, 2]), None, one, 1, &[1]),
+        sample(&x, &w, None, (&[1, 1], &[0], &[0]), 1, &[1]),
+        sample(&x, &w, None, (&[2], &[0], &[2]), 1, &[1]),
+        sample(&x, &w, None, (&[1], &[3], &[0]), 1, &[1]),
+        sample(&x, &f64s(&[4, 1, 2]), None, one, 2, &[1]),
+        sample(&x, &w, None, one, 4, &[1]),
+    ]
+}
+
+super::samples::register_samples! {
+    "conv_transpose2d" => conv_transpose2d_samples, conv_transpose2d_errors;
+    "conv_transpose1d" => conv_transpose1d_samples, conv_transpose1d_errors;
+}
