@@ -29,3 +29,4 @@ pub(crate) mod spin;
 pub(crate) mod tensor;
 pub(crate) mod tree;
 pub(crate) mod value;
+pub(crate) mod vmath;
