@@ -4,7 +4,7 @@
 //! `tests/reference/mpmath_vmath.json`).
 
 use super::*;
-use crate::core::simd::vectorized;
+use crate::core::simd::{best_tier, vectorized, vectorized_at, Tier};
 
 /// Inputs that cover the whole f32 range: the special values, the
 /// thresholds of each function, and a stride through every bit pattern.
@@ -110,7 +110,10 @@ fn inputs_f64(count: u64) -> Vec<f64> {
 
 /// The same bits from the scalar call (one element at a time, through a
 /// function pointer, so it is not vectorized) and from the loop run through
-/// [`vectorized`] (compiled for AVX2+FMA or AVX-512 where the CPU has them).
+/// [`vectorized_at`] at each tier the CPU has (SSE2, AVX2+FMA, AVX-512).
+/// (In the unoptimized test profile the loops are not vectorized, but each
+/// tier is still compiled apart; `cargo test --release` checks the
+/// vectorized loops, and so does `accuracy_f32_exhaustive`.)
 /// NaN results only need to be NaN on both.
 fn same_bits<T: Copy + PartialEq + std::fmt::Debug>(
     name: &str,
@@ -135,13 +138,16 @@ macro_rules! bitwise_tests {
         #[test]
         fn $test() {
             let xs: Vec<$t> = $inputs;
-            $(
-                let wide = vectorized(
-                    #[inline(always)]
-                    || xs.iter().map(|&x| $f(x)).collect::<Vec<$t>>(),
-                );
-                same_bits(stringify!($f), &xs, $f, &wide, $bits);
-            )*
+            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+                $(
+                    let wide = vectorized_at(
+                        tier,
+                        #[inline(always)]
+                        || xs.iter().map(|&x| $f(x)).collect::<Vec<$t>>(),
+                    );
+                    same_bits(&format!("{} ({tier:?})", stringify!($f)), &xs, $f, &wide, $bits);
+                )*
+            }
         }
     };
 }
@@ -276,7 +282,9 @@ fn accuracy_f32_exhaustive() {
     for (name, f, reference, bound) in references_f32() {
         let mut worst = (0.0, 0.0f32);
         let mut differ = 0u64;
-        let wide_f = |chunk: &[f32]| vectorized(|| chunk.iter().map(|&x| f(x)).collect::<Vec<_>>());
+        let wide_f = |chunk: &[f32]| {
+            vectorized_at(best_tier(), || chunk.iter().map(|&x| f(x)).collect::<Vec<_>>())
+        };
         let mut bits: u64 = 0;
         while bits <= u64::from(u32::MAX) {
             let chunk: Vec<f32> = (bits..(bits + 65_536).min(1 << 32))
@@ -334,3 +342,136 @@ fn accuracy_f64_against_libm() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
+
+/// The f64 functions against mpmath's values, correctly rounded to f64
+/// (recorded by `scripts/reference/vmath_mpmath.py`): within the stated ulps
+/// plus the half ulp of the reference's rounding.
+#[test]
+fn accuracy_f64_against_mpmath() {
+    let table = include_str!("../../../../tests/reference/mpmath_vmath.txt");
+    let functions: [(&str, fn(f64) -> f64, f64); 7] = [
+        ("exp", exp_f64, 1.0),
+        ("expm1", expm1_f64, 2.0),
+        ("log", log_f64, 1.0),
+        ("log1p", log1p_f64, 2.0),
+        ("tanh", tanh_f64, 3.0),
+        ("sigmoid", sigmoid_f64, 2.0),
+        ("erf", erf_f64, 2.0),
+    ];
+    let mut worst = vec![(0.0f64, 0.0f64, 0usize); functions.len()];
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let mut parts = line.split_whitespace();
+        let (Some(name), Some(x), Some(r)) = (parts.next(), parts.next(), parts.next()) else {
+            panic!("a malformed line: {line}");
+        };
+        let parse = |h: &str| f64::from_bits(u64::from_str_radix(h, 16).expect("hex bits"));
+        let (x, r) = (parse(x), parse(r));
+        let i = functions
+            .iter()
+            .position(|f| f.0 == name)
+            .expect("a known function");
+        let u = ulps_f64(functions[i].1(x), r);
+        worst[i].2 += 1;
+        if !(u <= worst[i].0) {
+            worst[i].0 = u;
+            worst[i].1 = x;
+        }
+    }
+    let mut failures = Vec::new();
+    for ((name, _, bound), (u, x, count)) in functions.iter().zip(&worst) {
+        println!("{name} f64 against mpmath: max {u:.3} ulp at {x:e} ({count} values)");
+        assert!(*count > 500, "{name}: only {count} values");
+        if !(*u <= bound + 0.5) {
+            failures.push(format!("{name}: {u} ulps at {x:e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// Nanoseconds per element of each f32 function: the libm call of `std`
+/// (through `vectorized`, where it stays a call) and this module's function
+/// at each tier. Run with `cargo test --release -p batchrules --lib
+/// vmath::tests::throughput -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, for release builds"]
+fn throughput() {
+    use std::time::Instant;
+    let xs: Vec<f32> = (0..4096).map(|i| (i as f32 - 2048.0) * 0.003).collect();
+    let mut out = vec![0.0f32; xs.len()];
+    let rounds = 2000;
+    let time = |run: &mut dyn FnMut(&mut [f32])| {
+        let mut out = vec![0.0f32; xs.len()];
+        let start = Instant::now();
+        for _ in 0..rounds {
+            run(&mut out);
+            std::hint::black_box(&mut out);
+        }
+        start.elapsed().as_secs_f64() * 1e9 / (rounds * xs.len()) as f64
+    };
+    macro_rules! row {
+        ($name:expr, $libm:expr, $f:expr) => {{
+            let libm = time(&mut |o: &mut [f32]| {
+                vectorized(|| o.iter_mut().zip(&xs).for_each(|(o, &x)| *o = $libm(x)))
+            });
+            let mut cells = vec![format!("{:>6.2}", libm)];
+            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+                let t = time(&mut |o: &mut [f32]| {
+                    vectorized_at(
+                        tier,
+                        #[inline(always)]
+                        || o.iter_mut().zip(&xs).for_each(|(o, &x)| *o = $f(x)),
+                    )
+                });
+                cells.push(format!("{:>6.2}", t));
+            }
+            println!("{:<10} {}", $name, cells.join(" "));
+        }};
+    }
+    println!("f32 ns/element: libm, then baseline, avx2+fma, avx-512");
+    row!("exp", f32::exp, exp_f32);
+    row!("expm1", f32::exp_m1, expm1_f32);
+    row!("log", f32::ln, log_f32);
+    row!("log1p", f32::ln_1p, log1p_f32);
+    row!("tanh", f32::tanh, tanh_f32);
+    row!("sigmoid", |x: f32| 1.0 / (1.0 + (-x).exp()), sigmoid_f32);
+    row!("erf", libm::erff, erf_f32);
+    out[0] = 0.0;
+    let xs64: Vec<f64> = xs.iter().map(|&x| f64::from(x)).collect();
+    let time64 = |run: &mut dyn FnMut(&mut [f64])| {
+        let mut out = vec![0.0f64; xs64.len()];
+        let start = Instant::now();
+        for _ in 0..rounds {
+            run(&mut out);
+            std::hint::black_box(&mut out);
+        }
+        start.elapsed().as_secs_f64() * 1e9 / (rounds * xs64.len()) as f64
+    };
+    macro_rules! row64 {
+        ($name:expr, $libm:expr, $f:expr) => {{
+            let libm = time64(&mut |o: &mut [f64]| {
+                vectorized(|| o.iter_mut().zip(&xs64).for_each(|(o, &x)| *o = $libm(x)))
+            });
+            let mut cells = vec![format!("{:>6.2}", libm)];
+            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+                let t = time64(&mut |o: &mut [f64]| {
+                    vectorized_at(
+                        tier,
+                        #[inline(always)]
+                        || o.iter_mut().zip(&xs64).for_each(|(o, &x)| *o = $f(x)),
+                    )
+                });
+                cells.push(format!("{:>6.2}", t));
+            }
+            println!("{:<10} {}", $name, cells.join(" "));
+        }};
+    }
+    println!("f64 ns/element: libm, then baseline, avx2+fma, avx-512");
+    row64!("exp", f64::exp, exp_f64);
+    row64!("expm1", f64::exp_m1, expm1_f64);
+    row64!("log", f64::ln, log_f64);
+    row64!("log1p", f64::ln_1p, log1p_f64);
+    row64!("tanh", f64::tanh, tanh_f64);
+    row64!("sigmoid", |x: f64| 1.0 / (1.0 + (-x).exp()), sigmoid_f64);
+    row64!("erf", libm::erf, erf_f64);
+    std::hint::black_box(&out);
+}
