@@ -70,13 +70,33 @@ pub(super) fn map_array<T: crate::Element + crate::core::buffers::Cached>(
         let mut out = crate::core::buffers::take(values.len());
         crate::core::simd::vectorized(
             #[inline(always)]
-            || out.extend(values.iter().map(|&v| f(v))),
+            || extend_mapped(&mut out, values, &f),
         );
         if let Ok(array) = ndarray::ArrayD::from_shape_vec(a.raw_dim(), out) {
             return array;
         }
     }
     a.mapv(f)
+}
+
+/// `out` extended by `f` of each of `values`.
+///
+/// A `for` loop over the spare capacity, so that the loop and `f` are
+/// compiled inside the caller ([`crate::core::simd::vectorized`]'s function
+/// for the CPU's vector instructions): `extend` with a `map` or `for_each`
+/// runs the loop in `fold`, a function of its own, which the compiler keeps
+/// out of line when `f` is large (as `erf` is), compiled for the baseline.
+#[inline(always)]
+fn extend_mapped<T: Copy>(out: &mut Vec<T>, values: &[T], f: &impl Fn(T) -> T) {
+    out.reserve(values.len());
+    let start = out.len();
+    for (slot, &v) in out.spare_capacity_mut().iter_mut().zip(values) {
+        slot.write(f(v));
+    }
+    // SAFETY: `reserve` left room for `values.len()` more elements, so the
+    // zip above ran over all of `values` and wrote the first `values.len()`
+    // slots past `start`, which are now initialized.
+    unsafe { out.set_len(start + values.len()) };
 }
 
 /// `f` applied to every element of `a`, in place: `a`'s buffer is held by
@@ -109,7 +129,12 @@ fn map_in_place<T: crate::Element>(
     if let Some(values) = a.as_slice_mut() {
         crate::core::simd::vectorized(
             #[inline(always)]
-            || values.iter_mut().for_each(|v| *v = f(*v)),
+            || {
+                // A `for` loop, not `for_each`: see `extend_mapped`.
+                for v in values.iter_mut() {
+                    *v = f(*v);
+                }
+            },
         );
         return;
     }
