@@ -117,7 +117,9 @@ mod tests {
         let wide = vectorized(|| xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>());
         assert_eq!(plain, wide);
         for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
-            let at = vectorized_at(tier, || xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>());
+            let at = vectorized_at(tier, || {
+                xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>()
+            });
             assert_eq!(plain, at, "{tier:?}");
         }
     }

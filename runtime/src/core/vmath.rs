@@ -580,8 +580,8 @@ macro_rules! vmath_impl {
             fn v_gelu_tanh(self) -> $t {
                 // sqrt(2) * (2 / sqrt(pi)) * 0.5, rounded once from f64, as
                 // the decomposition's constant.
-                let beta = (core::f64::consts::SQRT_2 * core::f64::consts::FRAC_2_SQRT_PI * 0.5)
-                    as $t;
+                let beta =
+                    (core::f64::consts::SQRT_2 * core::f64::consts::FRAC_2_SQRT_PI * 0.5) as $t;
                 let cube = (self * self) * self;
                 (self * 0.5) * (1.0 + $tanh(beta * (self + (0.044715 as $t) * cube)))
             }
@@ -602,8 +602,28 @@ macro_rules! vmath_impl {
     };
 }
 
-vmath_impl!(f32, exp_f32, expm1_f32, log_f32, log1p_f32, tanh_f32, sigmoid_f32, erf_f32, f32);
-vmath_impl!(f64, exp_f64, expm1_f64, log_f64, log1p_f64, tanh_f64, sigmoid_f64, erf_f64, f64);
+vmath_impl!(
+    f32,
+    exp_f32,
+    expm1_f32,
+    log_f32,
+    log1p_f32,
+    tanh_f32,
+    sigmoid_f32,
+    erf_f32,
+    f32
+);
+vmath_impl!(
+    f64,
+    exp_f64,
+    expm1_f64,
+    log_f64,
+    log1p_f64,
+    tanh_f64,
+    sigmoid_f64,
+    erf_f64,
+    f64
+);
 
 #[cfg(test)]
 mod tests;

@@ -790,5 +790,4 @@ mod log_softmax {
     }
 
     crate::op_samples!(op = "log_softmax", samples = samples, errors = errors);
-
 }

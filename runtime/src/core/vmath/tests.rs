@@ -163,14 +163,40 @@ bitwise_tests!(
     f32,
     inputs_f32(40_009),
     |v: f32| u64::from(v.to_bits()),
-    [exp_f32, expm1_f32, log_f32, log1p_f32, tanh_f32, sigmoid_f32, erf_f32, gelu_f32, gelu_tanh_f32, silu_f32, softplus_f32, elu_f32]
+    [
+        exp_f32,
+        expm1_f32,
+        log_f32,
+        log1p_f32,
+        tanh_f32,
+        sigmoid_f32,
+        erf_f32,
+        gelu_f32,
+        gelu_tanh_f32,
+        silu_f32,
+        softplus_f32,
+        elu_f32
+    ]
 );
 bitwise_tests!(
     vectorized_equals_scalar_f64,
     f64,
     inputs_f64(100_000),
     |v: f64| v.to_bits(),
-    [exp_f64, expm1_f64, log_f64, log1p_f64, tanh_f64, sigmoid_f64, erf_f64, gelu_f64, gelu_tanh_f64, silu_f64, softplus_f64, elu_f64]
+    [
+        exp_f64,
+        expm1_f64,
+        log_f64,
+        log1p_f64,
+        tanh_f64,
+        sigmoid_f64,
+        erf_f64,
+        gelu_f64,
+        gelu_tanh_f64,
+        silu_f64,
+        softplus_f64,
+        elu_f64
+    ]
 );
 
 fn gelu_f32(x: f32) -> f32 {
@@ -210,7 +236,11 @@ fn elu_f64(x: f64) -> f64 {
 /// finite value, is infinite.
 pub(super) fn ulps_f32(y: f32, r: f64) -> f64 {
     if y.is_nan() || r.is_nan() {
-        return if y.is_nan() && r.is_nan() { 0.0 } else { f64::INFINITY };
+        return if y.is_nan() && r.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     if y as f64 == r {
         return 0.0;
@@ -229,7 +259,11 @@ pub(super) fn ulps_f32(y: f32, r: f64) -> f64 {
 /// f64 (correctly rounded, so the figure may be 0.5 above the true error).
 pub(super) fn ulps_f64(y: f64, r: f64) -> f64 {
     if y.is_nan() || r.is_nan() {
-        return if y.is_nan() && r.is_nan() { 0.0 } else { f64::INFINITY };
+        return if y.is_nan() && r.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     if y == r {
         return 0.0;
@@ -274,7 +308,10 @@ fn accuracy_f32() {
         }
         println!("{name}: max {:.3} ulp at {:e}", worst.0, worst.1);
         if !(worst.0 <= bound) {
-            failures.push(format!("{name}: {} ulps at {:e} (bound {bound})", worst.0, worst.1));
+            failures.push(format!(
+                "{name}: {} ulps at {:e} (bound {bound})",
+                worst.0, worst.1
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
@@ -316,7 +353,10 @@ fn accuracy_f32_exhaustive() {
             worst.0, worst.1
         );
         if differ > 0 || !(worst.0 <= bound) {
-            failures.push(format!("{name}: {} ulps at {:e}, {differ} differ", worst.0, worst.1));
+            failures.push(format!(
+                "{name}: {} ulps at {:e}, {differ} differ",
+                worst.0, worst.1
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
@@ -374,12 +414,14 @@ fn accuracy_f64_against_libm() {
         }
         println!("{name}: max {:.3} ulp at {:e}", worst.0, worst.1);
         if !(worst.0 <= bound) {
-            failures.push(format!("{name}: {} ulps at {:e} (bound {bound})", worst.0, worst.1));
+            failures.push(format!(
+                "{name}: {} ulps at {:e} (bound {bound})",
+                worst.0, worst.1
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
 }
-
 
 /// The f64 functions against mpmath's values, correctly rounded to f64
 /// (recorded by `scripts/reference/vmath_mpmath.py`): within the stated ulps
