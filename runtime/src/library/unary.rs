@@ -118,7 +118,12 @@ fn map_in_place<T: crate::Element>(
             values.par_chunks_mut(piece).for_each(|values| {
                 crate::core::simd::vectorized(
                     #[inline(always)]
-                    || values.iter_mut().for_each(|v| *v = f(*v)),
+                    || {
+                        // A `for` loop, not `for_each`: see `extend_mapped`.
+                        for v in values.iter_mut() {
+                            *v = f(*v);
+                        }
+                    },
                 )
             });
             return;
