@@ -108,6 +108,31 @@ fn inputs_f64(count: u64) -> Vec<f64> {
     xs
 }
 
+/// `is_nan` of f32 and f64, for [`same_bits`].
+trait IsNan {
+    fn is_nan(self) -> bool;
+}
+impl IsNan for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl IsNan for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// `(name, function, f64 reference, bound in ulp)` of an f32 function.
+type CaseF32 = (&'static str, fn(f32) -> f32, fn(f64) -> f64, f64);
+/// `(name, function, f64 reference, bound in ulp)` of an f64 function.
+type CaseF64 = (&'static str, fn(f64) -> f64, fn(f64) -> f64, f64);
+
+/// Whether `u` (an error in ulp, or NaN) is not within `bound`.
+fn beyond(u: f64, bound: f64) -> bool {
+    u > bound || u.is_nan()
+}
+
 /// The same bits from the scalar call (one element at a time, through a
 /// function pointer, so it is not vectorized) and from the loop run through
 /// [`vectorized_at`] at each tier the CPU has (SSE2, AVX2+FMA, AVX-512).
@@ -115,7 +140,7 @@ fn inputs_f64(count: u64) -> Vec<f64> {
 /// tier is still compiled apart; `cargo test --release` checks the
 /// vectorized loops, and so does `accuracy_f32_exhaustive`.)
 /// NaN results only need to be NaN on both.
-fn same_bits<T: Copy + PartialEq + std::fmt::Debug>(
+fn same_bits<T: Copy + PartialEq + std::fmt::Debug + IsNan>(
     name: &str,
     xs: &[T],
     f: fn(T) -> T,
@@ -125,7 +150,7 @@ fn same_bits<T: Copy + PartialEq + std::fmt::Debug>(
     let f = std::hint::black_box(f);
     for (&x, &w) in xs.iter().zip(wide) {
         let s = f(x);
-        let both_nan = s != s && w != w;
+        let both_nan = s.is_nan() && w.is_nan();
         assert!(
             both_nan || bits(s) == bits(w),
             "{name}({x:?}): scalar {s:?}, vectorized {w:?}"
@@ -280,7 +305,7 @@ pub(super) fn ulps_f64(y: f64, r: f64) -> f64 {
 /// The f64 references of the f32 functions: glibc (through `std`) and the
 /// `libm` crate's `erf`, whose errors (below 1 ulp of f64) are 2^-29 ulp of
 /// f32.
-pub(super) fn references_f32() -> Vec<(&'static str, fn(f32) -> f32, fn(f64) -> f64, f64)> {
+pub(super) fn references_f32() -> Vec<CaseF32> {
     vec![
         ("exp", exp_f32, f64::exp, 1.0),
         ("expm1", expm1_f32, f64::exp_m1, 2.0),
@@ -302,12 +327,12 @@ fn accuracy_f32() {
         let mut worst = (0.0, 0.0f32);
         for &x in &xs {
             let u = ulps_f32(f(x), reference(x as f64));
-            if !(u <= worst.0) {
+            if beyond(u, worst.0) {
                 worst = (u, x);
             }
         }
         println!("{name}: max {:.3} ulp at {:e}", worst.0, worst.1);
-        if !(worst.0 <= bound) {
+        if beyond(worst.0, bound) {
             failures.push(format!(
                 "{name}: {} ulps at {:e} (bound {bound})",
                 worst.0, worst.1
@@ -342,7 +367,7 @@ fn accuracy_f32_exhaustive() {
                     differ += 1;
                 }
                 let u = ulps_f32(y, reference(x as f64));
-                if !(u <= worst.0) {
+                if beyond(u, worst.0) {
                     worst = (u, x);
                 }
             }
@@ -352,7 +377,7 @@ fn accuracy_f32_exhaustive() {
             "{name} f32: max {:.3} ulp at {:e}; {differ} differ between paths",
             worst.0, worst.1
         );
-        if differ > 0 || !(worst.0 <= bound) {
+        if differ > 0 || beyond(worst.0, bound) {
             failures.push(format!(
                 "{name}: {} ulps at {:e}, {differ} differ",
                 worst.0, worst.1
@@ -389,7 +414,7 @@ fn wide_f32(name: &str, xs: &[f32]) -> Vec<f32> {
 
 /// The f64 references from glibc and the `libm` crate (within about 1 ulp
 /// of f64 themselves, so the bound allows 1 more).
-fn references_f64() -> Vec<(&'static str, fn(f64) -> f64, fn(f64) -> f64, f64)> {
+fn references_f64() -> Vec<CaseF64> {
     vec![
         ("exp", exp_f64, f64::exp, 1.0 + 1.0),
         ("expm1", expm1_f64, f64::exp_m1, 2.0 + 1.0),
@@ -408,12 +433,12 @@ fn accuracy_f64_against_libm() {
         let mut worst = (0.0, 0.0f64);
         for &x in &xs {
             let u = ulps_f64(f(x), reference(x));
-            if !(u <= worst.0) {
+            if beyond(u, worst.0) {
                 worst = (u, x);
             }
         }
         println!("{name}: max {:.3} ulp at {:e}", worst.0, worst.1);
-        if !(worst.0 <= bound) {
+        if beyond(worst.0, bound) {
             failures.push(format!(
                 "{name}: {} ulps at {:e} (bound {bound})",
                 worst.0, worst.1
@@ -452,7 +477,7 @@ fn accuracy_f64_against_mpmath() {
             .expect("a known function");
         let u = ulps_f64(functions[i].1(x), r);
         worst[i].2 += 1;
-        if !(u <= worst[i].0) {
+        if beyond(u, worst[i].0) {
             worst[i].0 = u;
             worst[i].1 = x;
         }
@@ -461,7 +486,7 @@ fn accuracy_f64_against_mpmath() {
     for ((name, _, bound), (u, x, count)) in functions.iter().zip(&worst) {
         println!("{name} f64 against mpmath: max {u:.3} ulp at {x:e} ({count} values)");
         assert!(*count > 500, "{name}: only {count} values");
-        if !(*u <= bound + 0.5) {
+        if beyond(*u, bound + 0.5) {
             failures.push(format!("{name}: {u} ulps at {x:e}"));
         }
     }
