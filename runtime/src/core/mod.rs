@@ -30,3 +30,4 @@ pub(crate) mod tensor;
 pub(crate) mod threads;
 pub(crate) mod tree;
 pub(crate) mod value;
+pub(crate) mod vmath;

@@ -10,29 +10,15 @@
 //!
 //! Every kernel computes in the tensor's own dtype, with the float arguments
 //! converted to it first, as PyTorch does, so f32 results round as its do.
+//! The kernels' `exp`, `expm1`, `log1p` and `erf` are the vectorized
+//! functions of `core::vmath` (the same bits on every CPU, the accuracy in
+//! ulp in that module's documentation).
 
 use super::unary::{float_meta, map_array, map_float};
 use crate::core::cast::scalar_like;
 use crate::core::meta_rules::require_float;
+use crate::core::vmath::VMath;
 use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
-
-/// The error function of one element, from `libm` (an inherent `erf` on
-/// `f32`/`f64` is not stable Rust).
-trait Erf {
-    fn gauss_erf(self) -> Self;
-}
-
-impl Erf for f32 {
-    fn gauss_erf(self) -> f32 {
-        libm::erff(self)
-    }
-}
-
-impl Erf for f64 {
-    fn gauss_erf(self) -> f64 {
-        libm::erf(self)
-    }
-}
 
 /// The float argument `value` as the kernel uses it for a tensor like `x`:
 /// converted to f32 for an f32 tensor (as PyTorch converts it to the
@@ -70,7 +56,7 @@ fn erf_meta(x: &TensorMeta) -> Result<TensorMeta> {
 
 #[kernel(op = "erf")]
 fn erf_kernel(x: &Tensor) -> Result<Tensor> {
-    map_float!(x, |v, _c| v.gauss_erf())
+    map_float!(x, |v, _c| v.v_erf())
 }
 
 #[batching_rule(op = "erf")]
@@ -95,15 +81,7 @@ fn softplus_meta(x: &TensorMeta, beta: f64, threshold: f64) -> Result<TensorMeta
 /// the two agree to the dtype's precision, and `exp` could overflow).
 #[kernel(op = "softplus")]
 fn softplus_kernel(x: &Tensor, beta: f64, threshold: f64) -> Result<Tensor> {
-    map_float!(x, |v, c| {
-        let (b, t) = (c(beta), c(threshold));
-        let bx = v * b;
-        if bx > t {
-            v
-        } else {
-            bx.exp().ln_1p() / b
-        }
-    })
+    map_float!(x, |v, c| v.v_softplus(c(beta), c(threshold)))
 }
 
 #[batching_rule(op = "softplus")]
@@ -126,7 +104,7 @@ fn elu_meta(x: &TensorMeta, alpha: f64) -> Result<TensorMeta> {
 /// `x` where `x > 0`, else `alpha * expm1(x)`: `exp` only ever sees `x <= 0`.
 #[kernel(op = "elu")]
 fn elu_kernel(x: &Tensor, alpha: f64) -> Result<Tensor> {
-    map_float!(x, |v, c| if v > 0.0 { v } else { c(alpha) * v.exp_m1() })
+    map_float!(x, |v, c| v.v_elu(c(alpha)))
 }
 
 #[batching_rule(op = "elu")]
@@ -145,7 +123,7 @@ fn logsigmoid_meta(x: &TensorMeta) -> Result<TensorMeta> {
 #[kernel(op = "logsigmoid")]
 fn logsigmoid_kernel(x: &Tensor) -> Result<Tensor> {
     map_float!(x, |v, _c| (if v < 0.0 { v } else { 0.0 })
-        - (-v.abs()).exp().ln_1p())
+        - (-v.abs()).v_exp().v_ln1p())
 }
 
 #[batching_rule(op = "logsigmoid")]

@@ -659,37 +659,9 @@ mod log_softmax {
             }
         };
     }
-    float!(f32, exp_f32);
-    float!(f64, f64::exp);
-
-    /// `e^x` in f32 without a call: `x = n ln 2 + r` with `|r| <= ln 2 / 2`,
-    /// a degree-7 polynomial for `e^r` (Cephes' minimax coefficients) and
-    /// `2^n` built from its exponent bits, all branch-free, so a loop over it
-    /// vectorizes. Within 2 ulp of `e^x` on `[-87, 88]`; below `-87` it
-    /// gives `e^-87` (about 1.6e-38) instead of a smaller number or 0, above
-    /// `88` it gives `e^88`; NaN gives NaN.
-    #[inline(always)]
-    pub(super) fn exp_f32(x: f32) -> f32 {
-        // 1.5 * 2^23: adding it rounds to an integer, held in the low
-        // mantissa bits (`x * log2(e)` is within +-127 after the clamp).
-        const ROUND: f32 = 12_582_912.0;
-        let x = x.clamp(-87.0, 88.0);
-        let t = x * std::f32::consts::LOG2_E + ROUND;
-        let n = t - ROUND;
-        // ln 2 in two parts, the first exact in a few bits, so `n * LN2_HI`
-        // is exact and `r` keeps its low bits.
-        let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-        let p = 1.987_569_1e-4_f32;
-        let p = p * r + 1.398_199_9e-3;
-        let p = p * r + 8.333_452e-3;
-        let p = p * r + 4.166_579_6e-2;
-        let p = p * r + 1.666_666_5e-1;
-        let p = p * r + 0.5;
-        let e = p * r * r + r + 1.0;
-        let n_int = t.to_bits().wrapping_sub(ROUND.to_bits()) as i32;
-        let scale = f32::from_bits((n_int.wrapping_add(127) as u32) << 23);
-        e * scale
-    }
+    // The vectorized `exp` of `core::vmath` (the same bits on every CPU).
+    float!(f32, crate::core::vmath::exp_f32);
+    float!(f64, crate::core::vmath::exp_f64);
 
     /// `terms[i] = e^values[i]`, eight at a time so that it vectorizes.
     #[inline(always)]
@@ -869,29 +841,4 @@ mod log_softmax {
     }
 
     crate::op_samples!(op = "log_softmax", samples = samples, errors = errors);
-
-    #[cfg(test)]
-    mod tests {
-        use super::exp_f32;
-
-        /// Against f64's `exp` over the range log_softmax sums over (and a
-        /// little above 0): within 2 ulp of the correctly rounded value.
-        #[test]
-        fn exp_f32_is_within_two_ulp_and_keeps_the_edge_values() {
-            let mut worst = 0.0f64;
-            let mut x = -87.0f32;
-            while x <= 10.0 {
-                let want = f64::from(x).exp();
-                let got = f64::from(exp_f32(x));
-                let ulp = f64::from(f32::EPSILON) * want;
-                worst = worst.max((got - want).abs() / ulp);
-                x += 0.000_37;
-            }
-            assert!(worst <= 2.0, "worst error {worst} ulp");
-            assert_eq!(exp_f32(0.0), 1.0);
-            assert!(exp_f32(f32::NAN).is_nan());
-            assert!(exp_f32(f32::NEG_INFINITY) < 2e-38);
-            assert!(exp_f32(f32::NEG_INFINITY) >= 0.0);
-        }
-    }
 }

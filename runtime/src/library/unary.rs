@@ -3,6 +3,7 @@
 //! (`unary_pointwise`): the op is applied to the physical tensor as it is.
 
 use crate::core::meta_rules::require_float;
+use crate::core::vmath::VMath;
 use crate::{Data, Error, Result, Tensor, TensorMeta};
 
 /// Applies `$f` to an f32 or f64 tensor (the closure body is instantiated for both).
@@ -69,13 +70,33 @@ pub(super) fn map_array<T: crate::Element + crate::core::buffers::Cached>(
         let mut out = crate::core::buffers::take(values.len());
         crate::core::simd::vectorized(
             #[inline(always)]
-            || out.extend(values.iter().map(|&v| f(v))),
+            || extend_mapped(&mut out, values, &f),
         );
         if let Ok(array) = ndarray::ArrayD::from_shape_vec(a.raw_dim(), out) {
             return array;
         }
     }
     a.mapv(f)
+}
+
+/// `out` extended by `f` of each of `values`.
+///
+/// A `for` loop over the spare capacity, so that the loop and `f` are
+/// compiled inside the caller ([`crate::core::simd::vectorized`]'s function
+/// for the CPU's vector instructions): `extend` with a `map` or `for_each`
+/// runs the loop in `fold`, a function of its own, which the compiler keeps
+/// out of line when `f` is large (as `erf` is), compiled for the baseline.
+#[inline(always)]
+fn extend_mapped<T: Copy>(out: &mut Vec<T>, values: &[T], f: &impl Fn(T) -> T) {
+    out.reserve(values.len());
+    let start = out.len();
+    for (slot, &v) in out.spare_capacity_mut().iter_mut().zip(values) {
+        slot.write(f(v));
+    }
+    // SAFETY: `reserve` left room for `values.len()` more elements, so the
+    // zip above ran over all of `values` and wrote the first `values.len()`
+    // slots past `start`, which are now initialized.
+    unsafe { out.set_len(start + values.len()) };
 }
 
 /// `f` applied to every element of `a`, in place: `a`'s buffer is held by
@@ -97,7 +118,12 @@ fn map_in_place<T: crate::Element>(
             values.par_chunks_mut(piece).for_each(|values| {
                 crate::core::simd::vectorized(
                     #[inline(always)]
-                    || values.iter_mut().for_each(|v| *v = f(*v)),
+                    || {
+                        // A `for` loop, not `for_each`: see `extend_mapped`.
+                        for v in values.iter_mut() {
+                            *v = f(*v);
+                        }
+                    },
                 )
             });
             return;
@@ -108,7 +134,12 @@ fn map_in_place<T: crate::Element>(
     if let Some(values) = a.as_slice_mut() {
         crate::core::simd::vectorized(
             #[inline(always)]
-            || values.iter_mut().for_each(|v| *v = f(*v)),
+            || {
+                // A `for` loop, not `for_each`: see `extend_mapped`.
+                for v in values.iter_mut() {
+                    *v = f(*v);
+                }
+            },
         );
         return;
     }
@@ -253,13 +284,15 @@ numeric_unary!(relu, "relu", int | v | v.max(0), float | v | relu_value(v));
 pub(super) fn relu_value<T: ndarray::LinalgScalar + PartialOrd>(v: T) -> T {
     v * if v > T::zero() { T::one() } else { T::zero() }
 }
-float_unary!(exp, "exp", |v| v.exp());
-float_unary!(log, "log", |v| v.ln());
+// exp, log, tanh and sigmoid: the vectorized functions of `core::vmath`
+// (the same bits on every CPU; accuracy in ulp in that module's docs).
+float_unary!(exp, "exp", |v| v.v_exp());
+float_unary!(log, "log", |v| v.v_ln());
 float_unary!(sqrt, "sqrt", |v| v.sqrt());
 float_unary!(sin, "sin", |v| v.sin());
 float_unary!(cos, "cos", |v| v.cos());
-float_unary!(tanh, "tanh", |v| v.tanh());
-float_unary!(sigmoid, "sigmoid", |v| 1.0 / (1.0 + (-v).exp()));
+float_unary!(tanh, "tanh", |v| v.v_tanh());
+float_unary!(sigmoid, "sigmoid", |v| v.v_sigmoid());
 
 fn float_samples() -> Vec<crate::testing::Sample> {
     use crate::library::samples::*;
