@@ -233,13 +233,40 @@ fn scan_row<T: MaxElem>(
     if last >= plane.len() {
         return None;
     }
+    // At stride 1, blocks of `BLOCK` windows go through every tap with
+    // their maxima in registers; the rest as a row in memory.
+    let mut done = 0;
+    if l.step == 1 {
+        for (b_out, a_out) in best
+            .chunks_exact_mut(BLOCK)
+            .zip(tap.chunks_exact_mut(BLOCK))
+        {
+            let mut b = [T::NEG_INF; BLOCK];
+            let mut a = [T::Tap::default(); BLOCK];
+            for (k, &off) in l.offsets.iter().enumerate() {
+                let k = T::Tap::try_from(k).unwrap_or_default();
+                let src = plane.get(base + done + off..)?.first_chunk::<BLOCK>()?;
+                take_greater(&mut b, &mut a, src.iter().copied(), k);
+            }
+            b_out.copy_from_slice(&b);
+            a_out.copy_from_slice(&a);
+            done += BLOCK;
+        }
+    }
+    let (best, tap) = (&mut best[done..], &mut tap[done..]);
     best.fill(T::NEG_INF);
     tap.fill(T::Tap::default());
+    let base = base + done * l.step;
     for (k, &off) in l.offsets.iter().enumerate() {
         let k = T::Tap::try_from(k).unwrap_or_default();
         let start = base + off;
         if l.step == 1 {
-            take_greater(best, tap, plane[start..start + n].iter().copied(), k);
+            take_greater(
+                best,
+                tap,
+                plane[start..start + best.len()].iter().copied(),
+                k,
+            );
         } else {
             let src = plane[start..].iter().step_by(l.step).copied();
             take_greater(best, tap, src, k);
@@ -247,6 +274,9 @@ fn scan_row<T: MaxElem>(
     }
     Some(())
 }
+
+/// The windows a block of the stride-1 scan holds in registers.
+const BLOCK: usize = 16;
 
 /// The position of tap `k` of the window whose first position is `start`.
 #[inline(always)]
