@@ -1,9 +1,10 @@
 //! Pooling (`ops/pooling.toml`).
 //!
-//! `max_pool2d_with_indices` is the one primitive: its kernel scans each
-//! window as PyTorch's CPU kernel does (row-major, the first maximum on a
-//! tie, a NaN always taken), and returns the maxima with their positions in
-//! the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
+//! `max_pool2d_with_indices` is the one primitive: its kernel takes each
+//! window's maximum as PyTorch's CPU kernel does (row-major, the first
+//! maximum on a tie, a NaN always taken), scanning a row of windows at once
+//! (`pooling/scan.rs`, which also holds the window sums below), and returns
+//! the maxima with their positions in the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
 //! (one kernel call, no loop); its vjp (`vjp/pooling.rs`) is a `scatter_add`
 //! of the cotangent at those positions and its jvp (`jvp/pooling.rs`) a
 //! `gather` of the tangent there, both ops with batching rules and
