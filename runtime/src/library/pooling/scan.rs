@@ -740,7 +740,9 @@ mod tests {
         // Rows longer than a vector, flat and row-by-row scans, strides
         // along rows, windows of many taps.
         let mut rng = Rng(7);
-        let cases: [([i64; 2], [i64; 2], [i64; 2], [i64; 2]); 6] = [
+        // Kernel, stride, padding, dilation.
+        type Case = ([i64; 2], [i64; 2], [i64; 2], [i64; 2]);
+        let cases: [Case; 6] = [
             ([2, 2], [1, 1], [0, 0], [1, 1]),
             ([3, 3], [1, 1], [1, 1], [1, 1]),
             ([2, 3], [2, 2], [1, 0], [1, 2]),
@@ -786,7 +788,7 @@ mod tests {
             dilation: &[1, 1],
             ceil_mode: false,
         };
-        let g = geometry(&TensorMeta::new(&[1, 1, 9], DType::F32), 2, &args).unwrap();
+        let g = geometry(&TensorMeta::new([1, 1, 9], DType::F32), 2, &args).unwrap();
         let (mut v, mut i) = (vec![0.0f32; 7], vec![0i64; 7]);
         max_pool_planes(&x, &g, &mut v, &mut i);
         assert!(v[..4].iter().all(|v| v.is_nan()));
@@ -884,7 +886,7 @@ mod tests {
             dilation: &[1, 1],
             ceil_mode: false,
         };
-        let g = geometry(&TensorMeta::new(&shape, DType::F32), 2, &args).unwrap();
+        let g = geometry(&TensorMeta::new(shape, DType::F32), 2, &args).unwrap();
         let n = 67 * g.windows();
         let (mut want_v, mut want_i) = (Vec::new(), Vec::new());
         reference_max_pool(&x, &g, f32::NEG_INFINITY, &mut want_v, &mut want_i);
