@@ -417,3 +417,50 @@ fn huge_kernels_with_matching_padding_cost_what_the_input_does() -> Result<()> {
     assert_eq!(values(&a), [26.0 / 6.0]);
     Ok(())
 }
+
+/// The poolings' kernels split large calls over rayon's pool (by planes,
+/// or by rows of a window sum): the split changes no value, so one thread
+/// and two give the same bits, forward and for per-example gradients (W12's
+/// pooling, a max pooling of 2 at stride 1 after tanh, and average and
+/// adaptive poolings over the same activations).
+#[cfg(feature = "rayon")]
+#[test]
+fn pooling_gives_the_same_bits_on_one_thread_and_two() -> Result<()> {
+    use crate::common::bits;
+    let shape = [64, 8, 14, 14];
+    let n: usize = shape.iter().product();
+    let values: Vec<f32> = (0..n)
+        .map(|i| match i % 97 {
+            0 => f32::NAN,
+            1 => f32::NEG_INFINITY,
+            k => ((k * 31 % 89) as f32 * 0.05).sin().max(-0.5),
+        })
+        .collect();
+    let x = Tensor::from_shape_vec(&shape, values)?;
+    let loss = |x: Tensor| -> Result<Tensor> {
+        let h = ops::max_pool2d(&ops::tanh(&x)?, &[2], Some(&[1]), &[0], &[1], false)?;
+        let a = ops::avg_pool2d(&h, &[3], Some(&[1]), &[1], false, true, None)?;
+        let b = ops::adaptive_avg_pool2d(&h, &[5, 3])?;
+        ops::add(
+            &ops::sum(&ops::mul(&a, &a)?, None, false)?,
+            &ops::sum(&b, None, false)?,
+        )
+    };
+    let run = || -> Result<Vec<Vec<u64>>> {
+        let (v, i) = ops::max_pool2d_with_indices(&x, &[3, 2], Some(&[1, 2]), &[1], &[1], true)?;
+        let a = ops::avg_pool2d(&x, &[3], Some(&[1]), &[1], false, true, None)?;
+        let ad = ops::adaptive_avg_pool2d(&x, &[5, 3])?;
+        let g = vmap(|x: Tensor| grad(loss).call(&x)).call(&x)?;
+        Ok(vec![bits(&v), bits(&i), bits(&a), bits(&ad), bits(&g)])
+    };
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool")
+            .install(run)
+    };
+    let (one, two) = (on(1)?, on(2)?);
+    assert!(one == two, "one thread and two disagree");
+    Ok(())
+}

@@ -1,9 +1,10 @@
 //! Pooling (`ops/pooling.toml`).
 //!
-//! `max_pool2d_with_indices` is the one primitive: its kernel scans each
-//! window as PyTorch's CPU kernel does (row-major, the first maximum on a
-//! tie, a NaN always taken), and returns the maxima with their positions in
-//! the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
+//! `max_pool2d_with_indices` is the one primitive: its kernel takes each
+//! window's maximum as PyTorch's CPU kernel does (row-major, the first
+//! maximum on a tie, a NaN always taken), scanning a row of windows at once
+//! (`pooling/scan.rs`, which also holds the window sums below), and returns
+//! the maxima with their positions in the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
 //! (one kernel call, no loop); its vjp (`vjp/pooling.rs`) is a `scatter_add`
 //! of the cotangent at those positions and its jvp (`jvp/pooling.rs`) a
 //! `gather` of the tangent there, both ops with batching rules and
@@ -42,6 +43,8 @@ use crate::{
     batching_rule, decompose, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor,
     TensorMeta,
 };
+
+mod scan;
 
 // ---------------------------------------------------------------------------
 // Window geometry
@@ -378,54 +381,6 @@ pool_fn! {
     }
 }
 
-/// The maxima and their positions over every plane of `x` (standard layout,
-/// planes of `g.plane()` elements), into `values` and `indices`. `neg_inf`
-/// is the element type's `-inf`.
-fn max_pool_planes<T: Element + PartialOrd>(
-    x: &[T],
-    g: &Geometry,
-    neg_inf: T,
-    values: &mut Vec<T>,
-    indices: &mut Vec<i64>,
-) {
-    let (h, w) = (&g.h, &g.w);
-    let rows: Vec<(usize, usize)> = (0..h.out).map(|i| h.taps(i)).collect();
-    let cols: Vec<(usize, usize)> = (0..w.out).map(|j| w.taps(j)).collect();
-    let (dh, dw) = (h.dilation as usize, w.dilation as usize);
-    let width = w.size;
-    let past_plane = g.plane() as i64;
-    for plane in x.chunks_exact(g.plane()) {
-        for &(r0, nr) in &rows {
-            for &(c0, nc) in &cols {
-                if nr == 0 || nc == 0 {
-                    values.push(neg_inf);
-                    indices.push(past_plane);
-                    continue;
-                }
-                // As PyTorch: start at -inf with the first valid position; a
-                // greater value or a NaN replaces the maximum.
-                // Branch-free selects: which tap wins is data-dependent, and a
-                // mispredicted branch per tap cost more than the loads.
-                let mut best = neg_inf;
-                let mut at = r0 * width + c0;
-                for t in 0..nr {
-                    let row = (r0 + t * dh) * width;
-                    for u in 0..nc {
-                        let i = row + c0 + u * dw;
-                        let v = plane[i];
-                        #[allow(clippy::eq_op)]
-                        let take = (v > best) | (v != v);
-                        best = if take { v } else { best };
-                        at = if take { i } else { at };
-                    }
-                }
-                values.push(best);
-                indices.push(at as i64);
-            }
-        }
-    }
-}
-
 pool_fn! {
     #[kernel(op = "max_pool2d_with_indices")]
     max fn max_pool2d_with_indices_kernel(x: &Tensor; a) -> Result<(Tensor, Tensor)> {
@@ -433,38 +388,37 @@ pool_fn! {
     }
 }
 
-/// The maxima of the windows of `g` over `x`, and their positions.
+/// The maxima of the windows of `g` over `x`, and their positions
+/// (`scan.rs`).
 fn max_pool2d_values(x: &Tensor, g: &Geometry) -> Result<(Tensor, Tensor)> {
     let out = g.out_shape();
     let n = checked_numel(&out)?;
-    let mut indices = Vec::with_capacity(n);
-    fn run<T: Element + PartialOrd>(
+    fn run<T: scan::MaxElem + crate::core::buffers::Cached>(
         a: &ndarray::ArcArray<T, IxDyn>,
         g: &Geometry,
-        neg_inf: T,
         out: &[usize],
         n: usize,
-        indices: &mut Vec<i64>,
-    ) -> Result<Tensor> {
+    ) -> Result<(Tensor, Tensor)> {
         let a = crate::core::buffers::standard(a.view());
         let x = a
             .as_slice()
             .ok_or_else(|| Error::invalid("max_pool2d: the input is not contiguous"))?;
-        let mut values = Vec::with_capacity(n);
-        max_pool_planes(x, g, neg_inf, &mut values, indices);
-        Tensor::from_shape_vec(out, values)
+        let mut values = crate::core::buffers::filled(n, T::NEG_INF);
+        let mut indices = crate::core::buffers::filled(n, 0i64);
+        scan::max_pool_planes(x, g, &mut values, &mut indices);
+        Ok((
+            Tensor::from_shape_vec(out, values)?,
+            Tensor::from_shape_vec(out, indices)?,
+        ))
     }
-    let values = match x.data()? {
-        Data::F32(a) => run(a, g, f32::NEG_INFINITY, &out, n, &mut indices)?,
-        Data::F64(a) => run(a, g, f64::NEG_INFINITY, &out, n, &mut indices)?,
-        other => {
-            return Err(Error::invalid(format!(
-                "needs a floating-point tensor, got {}",
-                other.dtype()
-            )))
-        }
-    };
-    Ok((values, Tensor::from_shape_vec(&out, indices)?))
+    match x.data()? {
+        Data::F32(a) => run(a, g, &out, n),
+        Data::F64(a) => run(a, g, &out, n),
+        other => Err(Error::invalid(format!(
+            "needs a floating-point tensor, got {}",
+            other.dtype()
+        ))),
+    }
 }
 
 pool_fn! {
@@ -887,18 +841,21 @@ fn window_sum_backward_meta(
 }
 
 /// `f` run on each row of the last dim of `x` (in standard layout), writing
-/// `width` output elements per row: the output, of `x`'s shape with a last
-/// dim of `width`.
+/// `width` output elements per row (`work`: the work of a row, which decides
+/// whether rows are split over threads): the output, of `x`'s shape with a
+/// last dim of `width`.
 fn map_rows(
     x: &Tensor,
     width: usize,
-    f32s: impl Fn(&[f32], &mut [f32]),
-    f64s: impl Fn(&[f64], &mut [f64]),
+    work: usize,
+    f32s: impl Fn(&[f32], &mut [f32]) + Sync + Send,
+    f64s: impl Fn(&[f64], &mut [f64]) + Sync + Send,
 ) -> Result<Tensor> {
-    fn run<T: Element + Default>(
+    fn run<T: Element + crate::core::buffers::Cached>(
         a: &ndarray::ArcArray<T, IxDyn>,
         width: usize,
-        f: impl Fn(&[T], &mut [T]),
+        work: usize,
+        f: impl Fn(&[T], &mut [T]) + Sync + Send,
     ) -> Result<Tensor> {
         let a = crate::core::buffers::standard(a.view());
         let x = a
@@ -908,17 +865,13 @@ fn map_rows(
         let len = shape.pop().unwrap_or(1);
         let rows: usize = shape.iter().product();
         shape.push(width);
-        let mut out = vec![T::default(); rows * width];
-        if width > 0 {
-            for (r, o) in out.chunks_exact_mut(width).enumerate() {
-                f(&x[r * len..(r + 1) * len], o);
-            }
-        }
+        let mut out = crate::core::buffers::filled(rows * width, T::default());
+        scan::for_rows(x, len, &mut out, width, work, f);
         Tensor::from_shape_vec(&shape, out)
     }
     match x.data()? {
-        Data::F32(a) => run(a, width, f32s),
-        Data::F64(a) => run(a, width, f64s),
+        Data::F32(a) => run(a, width, work, f32s),
+        Data::F64(a) => run(a, width, work, f64s),
         other => Err(Error::invalid(format!(
             "needs a floating-point tensor, got {}",
             other.dtype()
@@ -926,39 +879,26 @@ fn map_rows(
     }
 }
 
-/// Each window's sum, added in order of position.
-fn sum_windows<T: Copy + Default + std::ops::Add<Output = T>>(
-    windows: &[(usize, usize)],
-    x: &[T],
-    out: &mut [T],
-) {
-    for (o, &(s, e)) in out.iter_mut().zip(windows) {
-        *o = x[s..e].iter().fold(T::default(), |acc, &v| acc + v);
-    }
-}
-
-/// Each window's value added to its positions, window by window.
-fn spread_windows<T: Copy + std::ops::Add<Output = T>>(
-    windows: &[(usize, usize)],
-    g: &[T],
-    out: &mut [T],
-) {
-    for (&v, &(s, e)) in g.iter().zip(windows) {
-        for o in &mut out[s..e] {
-            *o = *o + v;
-        }
-    }
+/// The windows' total length, the work of one row of a window sum.
+fn windows_work(windows: &[(usize, usize)]) -> usize {
+    windows
+        .iter()
+        .fold(windows.len(), |n, &(s, e)| n.saturating_add(e - s))
 }
 
 #[kernel(op = "window_sum")]
 fn window_sum_kernel(x: &Tensor, starts: &[i64], ends: &[i64]) -> Result<Tensor> {
     let size = x.shape().last().copied().unwrap_or(0);
     let windows = windows_of(starts, ends, size)?;
+    let runs = scan::runs(&windows);
     map_rows(
         x,
         windows.len(),
-        |x, o| sum_windows(&windows, x, o),
-        |x, o| sum_windows(&windows, x, o),
+        windows_work(&windows),
+        #[inline(always)]
+        |x, o| scan::sum_runs(&runs, x, o),
+        #[inline(always)]
+        |x, o| scan::sum_runs(&runs, x, o),
     )
 }
 
@@ -971,11 +911,15 @@ fn window_sum_backward_kernel(
 ) -> Result<Tensor> {
     let size = usize::try_from(size).unwrap_or(0);
     let windows = windows_of(starts, ends, size)?;
+    let runs = scan::runs(&windows);
     map_rows(
         g,
         size,
-        |g, o| spread_windows(&windows, g, o),
-        |g, o| spread_windows(&windows, g, o),
+        windows_work(&windows),
+        #[inline(always)]
+        |g, o| scan::spread_runs(&runs, g, o),
+        #[inline(always)]
+        |g, o| scan::spread_runs(&runs, g, o),
     )
 }
 
