@@ -875,6 +875,7 @@ fn conv2d_tiled_kernel(
         geometry: &geometry,
         c_out: weight.shape()[0],
         groups: groups as usize,
+        tile_bytes: tiles::TILE_BYTES,
     };
     fn run<'a, T: crate::library::gemm::Gemm>(
         conv: &'a tiles::Conv<'a>,
@@ -912,7 +913,14 @@ fn conv2d_tiled_rule(
         ops::conv2d_tiled(x, w, stride, padding, dilation, groups)
     };
     if w_bdim.is_none() {
-        return batch_as_images(x, x_bdim, 4, |t| conv(t, weight, groups));
+        if x_bdim.is_some() && x.ndim() != 5 {
+            // Not a batch of 4-d inputs: the op's own error.
+            let xm = TensorMeta::new(&x.shape()[1..], x.dtype());
+            let a = ConvArgs { stride, padding, dilation, groups };
+            tiled_shape(&xm, &TensorMeta::of(weight), &a)?;
+        }
+        // (Rank 3: a 5-d batch is merged into the images, as for `unfold`.)
+        return batch_as_images(x, x_bdim, 3, |t| conv(t, weight, groups));
     }
     let ts = materialize_at_front(&[x.clone(), weight.clone()], &[x_bdim, w_bdim])?;
     let (xs, ws) = (ts[0].shape().to_vec(), ts[1].shape().to_vec());
@@ -1081,7 +1089,12 @@ weight_grads_fn! {
     fn conv2d_weight_grads_kernel(x: &Tensor, g: &Tensor; kernel_size, a) -> Result<Tensor> {
         let (shape, geometry, c_out) =
             weight_grads_shape(&TensorMeta::of(x), &TensorMeta::of(g), kernel_size, &a)?;
-        let conv = tiles::Conv { geometry: &geometry, c_out, groups: a.groups as usize };
+        let conv = tiles::Conv {
+            geometry: &geometry,
+            c_out,
+            groups: a.groups as usize,
+            tile_bytes: tiles::TILE_BYTES,
+        };
         fn run<'a, T: crate::library::gemm::Gemm>(
             conv: &'a tiles::Conv<'a>,
         ) -> impl FnOnce(&[T], &[T]) -> Vec<T> + 'a {
@@ -1499,6 +1512,115 @@ fn conv1d_errors() -> Vec<crate::testing::Sample> {
         conv(&x, &w, None, (&[1], &[-1], &[1]), 1),
         conv(&x, &f64s(&[2, 2, 6]), None, one, 1),
     ]
+}
+
+/// A sample of `conv2d_tiled`: input, weight, then stride, padding,
+/// dilation and groups.
+fn tiled(
+    x: &Tensor,
+    w: &Tensor,
+    (s, p, d): (&[i64], &[i64], &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    crate::args![x, w, s, p, d, groups]
+}
+
+fn conv2d_tiled_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        tiled(
+            &f64s(&[2, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            (&[1], &[0], &[1]),
+            1,
+        ),
+        // Two groups, stride, padding and dilation per dim.
+        tiled(
+            &f64s(&[1, 4, 3, 4]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            (&[2, 1], &[1], &[1, 2]),
+            2,
+        ),
+        tiled(
+            &f32s(&[1, 2, 3, 3]),
+            &f32s(&[3, 2, 2, 1]),
+            (&[1], &[1, 0], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_tiled_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let w = f64s(&[2, 2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        // Unbatched, mixed dtypes, groups not dividing, a window too large.
+        tiled(&f64s(&[2, 3, 3]), &w, one, 1),
+        tiled(&f64s(&[1, 2, 3, 3]), &f32s(&[2, 2, 2, 2]), one, 1),
+        tiled(&f64s(&[1, 2, 3, 3]), &w, one, 2),
+        tiled(&f64s(&[1, 2, 3, 3]), &f64s(&[2, 2, 4, 4]), one, 1),
+    ]
+}
+
+/// A sample of `conv2d_weight_grads`: input, output gradient, kernel size,
+/// then stride, padding, dilation and groups.
+fn weight_grads(
+    x: &Tensor,
+    g: &Tensor,
+    k: &[i64],
+    (s, p, d): (&[i64], &[i64], &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    crate::args![x, g, k, s, p, d, groups]
+}
+
+fn conv2d_weight_grads_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        weight_grads(
+            &f64s(&[2, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            &[2],
+            (&[1], &[0], &[1]),
+            1,
+        ),
+        // Two groups, stride, padding and dilation per dim: a [2, 2] kernel
+        // on [3, 4] with stride [2, 1], padding 1, dilation [1, 2] gives [2, 4].
+        weight_grads(
+            &f64s(&[1, 4, 3, 4]),
+            &f64s_from(&[1, 2, 2, 4], 50),
+            &[2, 2],
+            (&[2, 1], &[1], &[1, 2]),
+            2,
+        ),
+        weight_grads(
+            &f32s(&[1, 2, 3, 3]),
+            &f32s(&[1, 3, 4, 3]),
+            &[2, 1],
+            (&[1], &[1, 0], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_weight_grads_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 3, 3]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        // The wrong output size, batch or dtype; groups not dividing; 3-d.
+        weight_grads(&x, &f64s(&[1, 2, 3, 3]), &[2], one, 1),
+        weight_grads(&x, &f64s(&[2, 2, 2, 2]), &[2], one, 1),
+        weight_grads(&x, &f32s(&[1, 2, 2, 2]), &[2], one, 1),
+        weight_grads(&x, &f64s(&[1, 3, 2, 2]), &[2], one, 2),
+        weight_grads(&f64s(&[2, 3, 3]), &f64s(&[2, 2, 2]), &[2], one, 1),
+    ]
+}
+
+super::samples::register_samples! {
+    "conv2d_tiled" => conv2d_tiled_samples, conv2d_tiled_errors;
+    "conv2d_weight_grads" => conv2d_weight_grads_samples, conv2d_weight_grads_errors;
 }
 
 super::samples::register_samples! {
