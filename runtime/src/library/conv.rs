@@ -855,7 +855,12 @@ fn conv2d_tiled_meta(
     dilation: &[i64],
     groups: i64,
 ) -> Result<TensorMeta> {
-    let a = ConvArgs { stride, padding, dilation, groups };
+    let a = ConvArgs {
+        stride,
+        padding,
+        dilation,
+        groups,
+    };
     Ok(TensorMeta::new(&tiled_shape(x, weight, &a)?, x.dtype()))
 }
 
@@ -868,7 +873,12 @@ fn conv2d_tiled_kernel(
     dilation: &[i64],
     groups: i64,
 ) -> Result<Tensor> {
-    let a = ConvArgs { stride, padding, dilation, groups };
+    let a = ConvArgs {
+        stride,
+        padding,
+        dilation,
+        groups,
+    };
     let shape = tiled_shape(&TensorMeta::of(x), &TensorMeta::of(weight), &a)?;
     let geometry = conv_geometry(x.shape(), weight.shape(), &a)?;
     let conv = tiles::Conv {
@@ -916,7 +926,12 @@ fn conv2d_tiled_rule(
         if x_bdim.is_some() && x.ndim() != 5 {
             // Not a batch of 4-d inputs: the op's own error.
             let xm = TensorMeta::new(&x.shape()[1..], x.dtype());
-            let a = ConvArgs { stride, padding, dilation, groups };
+            let a = ConvArgs {
+                stride,
+                padding,
+                dilation,
+                groups,
+            };
             tiled_shape(&xm, &TensorMeta::of(weight), &a)?;
         }
         // (Rank 3: a 5-d batch is merged into the images, as for `unfold`.)
@@ -931,7 +946,12 @@ fn conv2d_tiled_rule(
         .filter(|&bg| bg > 0);
     let Some(bg) = bg else {
         // No examples (or bad groups): the meta's error, or the empty result.
-        let a = ConvArgs { stride, padding, dilation, groups };
+        let a = ConvArgs {
+            stride,
+            padding,
+            dilation,
+            groups,
+        };
         let (xm, wm) = (
             TensorMeta::new(&xs[1..], x.dtype()),
             TensorMeta::new(&ws[1..], weight.dtype()),

@@ -287,7 +287,11 @@ pub(super) trait Gemm: LinalgScalar + Send + Sync + Cached {
         c: &mut ArrayViewMut2<'_, Self>,
         accumulate: bool,
     ) {
-        let beta = if accumulate { Self::one() } else { Self::zero() };
+        let beta = if accumulate {
+            Self::one()
+        } else {
+            Self::zero()
+        };
         general_mat_mul(Self::one(), a, b, beta, c);
     }
 

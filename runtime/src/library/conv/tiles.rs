@@ -88,32 +88,45 @@ impl Conv<'_> {
 
     /// im2col of the block rows `o0..o1` of image `n` of `x` into `dst`
     /// (`[C * kh * kw, (o1 - o0) * bw]`, row-major; padding as zeros).
-    fn pack<T: ndarray::LinalgScalar>(&self, x: &[T], n: usize, (o0, o1): (usize, usize), dst: &mut [T]) {
+    fn pack<T: ndarray::LinalgScalar>(
+        &self,
+        x: &[T],
+        n: usize,
+        (o0, o1): (usize, usize),
+        dst: &mut [T],
+    ) {
         let g = self.geometry;
         let [h, w] = g.size;
         let bw = g.blocks[1];
         let stride = g.window.stride[1];
         let mut at = 0;
-        g.for_each_row_in(n * g.c..(n + 1) * g.c, o0..o1, |nc, input_row, (lo, hi), first| {
-            let out = &mut dst[at..at + bw];
-            at += bw;
-            let Some(r) = input_row else {
-                out.fill(T::zero());
-                return;
-            };
-            let src = &x[(nc * h + r) * w..(nc * h + r + 1) * w];
-            out[..lo].fill(T::zero());
-            out[hi..].fill(T::zero());
-            if hi == lo {
-                // No block column reads this row (`first` is then meaningless).
-            } else if stride == 1 {
-                out[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-            } else {
-                for (o, &v) in out[lo..hi].iter_mut().zip(src[first..].iter().step_by(stride)) {
-                    *o = v;
+        g.for_each_row_in(
+            n * g.c..(n + 1) * g.c,
+            o0..o1,
+            |nc, input_row, (lo, hi), first| {
+                let out = &mut dst[at..at + bw];
+                at += bw;
+                let Some(r) = input_row else {
+                    out.fill(T::zero());
+                    return;
+                };
+                let src = &x[(nc * h + r) * w..(nc * h + r + 1) * w];
+                out[..lo].fill(T::zero());
+                out[hi..].fill(T::zero());
+                if hi == lo {
+                    // No block column reads this row (`first` is then meaningless).
+                } else if stride == 1 {
+                    out[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                } else {
+                    for (o, &v) in out[lo..hi]
+                        .iter_mut()
+                        .zip(src[first..].iter().step_by(stride))
+                    {
+                        *o = v;
+                    }
                 }
-            }
-        });
+            },
+        );
     }
 
     /// Runs `example(n, out_n, scratch)` for each example `n` with its part
@@ -126,7 +139,9 @@ impl Conv<'_> {
         per: usize,
         example: impl Fn(usize, &mut [T], &mut Vec<T>) + Sync + Send,
     ) {
-        if per == 0 {
+        if per == 0 || self.geometry.n == 0 {
+            // Nothing to compute (and no scratch to size: an empty batch may
+            // have huge spatial dims).
             return;
         }
         let scratch = || vec![T::zero(); self.scratch_len::<T>()];
@@ -198,14 +213,22 @@ pub(super) fn weight_grads<T: Gemm + Cached>(x: &[T], g: &[T], conv: &Conv) -> V
     let per_g = conv.c_out * l;
     conv.each_example(&mut out, per, |n, out_n, scratch| {
         let g_n = &g[n * per_g..(n + 1) * per_g];
-        for (t, (o0, o1)) in tiles(k, conv.geometry.blocks, size_of::<T>(), conv.tile_bytes).enumerate() {
+        for (t, (o0, o1)) in
+            tiles(k, conv.geometry.blocks, size_of::<T>(), conv.tile_bytes).enumerate()
+        {
             let tl = (o1 - o0) * bw;
             let tile = &mut scratch[..k * tl];
             conv.pack(&x[n * image..(n + 1) * image], 0, (o0, o1), tile);
             for gi in 0..groups {
-                let a = ArrayView2::from_shape((cog, tl).strides((l, 1)), &g_n[gi * cog * l + o0 * bw..]);
+                let a = ArrayView2::from_shape(
+                    (cog, tl).strides((l, 1)),
+                    &g_n[gi * cog * l + o0 * bw..],
+                );
                 let b = ArrayView2::from_shape((kg, tl), &tile[gi * kg * tl..(gi + 1) * kg * tl]);
-                let c = ArrayViewMut2::from_shape((cog, kg), &mut out_n[gi * cog * kg..(gi + 1) * cog * kg]);
+                let c = ArrayViewMut2::from_shape(
+                    (cog, kg),
+                    &mut out_n[gi * cog * kg..(gi + 1) * cog * kg],
+                );
                 if let (Ok(a), Ok(b), Ok(mut c)) = (a, b, c) {
                     T::gemm_unsplit(&a, &b.t(), &mut c, t > 0);
                 }
@@ -235,7 +258,15 @@ mod tests {
 
     /// One convolution's shapes: input `[n, c, h, w]`, `c_out`, kernel,
     /// stride, padding, dilation, groups.
-    type Case = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], [usize; 2], usize);
+    type Case = (
+        [usize; 4],
+        usize,
+        [usize; 2],
+        [usize; 2],
+        [usize; 2],
+        [usize; 2],
+        usize,
+    );
 
     const CASES: &[Case] = &[
         ([2, 3, 7, 6], 4, [3, 3], [1, 1], [1, 1], [1, 1], 1),
@@ -306,7 +337,10 @@ mod tests {
     fn close(got: &[f64], want: &[f64]) {
         assert_eq!(got.len(), want.len());
         for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "at {i}: {a} against {b}");
+            assert!(
+                (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                "at {i}: {a} against {b}"
+            );
         }
     }
 

@@ -50,7 +50,14 @@ fn input_grad(
     let cols = ops::matmul(&ops::transpose(m, -1, -2)?, &g4)?;
     let k = cols.shape()[2] * groups_n;
     let cols = ops::reshape(&cols, &shape_arg(None, &[n, k, l]))?;
-    ops::fold(&cols, &shape_arg(None, size), kernel, dilation, padding, stride)
+    ops::fold(
+        &cols,
+        &shape_arg(None, size),
+        kernel,
+        dilation,
+        padding,
+        stride,
+    )
 }
 
 /// The weight `[C_out, C_in / groups, kh, kw]` as per-group matrices
