@@ -1,15 +1,20 @@
 //! Convolution (`ops/conv.toml`): the sliding-block primitives `unfold`
-//! (im2col) and `fold` (col2im), and `conv1d`/`conv2d` as composites over
-//! `unfold` and one `matmul`.
+//! (im2col) and `fold` (col2im), the tiled products `conv2d_tiled` (a
+//! convolution without bias) and `conv2d_weight_grads` (each example's
+//! weight gradient), whose kernels are in `conv/tiles.rs`, and
+//! `conv1d`/`conv2d` as composites over `conv2d_tiled`.
 //!
 //! `unfold` and `fold` are linear and each other's transpose, so each one's
 //! vjp is the other (`vjp/conv.rs`) and neither needs a jvp. Their batching
 //! rules fold the vmap dim into the image batch `N` (one kernel call, no
-//! loop). A convolution is then `weight [C_out, C_in * kh * kw] @ unfold(x)
-//! [N, C_in * kh * kw, L]`: under `vmap(grad(...))` the examples are part of
-//! the product's batch, and the per-example weight gradient is `matmul`'s
-//! vjp, `g [B, C_out, L] @ blocks^T [B, L, C_in * kh * kw]`, a batched
-//! matrix product (the way Opacus computes them).
+//! loop). A convolution is `weight [C_out, C_in * kh * kw] @ unfold(x)
+//! [N, C_in * kh * kw, L]`, which `conv2d_tiled` computes one example's
+//! blocks at a time without building `unfold(x)`; under `vmap(grad(...))`
+//! the examples join its batch, and the per-example weight gradient is
+//! `conv2d_weight_grads`, `g [B, C_out, L] @ blocks^T [B, L, C_in * kh *
+//! kw]` from the same tiles, one batched contraction (the way Opacus
+//! computes them). Both have batching rules, vjps (written with `unfold`,
+//! `matmul` and `fold`, in `vjp/conv.rs`) and jvps (the product rule).
 
 use ndarray::{ArcArray, ArrayD, IxDyn, LinalgScalar};
 
