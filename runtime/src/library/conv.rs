@@ -1,22 +1,31 @@
 //! Convolution (`ops/conv.toml`): the sliding-block primitives `unfold`
-//! (im2col) and `fold` (col2im), and `conv1d`/`conv2d` as composites over
-//! `unfold` and one `matmul`.
+//! (im2col) and `fold` (col2im), the tiled products `conv2d_tiled` (a
+//! convolution without bias) and `conv2d_weight_grads` (each example's
+//! weight gradient), whose kernels are in `conv/tiles.rs`, and
+//! `conv1d`/`conv2d` as composites over `conv2d_tiled`.
 //!
 //! `unfold` and `fold` are linear and each other's transpose, so each one's
 //! vjp is the other (`vjp/conv.rs`) and neither needs a jvp. Their batching
 //! rules fold the vmap dim into the image batch `N` (one kernel call, no
-//! loop). A convolution is then `weight [C_out, C_in * kh * kw] @ unfold(x)
-//! [N, C_in * kh * kw, L]`: under `vmap(grad(...))` the examples are part of
-//! the product's batch, and the per-example weight gradient is `matmul`'s
-//! vjp, `g [B, C_out, L] @ blocks^T [B, L, C_in * kh * kw]`, a batched
-//! matrix product (the way Opacus computes them).
+//! loop). A convolution is `weight [C_out, C_in * kh * kw] @ unfold(x)
+//! [N, C_in * kh * kw, L]`, which `conv2d_tiled` computes one example's
+//! blocks at a time without building `unfold(x)`; under `vmap(grad(...))`
+//! the examples join its batch, and the per-example weight gradient is
+//! `conv2d_weight_grads`, `g [B, C_out, L] @ blocks^T [B, L, C_in * kh *
+//! kw]` from the same tiles, one batched contraction (the way Opacus
+//! computes them). Both have batching rules, vjps (written with `unfold`,
+//! `matmul` and `fold`, in `vjp/conv.rs`) and jvps (the product rule).
 
 use ndarray::{ArcArray, ArrayD, IxDyn, LinalgScalar};
 
-use crate::batching::{bdim_to_front, shape_arg};
+use crate::batching::{bdim_to_front, materialize_at_front, shape_arg};
 use crate::core::buffers::{filled, take, Cached};
 use crate::core::meta_rules::require_float;
-use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
+use crate::{
+    batching_rule, decompose, jvp, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta,
+};
+
+mod tiles;
 
 // ---------------------------------------------------------------------------
 // The window of a sliding-block op: kernel size, dilation, padding and stride
@@ -297,10 +306,21 @@ impl Geometry {
     /// calls `row(image_channel, input_row, cols)` with the input row it reads
     /// (`None`: all padding) and the valid block columns `cols` with the first
     /// input column they read; in the order of the rows of `unfold`'s output.
-    fn for_each_row(&self, mut row: impl FnMut(usize, Option<usize>, (usize, usize), usize)) {
+    fn for_each_row(&self, row: impl FnMut(usize, Option<usize>, (usize, usize), usize)) {
+        self.for_each_row_in(0..self.n * self.c, 0..self.blocks[0], row);
+    }
+
+    /// [`Geometry::for_each_row`] over the images and channels `ncs` (flat
+    /// indices `image * c + channel`) and the block rows `oys` only.
+    fn for_each_row_in(
+        &self,
+        ncs: std::ops::Range<usize>,
+        oys: std::ops::Range<usize>,
+        mut row: impl FnMut(usize, Option<usize>, (usize, usize), usize),
+    ) {
         let w = &self.window;
         let [bh, bw] = self.blocks;
-        for nc in 0..self.n * self.c {
+        for nc in ncs {
             for ki in 0..w.kernel[0] {
                 let off_h = ki as i128 * w.dilation[0] as i128 - w.padding[0] as i128;
                 let (rlo, rhi) = valid_range(off_h, w.stride[0], self.size[0], bh);
@@ -310,7 +330,7 @@ impl Geometry {
                     // The input column of block column `clo` (in range only
                     // when `clo < chi`: the callers read nothing otherwise).
                     let first = (clo as i128 * w.stride[1] as i128 + off_w).max(0) as usize;
-                    for oy in 0..bh {
+                    for oy in oys.clone() {
                         let input_row = (oy >= rlo && oy < rhi)
                             .then(|| (oy as i128 * w.stride[0] as i128 + off_h) as usize);
                         row(nc, input_row, (clo, chi), first);
@@ -749,22 +769,7 @@ fn conv2d_by_unfold(
     } else {
         ops::unsqueeze(x, 0)?
     };
-    let ws = weight.shape().to_vec();
-    let kernel = shape_arg(None, &ws[2..]);
-    let cols = ops::unfold(&x4, &kernel, a.dilation, a.padding, a.stride)?;
-    let (n, rows, l) = (cols.shape()[0], cols.shape()[1], cols.shape()[2]);
-    let (c_out, g) = (ws[0], a.groups as usize);
-    let y = if g == 1 {
-        let w2 = ops::reshape(weight, &shape_arg(None, &[c_out, rows]))?;
-        ops::matmul(&w2, &cols)?
-    } else {
-        let w3 = ops::reshape(weight, &shape_arg(None, &[g, c_out / g, rows / g]))?;
-        let cols4 = ops::reshape(&cols, &shape_arg(None, &[n, g, rows / g, l]))?;
-        ops::matmul(&w3, &cols4)?
-    };
-    let mut shape4 = vec![n, c_out];
-    shape4.extend_from_slice(&out_shape[out_shape.len() - 2..]);
-    let mut y = ops::reshape(&y, &shape_arg(None, &shape4))?;
+    let mut y = ops::conv2d_tiled(&x4, weight, a.stride, a.padding, a.dilation, a.groups)?;
     if let Some(b) = bias {
         y = ops::add(&y, &ops::reshape(b, &[-1, 1, 1])?)?;
     }
@@ -790,6 +795,411 @@ fn without_channels(x: &Tensor, bias: Option<&Tensor>, out_shape: &[usize]) -> R
             &ops::reshape(b, &shape_arg(None, &[b.shape()[0], 1, 1]))?,
         ),
         None => Ok(y),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// conv2d_tiled and conv2d_weight_grads: the tiled products behind conv2d
+
+/// The output shape of `conv2d_tiled`: `conv2d`'s, for a 4-d input only.
+fn tiled_shape(x: &TensorMeta, w: &TensorMeta, a: &ConvArgs<&[i64]>) -> Result<Vec<usize>> {
+    if x.ndim() != 4 {
+        return Err(Error::invalid(format!(
+            "expected a 4-d input [N, C_in, H, W], got shape {:?}",
+            x.shape()
+        )));
+    }
+    conv_shape::<2>(x, w, None, a)
+}
+
+/// The geometry of a checked 2-d convolution of a 4-d input `xs` with a
+/// weight of shape `ws`.
+fn conv_geometry(xs: &[usize], ws: &[usize], a: &ConvArgs<&[i64]>) -> Result<Geometry> {
+    let kernel = shape_arg(None, &ws[2..]);
+    let window = Window::<2>::new(&kernel, a.dilation, a.padding, a.stride)?;
+    let size = [xs[2], xs[3]];
+    let blocks = window.blocks(size)?;
+    Ok(Geometry {
+        n: xs[0],
+        c: xs[1],
+        size,
+        window,
+        blocks,
+    })
+}
+
+/// `f` of the standard-layout values of two arrays of one element type, as
+/// a tensor of shape `shape`; `what` names the op in errors.
+fn two_arrays<T: LinalgScalar + Cached + crate::Element>(
+    a: &ArcArray<T, IxDyn>,
+    b: &ArcArray<T, IxDyn>,
+    shape: &[usize],
+    what: &str,
+    f: impl FnOnce(&[T], &[T]) -> Vec<T>,
+) -> Result<Tensor> {
+    let (a, b) = (
+        crate::core::buffers::standard(a.view()),
+        crate::core::buffers::standard(b.view()),
+    );
+    let not_contiguous = || Error::invalid(format!("{what}: an operand is not contiguous"));
+    let (x, y) = (
+        a.as_slice().ok_or_else(not_contiguous)?,
+        b.as_slice().ok_or_else(not_contiguous)?,
+    );
+    ArrayD::from_shape_vec(IxDyn(shape), f(x, y))
+        .map(Tensor::from)
+        .map_err(|e| Error::invalid(format!("{what}: {e}")))
+}
+
+#[meta(op = "conv2d_tiled")]
+fn conv2d_tiled_meta(
+    x: &TensorMeta,
+    weight: &TensorMeta,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<TensorMeta> {
+    let a = ConvArgs {
+        stride,
+        padding,
+        dilation,
+        groups,
+    };
+    Ok(TensorMeta::new(&tiled_shape(x, weight, &a)?, x.dtype()))
+}
+
+#[kernel(op = "conv2d_tiled")]
+fn conv2d_tiled_kernel(
+    x: &Tensor,
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    let a = ConvArgs {
+        stride,
+        padding,
+        dilation,
+        groups,
+    };
+    let shape = tiled_shape(&TensorMeta::of(x), &TensorMeta::of(weight), &a)?;
+    let geometry = conv_geometry(x.shape(), weight.shape(), &a)?;
+    let conv = tiles::Conv {
+        geometry: &geometry,
+        c_out: weight.shape()[0],
+        groups: groups as usize,
+        tile_bytes: tiles::TILE_BYTES,
+    };
+    fn run<'a, T: crate::library::gemm::Gemm>(
+        conv: &'a tiles::Conv<'a>,
+    ) -> impl FnOnce(&[T], &[T]) -> Vec<T> + 'a {
+        move |x, w| tiles::forward(x, w, conv)
+    }
+    match (x.data()?, weight.data()?) {
+        (Data::F32(p), Data::F32(q)) => two_arrays(p, q, &shape, "conv2d_tiled", run(&conv)),
+        (Data::F64(p), Data::F64(q)) => two_arrays(p, q, &shape, "conv2d_tiled", run(&conv)),
+        _ => Err(Error::invalid(format!(
+            "the input ({}) and weight ({}) must have the same floating-point dtype",
+            x.dtype(),
+            weight.dtype()
+        ))),
+    }
+}
+
+/// The examples of the vmap join the batch of images (one call); a batched
+/// weight joins the groups: the vmap's `B` weights `[B * C_out, C_in /
+/// groups, kh, kw]` over the input's channels `[N, B * C_in, H, W]` with
+/// `B * groups` groups (as functorch's convolution rule).
+#[batching_rule(op = "conv2d_tiled")]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_tiled_rule(
+    x: &Tensor,
+    x_bdim: Option<usize>,
+    weight: &Tensor,
+    w_bdim: Option<usize>,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<(Tensor, Option<usize>)> {
+    let conv = |x: &Tensor, w: &Tensor, groups: i64| {
+        ops::conv2d_tiled(x, w, stride, padding, dilation, groups)
+    };
+    if w_bdim.is_none() {
+        if x_bdim.is_some() && x.ndim() != 5 {
+            // Not a batch of 4-d inputs: the op's own error.
+            let xm = TensorMeta::new(&x.shape()[1..], x.dtype());
+            let a = ConvArgs {
+                stride,
+                padding,
+                dilation,
+                groups,
+            };
+            tiled_shape(&xm, &TensorMeta::of(weight), &a)?;
+        }
+        // (Rank 3: a 5-d batch is merged into the images, as for `unfold`.)
+        return batch_as_images(x, x_bdim, 3, |t| conv(t, weight, groups));
+    }
+    let ts = materialize_at_front(&[x.clone(), weight.clone()], &[x_bdim, w_bdim])?;
+    let (xs, ws) = (ts[0].shape().to_vec(), ts[1].shape().to_vec());
+    let b = xs[0];
+    let bg = i64::try_from(b)
+        .ok()
+        .and_then(|b| b.checked_mul(groups))
+        .filter(|&bg| bg > 0);
+    let Some(bg) = bg else {
+        // No examples (or bad groups): the meta's error, or the empty result.
+        let a = ConvArgs {
+            stride,
+            padding,
+            dilation,
+            groups,
+        };
+        let (xm, wm) = (
+            TensorMeta::new(&xs[1..], x.dtype()),
+            TensorMeta::new(&ws[1..], weight.dtype()),
+        );
+        return empty_batch(&tiled_shape(&xm, &wm, &a)?, x.dtype());
+    };
+    // [B, N, C, H, W] -> [N, B * C, H, W]
+    let xm = ops::reshape(
+        &ops::transpose(&ts[0], 0, 1)?,
+        &shape_arg(None, &[xs[1], b * xs[2], xs[3], xs[4]]),
+    )?;
+    let wm = ops::reshape(&ts[1], &shape_arg(None, &[b * ws[1], ws[2], ws[3], ws[4]]))?;
+    let y = conv(&xm, &wm, bg)?;
+    let ys = y.shape().to_vec();
+    let y = ops::reshape(&y, &shape_arg(None, &[ys[0], b, ws[1], ys[2], ys[3]]))?;
+    Ok((y, Some(1)))
+}
+
+/// `conv2d_tiled` is bilinear: its jvp is `conv(tx, w) + conv(x, tw)`.
+#[jvp(op = "conv2d_tiled")]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_tiled_jvp(
+    x: &Tensor,
+    weight: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+    _y: &Tensor,
+    x_tangent: Option<&Tensor>,
+    w_tangent: Option<&Tensor>,
+) -> Result<Option<Tensor>> {
+    let conv = |x: &Tensor, w: &Tensor| ops::conv2d_tiled(x, w, stride, padding, dilation, groups);
+    sum_of(
+        x_tangent.map(|t| conv(t, weight)).transpose()?,
+        w_tangent.map(|t| conv(x, t)).transpose()?,
+    )
+}
+
+/// The result of a batching rule over a vmap of no examples: zeros of
+/// shape `[0, *shape]`, batched along dim 0.
+fn empty_batch(shape: &[usize], dtype: crate::DType) -> Result<(Tensor, Option<usize>)> {
+    let mut full = vec![0];
+    full.extend_from_slice(shape);
+    Ok((ops::zeros(&shape_arg(None, &full), dtype)?, Some(0)))
+}
+
+/// The sum of two tangent contributions, `None` being zero.
+fn sum_of(a: Option<Tensor>, b: Option<Tensor>) -> Result<Option<Tensor>> {
+    match (a, b) {
+        (Some(a), Some(b)) => ops::add(&a, &b).map(Some),
+        (a, None) => Ok(a),
+        (None, b) => Ok(b),
+    }
+}
+
+/// Checks `conv2d_weight_grads`' operands and gives its output shape and the
+/// convolution's geometry and output channels.
+fn weight_grads_shape(
+    x: &TensorMeta,
+    g: &TensorMeta,
+    kernel_size: &[i64],
+    a: &ConvArgs<&[i64]>,
+) -> Result<(Vec<usize>, Geometry, usize)> {
+    require_float(x)?;
+    if g.dtype() != x.dtype() {
+        return Err(Error::invalid(format!(
+            "the input ({}) and grad_output ({}) must have the same dtype",
+            x.dtype(),
+            g.dtype()
+        )));
+    }
+    let (xs, gs) = (x.shape(), g.shape());
+    if xs.len() != 4 || gs.len() != 4 || xs[0] != gs[0] {
+        return Err(Error::invalid(format!(
+            "expected a 4-d input [N, C_in, H, W] and a 4-d grad_output [N, C_out, H_out, \
+             W_out] with the same N, got shapes {xs:?} and {gs:?}"
+        )));
+    }
+    if a.groups < 1 {
+        return Err(Error::invalid(format!(
+            "`groups` must be positive, got {}",
+            a.groups
+        )));
+    }
+    let groups = usize::try_from(a.groups).unwrap_or(usize::MAX);
+    let (c_in, c_out) = (xs[1], gs[1]);
+    if c_in % groups != 0 || c_out % groups != 0 {
+        return Err(Error::invalid(format!(
+            "the input's channels ({c_in}) and grad_output's ({c_out}) must be multiples of \
+             groups ({groups})"
+        )));
+    }
+    if xs[2..].contains(&0) {
+        return Err(Error::invalid(format!(
+            "expected non-zero spatial dims of the input, got shape {xs:?}"
+        )));
+    }
+    let window = Window::<2>::new(kernel_size, a.dilation, a.padding, a.stride)?;
+    let size = [xs[2], xs[3]];
+    let blocks = window.blocks(size)?;
+    if gs[2..] != blocks {
+        return Err(Error::invalid(format!(
+            "grad_output {gs:?} must have the spatial size of the output, {blocks:?} (input \
+             {xs:?}, kernel_size {:?}, stride {:?}, padding {:?}, dilation {:?})",
+            window.kernel, window.stride, window.padding, window.dilation
+        )));
+    }
+    let mut out = vec![xs[0], c_out, c_in / groups];
+    out.extend(window.kernel);
+    crate::core::alloc::check_alloc(&out, x.dtype())?;
+    let geometry = Geometry {
+        n: xs[0],
+        c: c_in,
+        size,
+        window,
+        blocks,
+    };
+    Ok((out, geometry, c_out))
+}
+
+/// Declares a function of `conv2d_weight_grads`: its `input` and
+/// `grad_output` (each followed by its batch dim in a batching rule), then
+/// `kernel_size`, `stride`, `padding`, `dilation` and `groups`, which the
+/// body sees as `$k` and one [`ConvArgs`] `$a`, then the `rest`.
+macro_rules! weight_grads_fn {
+    ($($(#[$attr:meta])* fn $name:ident($($p:ident: $t:ty),*; $k:ident, $a:ident $(, $q:ident: $u:ty)* $(,)?)
+        -> $ret:ty $body:block)*) => {$(
+        $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            $($p: $t,)*
+            $k: &[i64],
+            stride: &[i64],
+            padding: &[i64],
+            dilation: &[i64],
+            groups: i64,
+            $($q: $u,)*
+        ) -> $ret {
+            let $a = ConvArgs { stride, padding, dilation, groups };
+            $body
+        }
+    )*};
+}
+
+weight_grads_fn! {
+    #[meta(op = "conv2d_weight_grads")]
+    fn conv2d_weight_grads_meta(x: &TensorMeta, g: &TensorMeta; kernel_size, a)
+        -> Result<TensorMeta> {
+        let (shape, _, _) = weight_grads_shape(x, g, kernel_size, &a)?;
+        Ok(TensorMeta::new(&shape, x.dtype()))
+    }
+
+    #[kernel(op = "conv2d_weight_grads")]
+    fn conv2d_weight_grads_kernel(x: &Tensor, g: &Tensor; kernel_size, a) -> Result<Tensor> {
+        let (shape, geometry, c_out) =
+            weight_grads_shape(&TensorMeta::of(x), &TensorMeta::of(g), kernel_size, &a)?;
+        let conv = tiles::Conv {
+            geometry: &geometry,
+            c_out,
+            groups: a.groups as usize,
+            tile_bytes: tiles::TILE_BYTES,
+        };
+        fn run<'a, T: crate::library::gemm::Gemm>(
+            conv: &'a tiles::Conv<'a>,
+        ) -> impl FnOnce(&[T], &[T]) -> Vec<T> + 'a {
+            move |x, g| tiles::weight_grads(x, g, conv)
+        }
+        let what = "conv2d_weight_grads";
+        match (x.data()?, g.data()?) {
+            (Data::F32(p), Data::F32(q)) => two_arrays(p, q, &shape, what, run(&conv)),
+            (Data::F64(p), Data::F64(q)) => two_arrays(p, q, &shape, what, run(&conv)),
+            _ => Err(Error::invalid(format!(
+                "the input ({}) and grad_output ({}) must have the same floating-point dtype",
+                x.dtype(),
+                g.dtype()
+            ))),
+        }
+    }
+
+    /// Both batched (per-sample gradients): the vmap's examples join `N`, one
+    /// call. A shared input with batched output gradients (the rows of a
+    /// Jacobian) and one group: the gradients join the output channels
+    /// (`[N, B * C_out, ...]`), so the input's blocks are packed once.
+    #[batching_rule(op = "conv2d_weight_grads")]
+    fn conv2d_weight_grads_rule(
+        x: &Tensor, x_bdim: Option<usize>, g: &Tensor, g_bdim: Option<usize>; kernel_size, a
+    ) -> Result<(Tensor, Option<usize>)> {
+        let wg = |x: &Tensor, g: &Tensor| {
+            ops::conv2d_weight_grads(x, g, kernel_size, a.stride, a.padding, a.dilation, a.groups)
+        };
+        if let (None, Some(gb)) = (x_bdim, g_bdim)
+            && a.groups == 1
+            && x.ndim() == 4
+            && g.ndim() == 5
+        {
+            let g = bdim_to_front(g, Some(gb))?;
+            let gs = g.shape().to_vec();
+            // [B, N, C_out, ...] -> [N, B * C_out, ...]
+            let gm = ops::reshape(
+                &ops::transpose(&g, 0, 1)?,
+                &shape_arg(None, &[gs[1], gs[0] * gs[2], gs[3], gs[4]]),
+            )?;
+            let y = wg(x, &gm)?;
+            let ys = y.shape().to_vec();
+            let split = [ys[0], gs[0], gs[2], ys[2], ys[3], ys[4]];
+            return Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(1)));
+        }
+        let ts = materialize_at_front(&[x.clone(), g.clone()], &[x_bdim, g_bdim])?;
+        let (xs, gs) = (ts[0].shape().to_vec(), ts[1].shape().to_vec());
+        if xs.len() != 5 || gs.len() != 5 || xs[0] == 0 {
+            // Not 4-d examples, or none: the meta's error, or the empty result.
+            let (xm, gm) = (
+                TensorMeta::new(&xs[1..], x.dtype()),
+                TensorMeta::new(&gs[1..], g.dtype()),
+            );
+            let (shape, _, _) = weight_grads_shape(&xm, &gm, kernel_size, &a)?;
+            return empty_batch(&shape, x.dtype());
+        }
+        let merge = |t: &Tensor, s: &[usize]| {
+            let mut m = vec![s[0] * s[1]];
+            m.extend_from_slice(&s[2..]);
+            ops::reshape(t, &shape_arg(None, &m))
+        };
+        let y = wg(&merge(&ts[0], &xs)?, &merge(&ts[1], &gs)?)?;
+        let mut split = vec![xs[0], xs[1]];
+        split.extend_from_slice(&y.shape()[1..]);
+        Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(0)))
+    }
+
+    /// Bilinear in its two tensors: `wg(tx, g) + wg(x, tg)`.
+    #[jvp(op = "conv2d_weight_grads")]
+    fn conv2d_weight_grads_jvp(
+        x: &Tensor, g: &Tensor; kernel_size, a, _y: &Tensor,
+        x_tangent: Option<&Tensor>, g_tangent: Option<&Tensor>
+    ) -> Result<Option<Tensor>> {
+        let wg = |x: &Tensor, g: &Tensor| {
+            ops::conv2d_weight_grads(x, g, kernel_size, a.stride, a.padding, a.dilation, a.groups)
+        };
+        sum_of(
+            x_tangent.map(|t| wg(t, g)).transpose()?,
+            g_tangent.map(|t| wg(x, t)).transpose()?,
+        )
     }
 }
 
@@ -1127,6 +1537,115 @@ fn conv1d_errors() -> Vec<crate::testing::Sample> {
         conv(&x, &w, None, (&[1], &[-1], &[1]), 1),
         conv(&x, &f64s(&[2, 2, 6]), None, one, 1),
     ]
+}
+
+/// A sample of `conv2d_tiled`: input, weight, then stride, padding,
+/// dilation and groups.
+fn tiled(
+    x: &Tensor,
+    w: &Tensor,
+    (s, p, d): (&[i64], &[i64], &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    crate::args![x, w, s, p, d, groups]
+}
+
+fn conv2d_tiled_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        tiled(
+            &f64s(&[2, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            (&[1], &[0], &[1]),
+            1,
+        ),
+        // Two groups, stride, padding and dilation per dim.
+        tiled(
+            &f64s(&[1, 4, 3, 4]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            (&[2, 1], &[1], &[1, 2]),
+            2,
+        ),
+        tiled(
+            &f32s(&[1, 2, 3, 3]),
+            &f32s(&[3, 2, 2, 1]),
+            (&[1], &[1, 0], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_tiled_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let w = f64s(&[2, 2, 2, 2]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        // Unbatched, mixed dtypes, groups not dividing, a window too large.
+        tiled(&f64s(&[2, 3, 3]), &w, one, 1),
+        tiled(&f64s(&[1, 2, 3, 3]), &f32s(&[2, 2, 2, 2]), one, 1),
+        tiled(&f64s(&[1, 2, 3, 3]), &w, one, 2),
+        tiled(&f64s(&[1, 2, 3, 3]), &f64s(&[2, 2, 4, 4]), one, 1),
+    ]
+}
+
+/// A sample of `conv2d_weight_grads`: input, output gradient, kernel size,
+/// then stride, padding, dilation and groups.
+fn weight_grads(
+    x: &Tensor,
+    g: &Tensor,
+    k: &[i64],
+    (s, p, d): (&[i64], &[i64], &[i64]),
+    groups: i64,
+) -> crate::testing::Sample {
+    crate::args![x, g, k, s, p, d, groups]
+}
+
+fn conv2d_weight_grads_samples() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    vec![
+        weight_grads(
+            &f64s(&[2, 2, 3, 3]),
+            &f64s_from(&[2, 2, 2, 2], 50),
+            &[2],
+            (&[1], &[0], &[1]),
+            1,
+        ),
+        // Two groups, stride, padding and dilation per dim: a [2, 2] kernel
+        // on [3, 4] with stride [2, 1], padding 1, dilation [1, 2] gives [2, 4].
+        weight_grads(
+            &f64s(&[1, 4, 3, 4]),
+            &f64s_from(&[1, 2, 2, 4], 50),
+            &[2, 2],
+            (&[2, 1], &[1], &[1, 2]),
+            2,
+        ),
+        weight_grads(
+            &f32s(&[1, 2, 3, 3]),
+            &f32s(&[1, 3, 4, 3]),
+            &[2, 1],
+            (&[1], &[1, 0], &[1]),
+            1,
+        ),
+    ]
+}
+
+fn conv2d_weight_grads_errors() -> Vec<crate::testing::Sample> {
+    use crate::library::samples::*;
+    let x = f64s(&[1, 2, 3, 3]);
+    let one: (&[i64], &[i64], &[i64]) = (&[1], &[0], &[1]);
+    vec![
+        // The wrong output size, batch or dtype; groups not dividing; 3-d.
+        weight_grads(&x, &f64s(&[1, 2, 3, 3]), &[2], one, 1),
+        weight_grads(&x, &f64s(&[2, 2, 2, 2]), &[2], one, 1),
+        weight_grads(&x, &f32s(&[1, 2, 2, 2]), &[2], one, 1),
+        weight_grads(&x, &f64s(&[1, 3, 2, 2]), &[2], one, 2),
+        weight_grads(&f64s(&[2, 3, 3]), &f64s(&[2, 2, 2]), &[2], one, 1),
+    ]
+}
+
+super::samples::register_samples! {
+    "conv2d_tiled" => conv2d_tiled_samples, conv2d_tiled_errors;
+    "conv2d_weight_grads" => conv2d_weight_grads_samples, conv2d_weight_grads_errors;
 }
 
 super::samples::register_samples! {

@@ -280,6 +280,24 @@ pub(super) trait Gemm: LinalgScalar + Send + Sync + Cached {
         general_mat_mul(Self::one(), a, b, Self::one(), c);
     }
 
+    /// `c = a @ b` (or `c += a @ b` if `accumulate`) on the calling thread
+    /// only, never split: for kernels that split their own work over the
+    /// pool (the tiled convolutions of `conv/tiles.rs`), so that each product
+    /// is computed the same way whatever the number of threads.
+    fn gemm_unsplit(
+        a: &ArrayView2<'_, Self>,
+        b: &ArrayView2<'_, Self>,
+        c: &mut ArrayViewMut2<'_, Self>,
+        accumulate: bool,
+    ) {
+        let beta = if accumulate {
+            Self::one()
+        } else {
+            Self::zero()
+        };
+        general_mat_mul(Self::one(), a, b, beta, c);
+    }
+
     /// [`Gemm::gemm_accumulate`] on the calling thread only (a part of a
     /// product the caller already split over the pool).
     #[cfg(feature = "rayon")]
@@ -309,6 +327,15 @@ macro_rules! float_gemm {
                 c: &mut ArrayViewMut2<'_, $t>,
             ) {
                 $product(a, b, c, true, true)
+            }
+
+            fn gemm_unsplit(
+                a: &ArrayView2<'_, $t>,
+                b: &ArrayView2<'_, $t>,
+                c: &mut ArrayViewMut2<'_, $t>,
+                accumulate: bool,
+            ) {
+                $product(a, b, c, accumulate, false)
             }
 
             #[cfg(feature = "rayon")]

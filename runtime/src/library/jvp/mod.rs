@@ -468,6 +468,17 @@ mod tests {
         cases.push(case("mm", args![&m23, &m34]));
         cases.push(case("mv", args![&m23, &v3]));
         cases.push(case("outer", args![&m2, &v3]));
+        // The tiled convolution products (bilinear): two groups, stride,
+        // padding and dilation; the weight gradients of that convolution.
+        let (x, w) = (r(&[2, 4, 4, 5], 31), r(&[2, 2, 2, 2], 32));
+        let (s, p, d): (&[i64], &[i64], &[i64]) = (&[2, 1], &[1], &[1, 2]);
+        cases.push(case("conv2d_tiled", args![&x, &w, s, p, d, 2i64]));
+        let gy = r(&[2, 2, 3, 5], 33);
+        let k: &[i64] = &[2, 2];
+        cases.push(case(
+            "conv2d_weight_grads",
+            args![&x, &gy, k, s, p, d, 2i64],
+        ));
         cases.push(case("bmm", args![&b223, &b234]));
         let (v4, b4) = (r(&[4], 16), r(&[2, 4], 17));
         for relu in [false, true] {
