@@ -51,13 +51,13 @@
 //!
 //! | function | f32 | f64 | bound tested |
 //! |---|---|---|---|
-//! | `exp` | 0.92 | 1 | 1 |
-//! | `expm1` | 1.35 | 1 (2 against glibc) | 2 |
-//! | `log` | 0.74 | 1 | 1 |
-//! | `log1p` | 0.74 | 1 | 2 |
-//! | `tanh` | 1.81 | 2 | 3 |
-//! | `sigmoid` | 1.99 | 1 | 2 |
-//! | `erf` | 0.94 | 1 | 2 |
+//! | `exp` | 0.95 | 1 | 1 |
+//! | `expm1` | 1.45 | 1 (2 against glibc) | 2 |
+//! | `log` | 0.83 | 1 | 1 |
+//! | `log1p` | 0.86 | 1 | 2 |
+//! | `tanh` | 2.42 | 2 | 3 |
+//! | `sigmoid` | 2.40 | 1 | f32 2.5, f64 2 |
+//! | `erf` | 0.94 (sweep) | 1 | 2 |
 //!
 //! The composites (`gelu`, `gelu_tanh`, `silu`, `softplus`, `elu`) are
 //! evaluated in the order of operations of PyTorch's formulas (and of this
