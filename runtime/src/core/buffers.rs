@@ -262,14 +262,16 @@ impl<T> Piece<'_, T> {
     /// room are not taken).
     #[inline(always)]
     pub(crate) fn extend(&mut self, values: impl IntoIterator<Item = T>) {
+        // A `for` loop, not `map(..).count()`: an iterator's `fold` may be
+        // kept out of line, compiled without the vector features of the
+        // caller's `simd::vectorized`.
         let free = &mut self.slots[self.written..];
-        self.written += free
-            .iter_mut()
-            .zip(values)
-            .map(|(slot, v)| {
-                slot.write(v);
-            })
-            .count();
+        let mut written = 0;
+        for (slot, v) in free.iter_mut().zip(values) {
+            slot.write(v);
+            written += 1;
+        }
+        self.written += written;
     }
 
     /// Takes back every value written so far: [`par_build`] then reports the
