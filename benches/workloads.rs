@@ -1096,7 +1096,8 @@ fn conv_layer(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     ops::conv2d(x, w, None, &[1], &[1], &[1], 1)
 }
 
-/// W16: `conv2d` forward (im2col + one batched GEMM) against the GEMM it
+/// W16: `conv2d` forward (`conv2d_tiled`: im2col of one example at a time into a
+/// scratch, each block multiplied straight into the output) against the GEMM it
 /// reduces to.
 fn w16_conv2d(c: &mut Criterion) {
     let (x, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
