@@ -39,8 +39,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// blocks itself).
 pub const MIN_BYTES: usize = 64 * 1024;
 
-/// The default of [`buffer_cache_limit`]: no fixed cap per thread (the
-/// high-water rule of the [module](self) bounds the cache).
+/// The default of [`buffer_cache_limit`]: no fixed cap per thread. The
+/// cache then follows the workload's high-water mark: each thread keeps up
+/// to [`HIGH_WATER_FLOOR`] of freed buffers, and past that only while the
+/// bytes in use plus the bytes kept by all threads stay within the most
+/// ever in use at once ([`buffer_high_water`]).
 pub const DEFAULT_BUFFER_CACHE_LIMIT: usize = usize::MAX;
 
 /// What each thread's cache may keep whatever the high-water mark: 64 MiB
@@ -58,7 +61,7 @@ static KEPT: AtomicUsize = AtomicUsize::new(0);
 /// Caps the bytes of dropped tensor buffers each thread keeps for reuse (0
 /// turns the cache off), for every thread. Without a cap
 /// ([`DEFAULT_BUFFER_CACHE_LIMIT`]) the cache keeps what the workload's
-/// high-water mark allows (see the [module](self)). Lowering it frees
+/// high-water mark allows. Lowering it frees
 /// nothing a thread already keeps: buffers are only not added while over the
 /// limit; [`clear_buffer_cache`] frees the calling thread's.
 ///
