@@ -4,18 +4,18 @@
 //! f32 lanes, no FMA), so that it runs on every CPU of the target. Kernels
 //! whose loops vectorize run them through [`vectorized`], which, on an x86-64
 //! CPU with AVX2 and FMA, calls them from a function compiled for those
-//! features: the loop, inlined there, is compiled again with eight f32 lanes
-//! (sixteen, with mask registers and i64 shifts and conversions, on a CPU
-//! with AVX-512: `core::vmath`'s functions run 1.5-2.5x faster there than
-//! with AVX2, measured on an AMD EPYC).
-//! Elsewhere the closure runs as compiled.
+//! features: the loop, inlined there, is compiled again with eight f32 lanes.
+//! Elsewhere the closure runs as compiled. An AVX-512 tier exists
+//! ([`Tier::Avx512`], through [`vectorized_at`]): `core::vmath`'s functions
+//! alone ran 1.5-2.5x faster there than with AVX2 on an AMD EPYC, but other
+//! kernels compiled for it were slower (see [`vectorized`]), so no kernel
+//! uses it yet.
 //!
 //! [`vectorized_at`] runs a closure at a chosen [`Tier`] (never above what the
 //! CPU has), so tests can compare every tier's results with the plain
 //! scalar code's, and measurements can compare the tiers.
 
-/// Runs `f`, compiled for AVX-512 (F, DQ, BW, VL) when the CPU has it, else
-/// for AVX2 and FMA when it has those (x86-64).
+/// Runs `f`, compiled for AVX2 and FMA when the CPU has them (x86-64).
 ///
 /// Only code inlined into `f` benefits: helpers it calls should be small or
 /// `#[inline(always)]`. The results are the same either way, up to the
@@ -23,7 +23,13 @@
 /// and an add unless the code asks for `mul_add`).
 #[inline(always)]
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    vectorized_at(Tier::Avx512, f)
+    // AVX2+FMA, not AVX-512: at the AVX-512 tier W8's outer products
+    // (`gemm::outer_products`) ran 6x slower and W1 and W11 10-30% slower in
+    // the same sitting (AMD EPYC, 2026-12-07), which the vector math's gain
+    // there (about 1.3x on `tanh`, where the whole W12 spends under 6% in
+    // elementwise code) does not pay for. The results are the same bits at
+    // every tier.
+    vectorized_at(Tier::Avx2Fma, f)
 }
 
 #[cfg(target_arch = "x86_64")]
