@@ -22,7 +22,7 @@
 //! - polynomials are evaluated by Horner's rule with separate multiplies and
 //!   adds, never `mul_add`: Rust does not contract `a * b + c` into a fused
 //!   multiply-add, so the scalar code compiled for SSE2 and the same code
-//!   compiled for AVX2+FMA or AVX-512 (by [`super::simd::vectorized`]) perform
+//!   compiled for AVX2+FMA (by [`super::simd::vectorized`]) or AVX-512 (by `vectorized_at`) perform
 //!   the same IEEE operations in the same order and round the same way.
 //!
 //! So the vectorized loops give the scalar function's result bit for bit, by
