@@ -110,8 +110,9 @@ macro_rules! conv_fn {
 }
 
 /// The `int[]` argument `name` as `D` values: one value per spatial dim, or
-/// one for all of them (PyTorch's `stride=2`); each at least `min`.
-fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
+/// one for all of them (PyTorch's `stride=2`); each at least `min`. Shared
+/// with the transposed convolutions (`conv_transpose.rs`).
+pub(super) fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
     let dims = if D == 1 {
         "1 value".to_string()
     } else {

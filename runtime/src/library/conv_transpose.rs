@@ -18,6 +18,7 @@
 //! batched product with `unfold` (`fold`'s vjp) of the output gradient.
 //! `conv_transpose1d` is `conv_transpose2d` of a height-1 image.
 
+use super::conv::per_dim;
 use crate::batching::shape_arg;
 use crate::core::meta_rules::require_float;
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
@@ -55,34 +56,6 @@ macro_rules! transposed_fn {
             $body
         }
     )*};
-}
-
-/// The `int[]` argument `name` as `D` values: one per spatial dim, or one
-/// for all of them (PyTorch's `stride=2`); each at least `min`.
-fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
-    if values.len() != 1 && values.len() != D {
-        let dims = if D == 1 {
-            "1 value".to_string()
-        } else {
-            format!("1 or {D} values (one per spatial dim)")
-        };
-        return Err(Error::invalid(format!(
-            "`{name}` must have {dims}, got {values:?}"
-        )));
-    }
-    let mut out = [0usize; D];
-    for (i, o) in out.iter_mut().enumerate() {
-        let v = values[if values.len() == 1 { 0 } else { i }];
-        if v < min {
-            let what = if min == 0 { "non-negative" } else { "positive" };
-            return Err(Error::invalid(format!(
-                "`{name}` must be {what}, got {values:?}"
-            )));
-        }
-        *o = usize::try_from(v)
-            .map_err(|_| Error::invalid(format!("`{name}` {values:?} is too large")))?;
-    }
-    Ok(out)
 }
 
 /// A checked transposed convolution with `D` spatial dims.
