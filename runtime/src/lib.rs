@@ -204,6 +204,7 @@ pub mod tuning {
         buffer_cache_limit, buffer_high_water, cached_bytes, clear_buffer_cache,
         set_buffer_cache_limit, DEFAULT_BUFFER_CACHE_LIMIT, HIGH_WATER_FLOOR,
     };
+    pub use crate::core::simd::{set_simd_level, simd_level, SimdLevel};
     #[cfg(feature = "rayon")]
     pub use crate::core::spin::{live_spinners, set_spin_window, spin_window, DEFAULT_SPIN_WINDOW};
     pub use crate::core::threads::{num_threads, set_num_threads};

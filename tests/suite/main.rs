@@ -42,6 +42,7 @@ mod randomness;
 mod recorded;
 mod registry;
 mod rule_table;
+mod simd_levels;
 mod sorting;
 mod testing_helpers;
 mod threads;

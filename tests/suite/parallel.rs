@@ -274,3 +274,133 @@ fn large_log_softmax_on_the_pool() {
         &want_rows.t().to_owned(),
     );
 }
+
+/// `f` on rayon pools of one thread and of two: the same bits (NaN-free
+/// inputs, so `==` on the arrays is bitwise up to the sign of zero, which
+/// `to_bits` checks).
+fn same_on_1_and_2_threads(name: &str, f: impl Fn() -> ArrayD<f64> + Sync) -> ArrayD<f64> {
+    let run = |n: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap();
+        pool.install(&f)
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one.shape(), two.shape(), "{name}");
+    let bits = |a: &ArrayD<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert!(bits(&one) == bits(&two), "{name}: 1 and 2 threads differ");
+    one
+}
+
+/// The kernels issue 44 split across the pool for W12 and W14: a bias
+/// broadcast over images (each bias value meets a block of the input),
+/// scatter_add (max pooling's backward), fold (a convolution's input
+/// gradient), sum_to_size (a bias's gradient) and the copy of a permuted
+/// tensor into row-major order. Each against ndarray or a plain loop, and
+/// on one thread against two.
+#[test]
+fn large_blocked_broadcast_scatter_fold_sum_to_size_and_copy() {
+    // [N, C, H, W] + [C, 1, 1], both ways round.
+    let x = big(&[48, 16, 14, 14], 0.5);
+    let bias = big(&[16, 1, 1], 3.0);
+    let (tx, tb) = (Tensor::from(x.clone()), Tensor::from(bias.clone()));
+    let sum = same_on_1_and_2_threads("bias add", || {
+        ops::add(&tx, &tb).unwrap().to_array::<f64>().unwrap()
+    });
+    assert_eq!(sum, &x + &bias);
+    let diff = same_on_1_and_2_threads("bias sub", || {
+        ops::sub(&tb, &tx).unwrap().to_array::<f64>().unwrap()
+    });
+    assert_eq!(diff, &bias - &x);
+
+    // scatter_add along dim 2 of [48, 16, 196] from an index [48, 16, 100].
+    let base = big(&[48, 16, 196], 1.5);
+    let src = big(&[48, 16, 100], 2.5);
+    let index = Array::from_shape_fn(IxDyn(&[48, 16, 100]), |d| {
+        ((d[0] * 7 + d[1] * 13 + d[2] * 29) % 196) as i64
+    });
+    let mut want = base.clone();
+    for ((i, j, k), &v) in src
+        .view()
+        .into_dimensionality::<ndarray::Ix3>()
+        .unwrap()
+        .indexed_iter()
+    {
+        want[[i, j, index[[i, j, k]] as usize]] += v;
+    }
+    let (tbase, tsrc, tindex) = (
+        Tensor::from(base.clone()),
+        Tensor::from(src.clone()),
+        Tensor::from(index.clone()),
+    );
+    let got = same_on_1_and_2_threads("scatter_add", || {
+        ops::scatter_add(&tbase, 2, &tindex, &tsrc)
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap()
+    });
+    assert_eq!(got, want);
+    // Two bad indices: the error names the first in order, on any pool.
+    let mut bad = index.clone();
+    bad[[3, 0, 5]] = -5;
+    bad[[30, 2, 7]] = 999;
+    let tbad = Tensor::from(bad);
+    for n in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap();
+        let err = pool
+            .install(|| ops::scatter_add(&tbase, 2, &tbad, &tsrc))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("index -5 is out of range"),
+            "{n} threads: {err}"
+        );
+    }
+
+    // fold of [N, C * 3 * 3, L] into [N, C, 16, 16], padding 1.
+    let cols = big(&[40, 16 * 9, 256], 4.5);
+    let tcols = Tensor::from(cols);
+    let folded = same_on_1_and_2_threads("fold", || {
+        ops::fold(&tcols, &[16, 16], &[3, 3], &[1], &[1], &[1])
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap()
+    });
+    assert_eq!(folded.shape(), &[40, 16, 16, 16]);
+
+    // sum_to_size of [N, C, H, W] to [C, 1, 1], against ndarray's sums
+    // (another order of additions: close, not equal).
+    let summed = same_on_1_and_2_threads("sum_to_size", || {
+        ops::sum_to_size(&tx, &[16, 1, 1])
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap()
+    });
+    let want = x
+        .sum_axis(ndarray::Axis(0))
+        .sum_axis(ndarray::Axis(1))
+        .sum_axis(ndarray::Axis(1))
+        .into_shape_with_order(IxDyn(&[16, 1, 1]))
+        .unwrap();
+    let worst = (&summed - &want).iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    assert!(worst < 1e-9, "sum_to_size: largest difference {worst}");
+
+    // A permuted tensor copied into row-major order (reshape needs it).
+    let copied = same_on_1_and_2_threads("row-major copy", || {
+        ops::reshape(&ops::permute(&tx, &[3, 1, 0, 2]).unwrap(), &[-1])
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap()
+    });
+    let want: Vec<f64> = x
+        .view()
+        .permuted_axes(vec![3, 1, 0, 2])
+        .iter()
+        .copied()
+        .collect();
+    assert_eq!(copied.as_slice().unwrap(), &want[..]);
+}

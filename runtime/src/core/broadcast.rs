@@ -141,22 +141,17 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
             return Tensor::from_shape_vec(b.shape(), out);
         }
     }
-    // One operand holding one value per block of trailing dims (the other's
-    // shape with its trailing dims set to 1, as a `keepdim` reduction gives):
-    // each value meets a contiguous block.
+    // One operand holding one value per block of trailing dims, repeated
+    // over the leading dims (a bias `[C, 1, 1]` over `[N, C, H, W]`, or a
+    // `keepdim` reduction `[N, C, 1, 1]`): each of its values meets a
+    // contiguous block of the other's.
     if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
-        if let Some(block) = trailing_block(a.shape(), b.shape()) {
-            let mut out = take(x.len());
-            for (chunk, &q) in x.chunks_exact(block).zip(y) {
-                out.extend(chunk.iter().map(|&p| f(p, q)));
-            }
+        if let Some(blocks) = Blocks::of(a.shape(), b.shape()) {
+            let out = blocks.map(x, y, &f)?;
             return Tensor::from_shape_vec(a.shape(), out);
         }
-        if let Some(block) = trailing_block(b.shape(), a.shape()) {
-            let mut out = take(y.len());
-            for (chunk, &p) in y.chunks_exact(block).zip(x) {
-                out.extend(chunk.iter().map(|&q| f(p, q)));
-            }
+        if let Some(blocks) = Blocks::of(b.shape(), a.shape()) {
+            let out = blocks.map(y, x, |q, p| f(p, q))?;
             return Tensor::from_shape_vec(b.shape(), out);
         }
     }
@@ -170,13 +165,110 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
     Ok(Tensor::from(out))
 }
 
-/// If `short` is `long` with some trailing dims set to 1 (and the rest equal),
-/// the number of elements of `long` each element of `short` stands for.
-fn trailing_block(long: &[usize], short: &[usize]) -> Option<usize> {
-    if long.len() != short.len() || long == short {
-        return None;
+/// How a shorter operand's values each meet a contiguous block of the
+/// longer one's: the longer one's flat index `i` meets the shorter's value
+/// `(i / block) % period`.
+#[derive(Debug, PartialEq)]
+struct Blocks {
+    /// Elements of the longer operand per value of the shorter.
+    block: usize,
+    /// Values of the shorter operand.
+    period: usize,
+}
+
+impl Blocks {
+    /// `Some` when `short`, left-padded with 1s to `long`'s rank, equals
+    /// `long` on one run of dims and is 1 elsewhere, with a block of more
+    /// than one element (a block of 1 is the row case above); `None` for
+    /// other broadcasts (and for equal shapes).
+    fn of(long: &[usize], short: &[usize]) -> Option<Blocks> {
+        if short.len() > long.len() || long == short {
+            return None;
+        }
+        let pad = long.len() - short.len();
+        let padded = |i: usize| if i < pad { 1 } else { short[i - pad] };
+        let not_one: Vec<usize> = (0..long.len()).filter(|&i| padded(i) != 1).collect();
+        let (lo, hi) = match (not_one.first(), not_one.last()) {
+            (Some(&lo), Some(&hi)) => (lo, hi + 1),
+            // One value: the scalar case above.
+            _ => return None,
+        };
+        if (lo..hi).any(|i| padded(i) != long[i]) {
+            return None;
+        }
+        let block: usize = long[hi..].iter().product();
+        let period: usize = long[lo..hi].iter().product();
+        (block > 1 && period > 0).then_some(Blocks { block, period })
     }
-    let split = short.iter().rposition(|&d| d != 1).map_or(0, |i| i + 1);
-    let block: usize = long[split..].iter().product();
-    (long[..split] == short[..split] && block > 0).then_some(block)
+
+    /// `f(x[i], y[(i / block) % period])` for every `i`, in a buffer from
+    /// the cache; with the `rayon` feature and enough values, pieces of
+    /// whole blocks on the pool (each value is computed alone, so the
+    /// pieces change no bit).
+    fn map<T: Element, U: Element + Cached>(
+        &self,
+        x: &[T],
+        y: &[T],
+        f: impl Fn(T, T) -> U + Sync + Send,
+    ) -> Result<Vec<U>> {
+        #[cfg(feature = "rayon")]
+        if parallel(x.len()) {
+            let piece = crate::core::buffers::piece_rows(x.len(), self.block, PIECE_MIN);
+            return crate::core::buffers::par_build(x.len(), piece, |start, out| {
+                let end = start + out.len();
+                crate::core::simd::vectorized(
+                    #[inline(always)]
+                    || self.run(&x[start..end], start / self.block, y, &f, out),
+                );
+            });
+        }
+        let mut out = take(x.len());
+        crate::core::simd::vectorized(
+            #[inline(always)]
+            || self.run(x, 0, y, &f, &mut out),
+        );
+        Ok(out)
+    }
+
+    /// [`Blocks::map`] of the whole blocks `x`, the first of them block
+    /// number `first`, appended to `out`.
+    #[inline(always)]
+    fn run<T: Element, U>(
+        &self,
+        x: &[T],
+        first: usize,
+        y: &[T],
+        f: &impl Fn(T, T) -> U,
+        out: &mut impl Extend<U>,
+    ) {
+        for (k, chunk) in x.chunks_exact(self.block).enumerate() {
+            let q = y[(first + k) % self.period];
+            out.extend(chunk.iter().map(|&p| f(p, q)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Blocks;
+
+    #[test]
+    fn blocks_of_a_bias_a_keepdim_reduction_and_what_is_not_one() {
+        let b = |block, period| Some(Blocks { block, period });
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[3, 1, 1]), b(20, 3));
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[2, 3, 1, 1]), b(20, 6));
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[1, 3, 4, 1]), b(5, 12));
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[4, 1]), b(5, 4));
+        // A block of one (the row case), one value, equal shapes, a gap of
+        // broadcast dims inside the run, and a mismatch.
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[4, 5]), None);
+        assert_eq!(Blocks::of(&[2, 3], &[1, 1]), None);
+        assert_eq!(Blocks::of(&[2, 3], &[2, 3]), None);
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[3, 1, 5]), None);
+        assert_eq!(Blocks::of(&[2, 3, 4, 5], &[2, 1, 1]), None);
+        assert_eq!(Blocks::of(&[4, 5], &[2, 4, 5]), None);
+        // An empty dim outside the run, and inside it.
+        assert_eq!(Blocks::of(&[0, 3, 4], &[3, 1]), b(4, 3));
+        assert_eq!(Blocks::of(&[2, 0, 4], &[0, 1]), None);
+    }
 }

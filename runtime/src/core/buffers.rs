@@ -292,6 +292,15 @@ impl<T> Piece<'_, T> {
     }
 }
 
+/// [`Piece::extend`], for code written over any `Extend`.
+#[cfg(feature = "rayon")]
+impl<T> Extend<T> for Piece<'_, T> {
+    #[inline(always)]
+    fn extend<I: IntoIterator<Item = T>>(&mut self, values: I) {
+        Piece::extend(self, values);
+    }
+}
+
 /// `len` values in a buffer from this thread's cache, written on rayon's
 /// pool: the buffer is cut into pieces of `piece` values (the last one
 /// shorter), and `fill(start, piece)` writes the values from `start` on into
@@ -387,24 +396,40 @@ pub(crate) fn give<T: Cached>(v: Vec<T>) {
 /// `to_owned`, `as_standard_layout` and `to_shape` copy such a view element
 /// by element through its iterator, where this one is a tight loop along the
 /// innermost axis (ndarray's `Zip`), several times faster.
-pub(crate) fn row_major<T: Clone, D: ndarray::Dimension>(
+///
+/// Written once, into memory not filled first, and with the `rayon` feature
+/// and enough elements on the pool (a copy changes no value, so the pieces
+/// change no bit): a serial fill and copy of W14's per-sample gradients
+/// took 15% of a DP-SGD step on two threads.
+pub(crate) fn row_major<T: Clone + Send + Sync, D: ndarray::Dimension>(
     a: &ndarray::ArrayView<'_, T, D>,
 ) -> ndarray::Array<T, D> {
-    match a.first() {
-        Some(first) if !a.is_standard_layout() => {
-            // Filled with any element first (a pass of stores), then assigned.
-            let mut copy = ndarray::Array::from_elem(a.raw_dim(), first.clone());
-            copy.assign(a);
-            copy
-        }
-        _ => a.to_owned(),
+    if a.is_standard_layout() || a.is_empty() {
+        return a.to_owned();
     }
+    let mut out = ndarray::Array::<T, D>::uninit(a.raw_dim());
+    let zip = ndarray::Zip::from(&mut out).and(a);
+    #[cfg(feature = "rayon")]
+    if crate::core::broadcast::parallel(a.len()) {
+        crate::core::spin::region();
+        zip.par_for_each(|o, x| {
+            o.write(x.clone());
+        });
+        // SAFETY: `out` has `a`'s shape, and the zip visited every one of
+        // its elements once, writing each.
+        return unsafe { out.assume_init() };
+    }
+    zip.for_each(|o, x| {
+        o.write(x.clone());
+    });
+    // SAFETY: as above, every element of `out` was written.
+    unsafe { out.assume_init() }
 }
 
 /// `a` itself when it is in standard layout, else its [`row_major`] copy:
 /// what kernels that read a contiguous slice take (in place of ndarray's
 /// `as_standard_layout`, which copies element by element).
-pub(crate) fn standard<'a, T: Clone, D: ndarray::Dimension>(
+pub(crate) fn standard<'a, T: Clone + Send + Sync, D: ndarray::Dimension>(
     a: ndarray::ArrayView<'a, T, D>,
 ) -> ndarray::CowArray<'a, T, D> {
     if a.is_standard_layout() {

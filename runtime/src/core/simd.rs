@@ -6,14 +6,20 @@
 //! CPU with AVX2 and FMA, calls them from a function compiled for those
 //! features: the loop, inlined there, is compiled again with eight f32 lanes.
 //! Elsewhere the closure runs as compiled. An AVX-512 tier exists
-//! ([`Tier::Avx512`], through [`vectorized_at`]): `core::vmath`'s functions
+//! ([`SimdLevel::Avx512`], through [`vectorized_at`]): `core::vmath`'s functions
 //! alone ran 1.5-2.5x faster there than with AVX2 on an AMD EPYC, but other
 //! kernels compiled for it were slower (see [`vectorized`]), so no kernel
 //! uses it yet.
 //!
-//! [`vectorized_at`] runs a closure at a chosen [`Tier`] (never above what the
+//! [`vectorized_at`] runs a closure at a chosen [`SimdLevel`] (never above what the
 //! CPU has), so tests can compare every tier's results with the plain
-//! scalar code's, and measurements can compare the tiers.
+//! scalar code's, and measurements can compare the tiers. Users choose the
+//! tier of every kernel with [`set_simd_level`] (`batchrules::tuning`), as
+//! `ATEN_CPU_CAPABILITY` does for PyTorch; the results are the same bits at
+//! every tier, which `tests/suite/simd_levels.rs` checks on the ops in an
+//! optimized build.
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Runs `f`, compiled for AVX2 and FMA when the CPU has them (x86-64).
 ///
@@ -23,13 +29,67 @@
 /// and an add unless the code asks for `mul_add`).
 #[inline(always)]
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    // AVX2+FMA, not AVX-512: at the AVX-512 tier W8's outer products
-    // (`gemm::outer_products`) ran 6x slower and W1 and W11 10-30% slower in
-    // the same sitting (AMD EPYC, 2026-12-07), which the vector math's gain
-    // there (about 1.3x on `tanh`, where the whole W12 spends under 6% in
-    // elementwise code) does not pay for. The results are the same bits at
-    // every tier.
-    vectorized_at(Tier::Avx2Fma, f)
+    vectorized_at(simd_level(), f)
+}
+
+/// The tier [`vectorized`] compiles for, as set by [`set_simd_level`]
+/// (a [`SimdLevel`] as a byte).
+///
+/// AVX2+FMA by default, not AVX-512: at the AVX-512 tier W8's outer
+/// products (`gemm::outer_products`) ran 6x slower and W1 and W11 10-30%
+/// slower in the same sitting (AMD EPYC, 2026-12-07), which the vector
+/// math's gain there (about 1.3x on `tanh`, where the whole W12 spends under
+/// 6% in elementwise code) does not pay for.
+static LEVEL: AtomicU8 = AtomicU8::new(SimdLevel::Avx2Fma as u8);
+
+/// The instruction set the vectorized kernels (the elementwise math,
+/// pooling, reductions and the other loops the crate compiles more than
+/// once) run with: the one [`set_simd_level`] chose (AVX2+FMA by default),
+/// or the highest below it that this CPU has.
+///
+/// ```
+/// use batchrules::tuning::{simd_level, SimdLevel};
+/// assert!(simd_level() <= SimdLevel::Avx2Fma);
+/// ```
+#[inline(always)]
+pub fn simd_level() -> SimdLevel {
+    let chosen = match LEVEL.load(Ordering::Relaxed) {
+        0 => SimdLevel::Baseline,
+        1 => SimdLevel::Avx2Fma,
+        _ => SimdLevel::Avx512,
+    };
+    chosen.min(best_tier())
+}
+
+/// Chooses the instruction set of the vectorized kernels for the whole
+/// process, as `ATEN_CPU_CAPABILITY` does for PyTorch. The results are the
+/// same bits at every level (the kernels do the same scalar operations in
+/// the same order, and no multiply and add is fused unless the code asks
+/// for it); only the speed differs, so this serves measurements, and
+/// checks that an optimized build keeps that promise.
+///
+/// The GEMMs are not affected (the `gemm` crate chooses its own).
+///
+/// ```
+/// use batchrules::tuning::{set_simd_level, simd_level, SimdLevel};
+/// set_simd_level(SimdLevel::Baseline)?;
+/// assert_eq!(simd_level(), SimdLevel::Baseline);
+/// set_simd_level(SimdLevel::Avx2Fma).ok(); // Err on a CPU without AVX2 and FMA
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+///
+/// # Errors
+/// This CPU does not have `level`'s instructions ([`SimdLevel::best`] says
+/// which it has); the level in effect is then unchanged.
+pub fn set_simd_level(level: SimdLevel) -> crate::Result<()> {
+    let best = best_tier();
+    if level > best {
+        return Err(crate::Error::invalid(format!(
+            "set_simd_level({level:?}): this CPU's highest level is {best:?}"
+        )));
+    }
+    LEVEL.store(level as u8, Ordering::Relaxed);
+    Ok(())
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -38,46 +98,60 @@ unsafe fn with_avx2_fma<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The instruction sets a closure can be compiled for (on x86-64).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Tier {
-    /// The target's baseline (SSE2 on x86-64).
-    Baseline,
+/// The instruction sets the vectorized kernels can be compiled for (on
+/// x86-64; elsewhere only [`Baseline`](Self::Baseline)), lowest first:
+/// what [`set_simd_level`] chooses from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// The target's baseline (SSE2 on x86-64): the code as compiled.
+    Baseline = 0,
     /// AVX2 and FMA: eight f32 lanes.
-    Avx2Fma,
+    Avx2Fma = 1,
     /// AVX-512 (F, DQ, BW, VL) with AVX2 and FMA: sixteen f32 lanes, mask
     /// registers, and conversions between i64 and f64.
-    Avx512,
+    Avx512 = 2,
 }
 
-/// The highest [`Tier`] this CPU has.
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn best_tier() -> Tier {
+impl SimdLevel {
+    /// The highest level this CPU has.
+    ///
+    /// ```
+    /// use batchrules::tuning::SimdLevel;
+    /// assert!(SimdLevel::best() >= SimdLevel::Baseline);
+    /// ```
+    pub fn best() -> SimdLevel {
+        best_tier()
+    }
+}
+
+/// The highest [`SimdLevel`] this CPU has.
+#[inline(always)]
+pub(crate) fn best_tier() -> SimdLevel {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512() {
-            return Tier::Avx512;
+            return SimdLevel::Avx512;
         }
         if has_avx2_fma() {
-            return Tier::Avx2Fma;
+            return SimdLevel::Avx2Fma;
         }
     }
-    Tier::Baseline
+    SimdLevel::Baseline
 }
 
 /// Runs `f` compiled for `tier`, or for the highest tier below it that the
 /// CPU has. [`vectorized`] is this at the highest tier; tests and
 /// measurements choose lower ones.
 #[inline(always)]
-pub(crate) fn vectorized_at<R>(tier: Tier, f: impl FnOnce() -> R) -> R {
+pub(crate) fn vectorized_at<R>(tier: SimdLevel, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        if tier >= Tier::Avx512 && has_avx512() {
+        if tier >= SimdLevel::Avx512 && has_avx512() {
             // SAFETY: the CPU has every feature the function is compiled
             // for (checked just above), the only requirement of calling it.
             return unsafe { with_avx512(f) };
         }
-        if tier >= Tier::Avx2Fma && has_avx2_fma() {
+        if tier >= SimdLevel::Avx2Fma && has_avx2_fma() {
             // SAFETY: as in `vectorized`, the CPU has AVX2 and FMA.
             return unsafe { with_avx2_fma(f) };
         }
@@ -92,7 +166,7 @@ unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether this CPU has the AVX-512 subsets of [`Tier::Avx512`], and AVX2
+/// Whether this CPU has the AVX-512 subsets of [`SimdLevel::Avx512`], and AVX2
 /// and FMA.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -114,7 +188,7 @@ fn has_avx2_fma() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{vectorized, vectorized_at, Tier};
+    use super::{vectorized, vectorized_at, SimdLevel};
 
     #[test]
     fn vectorized_gives_what_the_closure_gives() {
@@ -122,7 +196,7 @@ mod tests {
         let plain: Vec<f32> = xs.iter().map(|&x| x * 1.5 + 2.0).collect();
         let wide = vectorized(|| xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>());
         assert_eq!(plain, wide);
-        for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+        for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
             let at = vectorized_at(tier, || {
                 xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>()
             });

@@ -376,23 +376,45 @@ fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Geometry) -> Result<Vec<
 
 /// col2im: the transpose of [`unfold_values`], `cols` `[n, c * kh * kw, bh *
 /// bw]` summed into `[n, c, h, w]`.
-fn fold_values<T: LinalgScalar + Cached>(cols: &[T], g: &Geometry) -> Vec<T> {
+///
+/// Each output plane (one channel of one image) sums only its own block
+/// rows, so with the `rayon` feature and enough values, pieces of whole
+/// planes run on the pool, each adding in the serial loop's order.
+fn fold_values<T: LinalgScalar + Cached + Send + Sync>(cols: &[T], g: &Geometry) -> Result<Vec<T>> {
     let [h, w] = g.size;
-    let [_, bw] = g.blocks;
-    let mut out = filled(g.n * g.c * h * w, T::zero());
+    let [bh, bw] = g.blocks;
+    let plane = h * w;
+    let planes = g.n * g.c;
+    let cols_per_plane = g.window.kernel.iter().product::<usize>() * bh * bw;
     let stride = g.window.stride[1];
-    let mut at = 0;
-    g.for_each_row(|nc, input_row, (lo, hi), first| {
-        let src = &cols[at..at + bw];
-        at += bw;
-        let Some(r) = input_row else { return };
-        let dst = &mut out[(nc * h + r) * w..(nc * h + r + 1) * w];
-        for (j, &v) in src[lo..hi].iter().enumerate() {
-            let d = &mut dst[first + j * stride];
-            *d = *d + v;
-        }
-    });
-    out
+    // Adds the block rows of planes `ncs` into `out` (those planes' values).
+    let fold_planes = |ncs: std::ops::Range<usize>, out: &mut [T]| {
+        let first_plane = ncs.start;
+        let mut at = first_plane * cols_per_plane;
+        g.for_each_row_in(ncs, 0..bh, |nc, input_row, (lo, hi), first| {
+            let src = &cols[at..at + bw];
+            at += bw;
+            let Some(r) = input_row else { return };
+            let row = ((nc - first_plane) * h + r) * w;
+            let dst = &mut out[row..row + w];
+            for (j, &v) in src[lo..hi].iter().enumerate() {
+                let d = &mut dst[first + j * stride];
+                *d = *d + v;
+            }
+        });
+    };
+    #[cfg(feature = "rayon")]
+    if plane > 0 && crate::core::broadcast::parallel(cols.len().max(planes * plane)) {
+        let piece = crate::core::buffers::piece_rows(planes * plane, plane, 1 << 14);
+        return crate::core::buffers::par_build(planes * plane, piece, |start, p| {
+            p.extend(std::iter::repeat_n(T::zero(), p.len()));
+            let nc = start / plane;
+            fold_planes(nc..nc + p.len() / plane, p.written_mut());
+        });
+    }
+    let mut out = filled(planes * plane, T::zero());
+    fold_planes(0..planes, &mut out);
+    Ok(out)
 }
 
 /// A float tensor as a standard-layout array of its dtype, applied to `f`.
@@ -569,7 +591,7 @@ window_fn! {
     #[kernel(op = "fold")]
     fn fold_kernel(x: &Tensor, output_size: &[i64]; w) -> Result<Tensor> {
         let (shape, g) = fold_geometry(x.shape(), output_size, &w)?;
-        on_float!(x, a => blocks_array(a, &shape, "fold", |v| Ok(fold_values(v, &g))))
+        on_float!(x, a => blocks_array(a, &shape, "fold", |v| fold_values(v, &g)))
     }
 
     /// The vmap dim joins the batch of block matrices, as for `unfold`.

@@ -472,7 +472,7 @@ fn require_summable(x: &TensorMeta, added: &TensorMeta, name: &str) -> Result<()
 }
 
 /// An element an accumulating kernel adds: i64 wraps on overflow (as `add`).
-trait Summand: Element {
+trait Summand: Element + crate::core::buffers::Cached {
     fn plus(self, other: Self) -> Self;
 }
 impl Summand for i64 {
@@ -727,13 +727,77 @@ fn scatter_add_meta(
     Ok(x.clone())
 }
 
+/// The fast path of [`scatter_add_array`]: everything standard layout, the
+/// index and `src` of `self`'s shape but `n` at the dim (of `size`), with
+/// `inner` values after it. Adds each block of `n * inner` values of `s` into
+/// its block of `size * inner` values of `to`, in order.
+fn scatter_blocks<T: Summand>(
+    to: &mut [T],
+    ix: &[i64],
+    s: &[T],
+    size: usize,
+    n: usize,
+    inner: usize,
+) -> Result<()> {
+    let block = n * inner;
+    for ((to, io), so) in to
+        .chunks_exact_mut(size * inner)
+        .zip(ix.chunks_exact(block))
+        .zip(s.chunks_exact(block))
+    {
+        for (row, values) in io.chunks_exact(inner).zip(so.chunks_exact(inner)) {
+            for (j, (&v, &value)) in row.iter().zip(values).enumerate() {
+                let o = &mut to[checked_position(v, size)? * inner + j];
+                *o = o.plus(value);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`scatter_blocks`] into a copy of `base`, on rayon's pool: pieces of whole
+/// blocks, each copied and then added into by its own task (the additions
+/// into one value stay in order, so the bits are the serial loop's). The
+/// error of the first bad index in order, as the serial loop gives.
+#[cfg(feature = "rayon")]
+fn scatter_blocks_parallel<T: Summand>(
+    base: &[T],
+    ix: &[i64],
+    s: &[T],
+    size: usize,
+    n: usize,
+    inner: usize,
+) -> Result<Vec<T>> {
+    let (chunk, block) = (size * inner, n * inner);
+    let piece = crate::core::buffers::piece_rows(base.len(), chunk, 1 << 14);
+    let errors = std::sync::Mutex::new(Vec::new());
+    let out = crate::core::buffers::par_build(base.len(), piece, |start, p| {
+        let end = start + p.len();
+        p.extend(base[start..end].iter().copied());
+        let (b0, b1) = (start / chunk * block, end / chunk * block);
+        if let Err(e) = scatter_blocks(p.written_mut(), &ix[b0..b1], &s[b0..b1], size, n, inner) {
+            p.unwrite();
+            if let Ok(mut errors) = errors.lock() {
+                errors.push((start, e));
+            }
+        }
+    });
+    let mut errors = errors
+        .into_inner()
+        .map_err(|_| Error::invalid("scatter_add: a parallel piece panicked"))?;
+    errors.sort_by_key(|&(start, _)| start);
+    match errors.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => out,
+    }
+}
+
 fn scatter_add_array<T: Summand>(
     a: &ArcArray<T, IxDyn>,
     d: usize,
     index: &ArcArray<i64, IxDyn>,
     src: &ArcArray<T, IxDyn>,
 ) -> Result<Tensor> {
-    let mut out = a.to_owned();
     // 0-d arrays are read as shape [1].
     let src = match src.ndim() {
         0 => src.view().insert_axis(Axis(0)),
@@ -743,6 +807,21 @@ fn scatter_add_array<T: Summand>(
         0 => index.view().insert_axis(Axis(0)),
         _ => index.view(),
     };
+    #[cfg(feature = "rayon")]
+    if let (Some(base), Some(s), Some(ix)) = (a.as_slice(), src.as_slice(), idx.as_slice()) {
+        let fast = (a.ndim() == idx.ndim() && d < a.ndim())
+            .then(|| around_dim(a.shape(), idx.shape(), d))
+            .flatten()
+            .filter(|_| src.shape() == idx.shape());
+        if let Some((n, inner)) = fast {
+            let size = a.shape()[d];
+            if crate::core::broadcast::parallel(base.len().max(ix.len())) && size * inner > 0 {
+                return scatter_blocks_parallel(base, ix, s, size, n, inner)
+                    .and_then(|out| Tensor::from_shape_vec(a.shape(), out));
+            }
+        }
+    }
+    let mut out = a.to_owned();
     let mut dest = match out.ndim() {
         0 => out.view_mut().insert_axis(Axis(0)),
         _ => out.view_mut(),
@@ -759,22 +838,7 @@ fn scatter_add_array<T: Summand>(
     if let (Some(s), Some(ix), Some(to), Some((n, inner))) =
         (src.as_slice(), idx.as_slice(), dest.as_slice_mut(), fast)
     {
-        // All standard layout, `src` of the index's shape, which is `self`'s
-        // but at `d`: blocks of plain slices, in the same order as the
-        // general loop below.
-        let block = n * inner;
-        for ((to, io), so) in to
-            .chunks_exact_mut(size * inner)
-            .zip(ix.chunks_exact(block))
-            .zip(s.chunks_exact(block))
-        {
-            for (row, values) in io.chunks_exact(inner).zip(so.chunks_exact(inner)) {
-                for (j, (&v, &value)) in row.iter().zip(values).enumerate() {
-                    let o = &mut to[checked_position(v, size)? * inner + j];
-                    *o = o.plus(value);
-                }
-            }
-        }
+        scatter_blocks(to, ix, s, size, n, inner)?;
         return Ok(Tensor::from(out));
     }
     let mut pos = vec![0usize; dest.ndim()];

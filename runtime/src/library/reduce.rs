@@ -486,28 +486,48 @@ fn sum_to_size_meta(x: &TensorMeta, size: &[i64]) -> Result<TensorMeta> {
     ))
 }
 
-/// `a` summed down to `shape` (checked by [`sum_to_shape`]) with `add`.
+/// `a` summed down to `shape` (checked by [`sum_to_shape`]) with `add`: the
+/// leading dims `shape` lacks, then each dim it has as 1, one fold each
+/// (on rayon's pool when large: [`fold_axis_parallel`] keeps every lane's
+/// order).
 fn sum_to_array<T: Element>(
     a: &ArcArray<T, IxDyn>,
     shape: &[usize],
-    add: impl Fn(T, T) -> T,
+    add: impl Fn(T, T) -> T + Sync,
 ) -> Tensor {
     let lead = a.ndim() - shape.len();
     if lead == 0 && a.shape() == shape {
         return Tensor::from(a.clone());
     }
-    let mut out: ArrayD<T> = a.to_owned();
+    let fold = |v: &ndarray::ArrayViewD<'_, T>, d: usize| -> ArrayD<T> {
+        #[cfg(feature = "rayon")]
+        if crate::core::broadcast::parallel(v.len()) {
+            return fold_axis_parallel(v, d, T::default(), &add);
+        }
+        fold_axis_serial(v, d, T::default(), &add)
+    };
+    // (`None` while nothing is summed yet: the input itself, not a copy.)
+    let mut out: Option<ArrayD<T>> = None;
     for _ in 0..lead {
-        out = out.fold_axis(Axis(0), T::default(), |acc, &v| add(*acc, v));
+        out = Some(match &out {
+            Some(o) => fold(&o.view(), 0),
+            None => fold(&a.view(), 0),
+        });
     }
     for (d, &s) in shape.iter().enumerate() {
-        if s == 1 && out.shape()[d] != 1 {
-            out = out
-                .fold_axis(Axis(d), T::default(), |acc, &v| add(*acc, v))
-                .insert_axis(Axis(d));
+        let size = out.as_ref().map_or(a.shape()[d], |o| o.shape()[d]);
+        if s == 1 && size != 1 {
+            let folded = match &out {
+                Some(o) => fold(&o.view(), d),
+                None => fold(&a.view(), d),
+            };
+            out = Some(folded.insert_axis(Axis(d)));
         }
     }
-    Tensor::from(out)
+    match out {
+        Some(o) => Tensor::from(o),
+        None => Tensor::from(a.clone()),
+    }
 }
 
 #[kernel(op = "sum_to_size")]

@@ -4,7 +4,7 @@
 //! `tests/reference/mpmath_vmath.json`).
 
 use super::*;
-use crate::core::simd::{best_tier, vectorized, vectorized_at, Tier};
+use crate::core::simd::{best_tier, vectorized, vectorized_at, SimdLevel};
 
 /// Inputs that cover the whole f32 range: the special values, the
 /// thresholds of each function, and a stride through every bit pattern.
@@ -167,7 +167,7 @@ macro_rules! bitwise_tests {
         #[test]
         fn $test() {
             let xs: Vec<$t> = $inputs;
-            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
                 $(
                     let wide = vectorized_at(
                         tier,
@@ -527,7 +527,7 @@ fn throughput() {
                 })
             });
             let mut cells = vec![format!("{:>6.2}", libm)];
-            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
                 let t = time(&mut |o: &mut [f32]| {
                     vectorized_at(
                         tier,
@@ -573,7 +573,7 @@ fn throughput() {
                 })
             });
             let mut cells = vec![format!("{:>6.2}", libm)];
-            for tier in [Tier::Baseline, Tier::Avx2Fma, Tier::Avx512] {
+            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
                 let t = time64(&mut |o: &mut [f64]| {
                     vectorized_at(
                         tier,

@@ -147,8 +147,10 @@ impl Conv<'_> {
         let scratch = || vec![T::zero(); self.scratch_len::<T>()];
         #[cfg(feature = "rayon")]
         {
-            let work = self.k().saturating_mul(self.l()).saturating_mul(self.c_out);
-            if self.geometry.n > 1 && work >= PARALLEL_WORK && rayon::current_num_threads() > 1 {
+            let work = (self.k().saturating_mul(self.l()))
+                .saturating_mul(self.c_out)
+                .saturating_mul(self.geometry.n);
+            if self.geometry.n > 1 && work >= PARALLEL_WORK && crate::core::threads::parallel() {
                 use rayon::prelude::*;
                 crate::core::spin::region();
                 out.par_chunks_mut(per)
@@ -164,8 +166,9 @@ impl Conv<'_> {
     }
 }
 
-/// The fewest multiply-adds per example for which the examples are split
-/// over the pool.
+/// The fewest multiply-adds in all (every example's) for which the examples
+/// are split over the pool. (A bound per example left W12's two layers, 2e5
+/// multiply-adds an example, 5e7 a batch, on one thread.)
 #[cfg(feature = "rayon")]
 const PARALLEL_WORK: usize = 1 << 18;
 
