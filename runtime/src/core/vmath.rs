@@ -342,8 +342,16 @@ fn expm1_poly_f64(r: f64) -> f64 {
 /// `p * 2^n` for `-1078 <= n <= 1026`, in two normal factors.
 #[inline(always)]
 fn scale_f64(p: f64, n: i64) -> f64 {
-    let n1 = n >> 1;
+    let n1 = half_floor(n);
     p * pow2_f64(n1) * pow2_f64(n.wrapping_sub(n1))
+}
+
+/// `n >> 1` (rounding down) for `|n| <= 4096`, with a logical shift: AVX2
+/// has no arithmetic shift of 64-bit lanes, and the `>>` of an i64 left
+/// `exp_f64`'s loops partly scalar.
+#[inline(always)]
+fn half_floor(n: i64) -> i64 {
+    ((n.wrapping_add(4096) as u64 >> 1) as i64).wrapping_sub(2048)
 }
 
 /// `e^x` (f64).
@@ -396,7 +404,13 @@ fn log_parts_f64(m: f64) -> (f64, f64, f64) {
 #[inline(always)]
 fn split_f64(x: f64) -> (f64, f64) {
     let bits = x.to_bits() as i64;
-    let k = bits.wrapping_sub(SQRT_HALF_BITS_F64) >> 52;
+    // `(bits - SQRT_HALF_BITS_F64) >> 52`, arithmetic, written with a
+    // logical shift (AVX2 has no arithmetic shift of 64-bit lanes, so the
+    // `>>` of an i64 leaves part of the loop scalar, as in `half_floor`):
+    // the offset 2^63 makes the value non-negative, and 2048 = 2^63 >> 52
+    // comes off again.
+    let shifted = (bits.wrapping_sub(SQRT_HALF_BITS_F64) as u64).wrapping_add(1 << 63) >> 52;
+    let k = (shifted as i64).wrapping_sub(2048);
     (
         int_to_f64(k),
         f64::from_bits(bits.wrapping_sub(k << 52) as u64),

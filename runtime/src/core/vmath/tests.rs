@@ -600,3 +600,24 @@ fn throughput() {
     row64!("erf", libm::erf, erf_f64);
     std::hint::black_box(&out);
 }
+
+/// The logical-shift forms of the arithmetic shifts of i64 (for AVX2, which
+/// has none) give the shift's results over their whole domain.
+#[test]
+fn shifts_without_an_arithmetic_shift_of_i64() {
+    for n in -4096i64..=4096 {
+        assert_eq!(half_floor(n), n >> 1, "{n}");
+    }
+    // Every exponent of a positive normal f64, with mantissas on both sides
+    // of sqrt(1/2).
+    for e in 1u64..2047 {
+        for m in [0u64, 0x6a09e667f3bcc, 0x6a09e667f3bcd, (1 << 52) - 1] {
+            let x = f64::from_bits(e << 52 | m);
+            let bits = x.to_bits() as i64;
+            let k = bits.wrapping_sub(SQRT_HALF_BITS_F64) >> 52;
+            let (kf, f) = split_f64(x);
+            assert_eq!(kf, k as f64, "{x:e}");
+            assert_eq!(f.to_bits(), (bits.wrapping_sub(k << 52)) as u64, "{x:e}");
+        }
+    }
+}
