@@ -430,3 +430,44 @@ fn the_readme_shows_the_snippet_that_runs() {
         "the README's first snippet differs from the one tested here"
     );
 }
+
+/// `linear`'s weight gradient comes back in the weight's own row-major
+/// layout, per example under `vmap` and for a batch (a transposed view had
+/// every later reshape, such as DP-SGD's flattening, copy it), with the
+/// values of the hand formula `g^T x`.
+#[test]
+fn linear_weight_gradients_are_row_major() {
+    let w = Tensor::from(Array::from_shape_fn((3, 4), |(i, j)| {
+        (i * 4 + j) as f64 * 0.1 - 0.5
+    }));
+    let b = Tensor::from(array![0.1, -0.2, 0.3]);
+    let xs = Tensor::from(Array::from_shape_fn((5, 4), |(i, j)| {
+        (i as f64 - j as f64) * 0.3
+    }));
+    let loss = |(w, b, x): (Tensor, Tensor, Tensor)| x.linear(&w, Some(&b))?.tanh()?.sum();
+    let row_major = |t: &Tensor| t.view::<f64>().unwrap().is_standard_layout();
+    // A batch [5, 4] (the matrix path), and one example [4] (the outer
+    // product) under vmap.
+    let g = grad(loss).call((&w, &b, &xs)).unwrap();
+    assert_eq!(g.shape(), &[3, 4]);
+    assert!(row_major(&g));
+    let per = vmap(|(w, b, x): (Tensor, Tensor, Tensor)| grad(loss).call((&w, &b, &x)))
+        .in_dims([None, None, Some(0)])
+        .call((&w, &b, &xs))
+        .unwrap();
+    assert_eq!(per.shape(), &[5, 3, 4]);
+    assert!(row_major(&per));
+    // g^T x by hand: dloss/dy = 1 - tanh(y)^2.
+    let y = xs.linear(&w, Some(&b)).unwrap().to_array::<f64>().unwrap();
+    let x = xs.to_array::<f64>().unwrap();
+    let per = per.to_array::<f64>().unwrap();
+    for n in 0..5 {
+        for i in 0..3 {
+            let dy = 1.0 - y[[n, i]].tanh().powi(2);
+            for j in 0..4 {
+                let want = dy * x[[n, j]];
+                assert!((per[[n, i, j]] - want).abs() < 1e-12, "{n} {i} {j}");
+            }
+        }
+    }
+}

@@ -127,12 +127,19 @@ fn addmm_vjp(
     Ok((
         grad_for(bias, || Ok(g.clone()))?,
         grad_for(a, || ops::matmul(g, &t(b)?))?,
+        // `a^T @ g` (`outer(a, g)` for a 1-D `a`), computed as the transpose
+        // of `g^T @ a`: `linear` passes `b` as the transpose of its weight,
+        // so the weight's gradient comes back in the weight's own row-major
+        // layout (as PyTorch computes it), not as a transposed view that
+        // every later reshape had to copy (DP-SGD's per-sample norms: 19% of
+        // W14). An outer product is the same products either way round.
         grad_for(b, || {
-            if a.ndim() == 1 {
-                ops::outer(a, g)
+            let gt_a = if a.ndim() == 1 {
+                ops::outer(g, a)?
             } else {
-                ops::matmul(&t(a)?, g)
-            }
+                ops::matmul(&t(g)?, a)?
+            };
+            t(&gt_a)
         })?,
     ))
 }
