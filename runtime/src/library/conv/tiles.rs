@@ -118,11 +118,16 @@ impl Conv<'_> {
                 } else if stride == 1 {
                     out[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
                 } else {
-                    for (o, &v) in out[lo..hi]
+                    // Every `stride`-th value from `first` on: the last one
+                    // read ends the slice, so each chunk holds its value
+                    // first (a plain loop; `step_by` cost a division and a
+                    // compare per value here).
+                    let span = (hi - lo - 1) * stride + 1;
+                    for (o, chunk) in out[lo..hi]
                         .iter_mut()
-                        .zip(src[first..].iter().step_by(stride))
+                        .zip(src[first..first + span].chunks(stride))
                     {
-                        *o = v;
+                        *o = chunk[0];
                     }
                 }
             },
