@@ -29,7 +29,21 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// and an add unless the code asks for `mul_add`).
 #[inline(always)]
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
-    vectorized_at(simd_level(), f)
+    // (The chosen level as set: `vectorized_at` runs it at the highest
+    // level below it that the CPU has, with fewer feature checks than
+    // `simd_level`'s.)
+    vectorized_at(chosen_level(), f)
+}
+
+/// The level [`set_simd_level`] chose (AVX2+FMA by default), whether or not
+/// this CPU has it.
+#[inline(always)]
+fn chosen_level() -> SimdLevel {
+    match LEVEL.load(Ordering::Relaxed) {
+        0 => SimdLevel::Baseline,
+        1 => SimdLevel::Avx2Fma,
+        _ => SimdLevel::Avx512,
+    }
 }
 
 /// The tier [`vectorized`] compiles for, as set by [`set_simd_level`]
@@ -53,12 +67,7 @@ static LEVEL: AtomicU8 = AtomicU8::new(SimdLevel::Avx2Fma as u8);
 /// ```
 #[inline(always)]
 pub fn simd_level() -> SimdLevel {
-    let chosen = match LEVEL.load(Ordering::Relaxed) {
-        0 => SimdLevel::Baseline,
-        1 => SimdLevel::Avx2Fma,
-        _ => SimdLevel::Avx512,
-    };
-    chosen.min(best_tier())
+    chosen_level().min(best_tier())
 }
 
 /// Chooses the instruction set of the vectorized kernels for the whole
