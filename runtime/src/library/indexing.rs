@@ -807,19 +807,17 @@ fn scatter_add_array<T: Summand>(
         0 => index.view().insert_axis(Axis(0)),
         _ => index.view(),
     };
+    // The fast path's blocks, from the shape `self` is read as (a 0-d one as
+    // [1]): `around_dim` checks the ranks and the dim, and that no size is 0.
+    let shape: &[usize] = if a.ndim() == 0 { &[1] } else { a.shape() };
+    let fast = around_dim(shape, idx.shape(), d).filter(|_| src.shape() == idx.shape());
     #[cfg(feature = "rayon")]
-    if let (Some(base), Some(s), Some(ix)) = (a.as_slice(), src.as_slice(), idx.as_slice()) {
-        let fast = (a.ndim() == idx.ndim() && d < a.ndim())
-            .then(|| around_dim(a.shape(), idx.shape(), d))
-            .flatten()
-            .filter(|_| src.shape() == idx.shape());
-        if let Some((n, inner)) = fast {
-            let size = a.shape()[d];
-            if crate::core::broadcast::parallel(base.len().max(ix.len())) && size * inner > 0 {
-                return scatter_blocks_parallel(base, ix, s, size, n, inner)
-                    .and_then(|out| Tensor::from_shape_vec(a.shape(), out));
-            }
-        }
+    if let (Some((n, inner)), Some(base), Some(s), Some(ix)) =
+        (fast, a.as_slice(), src.as_slice(), idx.as_slice())
+        && crate::core::broadcast::parallel(base.len().max(ix.len()))
+    {
+        return scatter_blocks_parallel(base, ix, s, shape[d], n, inner)
+            .and_then(|out| Tensor::from_shape_vec(a.shape(), out));
     }
     let mut out = a.to_owned();
     let mut dest = match out.ndim() {
@@ -834,7 +832,6 @@ fn scatter_add_array<T: Summand>(
         )));
     }
     let size = dest.shape()[d];
-    let fast = around_dim(dest.shape(), idx.shape(), d).filter(|_| src.shape() == idx.shape());
     if let (Some(s), Some(ix), Some(to), Some((n, inner))) =
         (src.as_slice(), idx.as_slice(), dest.as_slice_mut(), fast)
     {
