@@ -508,20 +508,18 @@ fn sum_to_array<T: Element>(
     };
     // (`None` while nothing is summed yet: the input itself, not a copy.)
     let mut out: Option<ArrayD<T>> = None;
+    fn current<'v, T>(
+        a: &'v ArcArray<T, IxDyn>,
+        out: &'v Option<ArrayD<T>>,
+    ) -> ndarray::ArrayViewD<'v, T> {
+        out.as_ref().map_or_else(|| a.view(), |o| o.view())
+    }
     for _ in 0..lead {
-        out = Some(match &out {
-            Some(o) => fold(&o.view(), 0),
-            None => fold(&a.view(), 0),
-        });
+        out = Some(fold(&current(a, &out), 0));
     }
     for (d, &s) in shape.iter().enumerate() {
-        let size = out.as_ref().map_or(a.shape()[d], |o| o.shape()[d]);
-        if s == 1 && size != 1 {
-            let folded = match &out {
-                Some(o) => fold(&o.view(), d),
-                None => fold(&a.view(), d),
-            };
-            out = Some(folded.insert_axis(Axis(d)));
+        if s == 1 && current(a, &out).shape()[d] != 1 {
+            out = Some(fold(&current(a, &out), d).insert_axis(Axis(d)));
         }
     }
     match out {
