@@ -751,20 +751,18 @@ pub const fn param_source(
     (false, index)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn distance_counts_edits() {
+    pub(crate) fn distance_counts_edits() {
         assert_eq!(distance("softmax", "softmax"), 0);
         assert_eq!(distance("sofmax", "softmax"), 1);
         assert_eq!(distance("tiru", "triu"), 2);
         assert_eq!(distance("", "abc"), 3);
     }
 
-    #[test]
-    fn long_messages_are_cut_on_a_char_boundary() {
+    pub(crate) fn long_messages_are_cut_on_a_char_boundary() {
         // Three bytes short of full: `é` (2 bytes) fits, `€` (3) does not.
         let mut m = Msg::new();
         while m.len < CAP - 3 {
@@ -775,8 +773,7 @@ mod tests {
         assert!(m.as_str().ends_with("aé"));
     }
 
-    #[test]
-    fn vjp_checks_read_the_table() {
+    pub(crate) fn vjp_checks_read_the_table() {
         let ops = crate::ops::__SCHEMA;
         let at = |name: &str| op_index(ops, name);
         let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Vjp);
@@ -819,8 +816,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn jvp_checks_read_the_table() {
+    pub(crate) fn jvp_checks_read_the_table() {
         let ops = crate::ops::__SCHEMA;
         let at = |name: &str| op_index(ops, name);
         let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Jvp);
@@ -892,9 +888,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn numbers_render() {
+    pub(crate) fn numbers_render() {
         assert_eq!(Msg::new().num(0).as_str(), "0");
         assert_eq!(Msg::new().num(1207).as_str(), "1207");
+    }
+
+    crate::core::unit_test::test_list! {
+        distance_counts_edits,
+        long_messages_are_cut_on_a_char_boundary,
+        vjp_checks_read_the_table,
+        jvp_checks_read_the_table,
+        numbers_render,
     }
 }

@@ -71,6 +71,8 @@
 //!   yet on ndarray 0.17.
 //! * `bench-internals`: switches for this crate's benchmarks only (meta
 //!   checks off, a forced fallback); not for use in programs.
+//! * `unit-tests`: compiles in the crate's unit tests, for the workspace's
+//!   test suite, which runs them; not for use in programs.
 //!
 //! Limits: CPU only, eager (no tracing or fusion), dtypes `f32`, `f64`, `i64`
 //! and `bool`.
@@ -135,6 +137,12 @@ pub mod owned;
 // Layer 14:
 // operators: `+ - * /` and unary `-` on tensors and scalars
 mod operators;
+// Layer 15:
+// unit_tests: every module's unit tests (feature `unit-tests`, for the
+// workspace's test suite only)
+#[cfg(feature = "unit-tests")]
+#[doc(hidden)]
+pub mod unit_tests;
 
 #[cfg(feature = "bench-internals")]
 #[doc(hidden)]

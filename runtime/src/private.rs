@@ -64,7 +64,7 @@ macro_rules! param_types {
     ($(($kind:ident, $opt:literal, $meta:tt) => $ty:ty, $spelling:literal;)*) => {
         $(param_types!(@impl $kind, $opt, $meta, $ty);)*
 
-        #[cfg(test)]
+        #[cfg(feature = "unit-tests")]
         #[allow(clippy::extra_unused_lifetimes)] // `'a` is in the types
         fn param_type_names<'a>() -> Vec<(&'static str, &'static str)> {
             vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
@@ -116,7 +116,7 @@ macro_rules! return_types {
             }
         )*
 
-        #[cfg(test)]
+        #[cfg(feature = "unit-tests")]
         fn return_type_names() -> Vec<(&'static str, &'static str)> {
             vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
         }
@@ -586,8 +586,8 @@ ret_probe! {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     /// `core::option::Option<&batchrules::core::tensor::Tensor>` as the schema
@@ -612,13 +612,16 @@ mod tests {
         out.replace(", Error>", ">")
     }
 
-    #[test]
-    fn expected_types_are_spelled_as_the_schema_signatures() {
+    pub(crate) fn expected_types_are_spelled_as_the_schema_signatures() {
         for (name, spelled) in param_type_names().into_iter().chain(return_type_names()) {
             if spelled.is_empty() {
                 continue;
             }
             assert_eq!(spelling(name), spelled, "{name}");
         }
+    }
+
+    crate::core::unit_test::test_list! {
+        expected_types_are_spelled_as_the_schema_signatures,
     }
 }

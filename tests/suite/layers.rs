@@ -4,7 +4,7 @@
 //! core → schema | io → checks → registry → dispatch → private (glue of the
 //! generated code) | transform_fn (the functions transforms run) → vmap |
 //! batching → grad → forward → jacobian → testing → library → coverage |
-//! owned → operators
+//! owned → operators → unit_tests (the unit tests, feature `unit-tests`)
 //! ```
 //!
 //! `core` knows no transform and no op; the registry knows no dispatch; the
@@ -37,6 +37,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("coverage", 13),
     ("owned", 13),
     ("operators", 14),
+    ("unit_tests", 15),
 ];
 
 /// Items the crate root re-exports, and the module each comes from.
@@ -111,11 +112,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The names imported by each `crate::` path in `source` (first segment only;
 /// `crate::{a, b::c}` gives `a` and `b`). Comments are skipped, and so is a
-/// file's unit-test module (`#[cfg(test)] mod tests`, at the end of the file):
-/// tests may reach any layer, as integration tests do.
+/// file's unit-test module (`#[cfg(feature = "unit-tests")] pub(crate) mod
+/// tests`, at the end of the file): tests may reach any layer, as integration
+/// tests do.
 fn crate_imports(source: &str) -> Vec<String> {
     let source = source
-        .find("#[cfg(test)]\nmod tests")
+        .find("#[cfg(feature = \"unit-tests\")]\npub(crate) mod tests")
         .map_or(source, |at| &source[..at]);
     let mut names = Vec::new();
     for line in source.lines() {

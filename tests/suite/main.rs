@@ -49,6 +49,7 @@ mod threads;
 mod transform_stack;
 mod tree_utils;
 mod trees;
+mod unit;
 mod vmap;
 mod weights;
 mod window_limits;

@@ -100,12 +100,11 @@ fn element_count(shape: &[usize], max: usize) -> Option<usize> {
     Some(if shape.contains(&0) { 0 } else { nonzero })
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn absurd_shapes_are_errors() {
+    pub(crate) fn absurd_shapes_are_errors() {
         assert_eq!(check_alloc(&[2, 3], DType::F32).unwrap(), 6);
         assert_eq!(check_alloc(&[0, 1 << 40], DType::F32).unwrap(), 0);
         assert!(check_alloc(&[0, 1 << 62, 1 << 62], DType::F32).is_err());
@@ -125,8 +124,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn counting_elements_applies_no_dtype_and_no_limit() {
+    pub(crate) fn counting_elements_applies_no_dtype_and_no_limit() {
         assert_eq!(checked_numel(&[2, 3]).unwrap(), 6);
         assert_eq!(checked_numel(&[0, 1 << 40]).unwrap(), 0);
         // A 0 dim makes no elements, but ndarray still needs the other dims'
@@ -137,5 +135,10 @@ mod tests {
         assert_eq!(checked_numel(&[1 << 20, 1 << 20]).unwrap(), 1 << 40);
         assert!(checked_numel(&[usize::MAX, 2]).is_err());
         assert!(checked_numel(&[1 << 32, 1 << 32]).is_err());
+    }
+
+    crate::core::unit_test::test_list! {
+        absurd_shapes_are_errors,
+        counting_elements_applies_no_dtype_and_no_limit,
     }
 }

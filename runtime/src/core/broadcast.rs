@@ -248,12 +248,11 @@ impl Blocks {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::Blocks;
 
-    #[test]
-    fn blocks_of_a_bias_a_keepdim_reduction_and_what_is_not_one() {
+    pub(crate) fn blocks_of_a_bias_a_keepdim_reduction_and_what_is_not_one() {
         let b = |block, period| Some(Blocks { block, period });
         assert_eq!(Blocks::of(&[2, 3, 4, 5], &[3, 1, 1]), b(20, 3));
         assert_eq!(Blocks::of(&[2, 3, 4, 5], &[2, 3, 1, 1]), b(20, 6));
@@ -270,5 +269,9 @@ mod tests {
         // An empty dim outside the run, and inside it.
         assert_eq!(Blocks::of(&[0, 3, 4], &[3, 1]), b(4, 3));
         assert_eq!(Blocks::of(&[2, 0, 4], &[0, 1]), None);
+    }
+
+    crate::core::unit_test::test_list! {
+        blocks_of_a_bias_a_keepdim_reduction_and_what_is_not_one,
     }
 }

@@ -439,12 +439,11 @@ pub(crate) fn standard<'a, T: Clone + Send + Sync, D: ndarray::Dimension>(
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn a_given_buffer_is_taken_again_empty_and_only_for_a_fitting_size() {
+    pub(crate) fn a_given_buffer_is_taken_again_empty_and_only_for_a_fitting_size() {
         clear_buffer_cache();
         let n = MIN_BYTES / 4;
         let v: Vec<f32> = vec![1.0; n];
@@ -463,8 +462,7 @@ mod tests {
         assert_eq!(cached_bytes(), 0);
     }
 
-    #[test]
-    fn of_equal_buffers_the_one_kept_last_is_taken_first() {
+    pub(crate) fn of_equal_buffers_the_one_kept_last_is_taken_first() {
         clear_buffer_cache();
         // Two buffers of MIN_BYTES: within the smallest limit another test
         // sets meanwhile (the limit is global; the cache is per thread).
@@ -480,8 +478,7 @@ mod tests {
         clear_buffer_cache();
     }
 
-    #[test]
-    fn small_buffers_are_freed_and_the_oldest_make_room() {
+    pub(crate) fn small_buffers_are_freed_and_the_oldest_make_room() {
         clear_buffer_cache();
         give(vec![0.0f64; 16]);
         assert_eq!(cached_bytes(), 0);
@@ -491,7 +488,7 @@ mod tests {
         let first = vec![false; MIN_BYTES];
         let first_ptr = first.as_ptr() as usize;
         give(first);
-        let second = vec![0u8 != 0; MIN_BYTES];
+        let second = vec![false; MIN_BYTES];
         let second_ptr = second.as_ptr() as usize;
         give(second);
         give(vec![0.0f32; MIN_BYTES / 4]);
@@ -505,5 +502,11 @@ mod tests {
         set_buffer_cache_limit(before);
         clear_buffer_cache();
         assert_eq!(cached_bytes(), 0);
+    }
+
+    crate::core::unit_test::test_list! {
+        a_given_buffer_is_taken_again_empty_and_only_for_a_fitting_size,
+        of_equal_buffers_the_one_kept_last_is_taken_first,
+        small_buffers_are_freed_and_the_oldest_make_room,
     }
 }

@@ -29,5 +29,7 @@ pub(crate) mod spin;
 pub(crate) mod tensor;
 pub(crate) mod threads;
 pub(crate) mod tree;
+#[cfg(feature = "unit-tests")]
+pub(crate) mod unit_test;
 pub(crate) mod value;
 pub(crate) mod vmath;

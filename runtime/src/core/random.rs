@@ -68,12 +68,11 @@ pub(crate) fn normal(key: i64, k: u64) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn uniforms_are_in_range_and_keys_differ() {
+    pub(crate) fn uniforms_are_in_range_and_keys_differ() {
         let a: Vec<f64> = (0..1000).map(|k| uniform_f64(7, k)).collect();
         assert!(a.iter().all(|&u| (0.0..1.0).contains(&u)));
         let mean = a.iter().sum::<f64>() / a.len() as f64;
@@ -85,8 +84,7 @@ mod tests {
         assert_eq!(derive_seed(7, 3), derive_seed(7, 3));
     }
 
-    #[test]
-    fn normals_have_mean_zero_and_variance_one() {
+    pub(crate) fn normals_have_mean_zero_and_variance_one() {
         let n = 20_000;
         let v: Vec<f64> = (0..n).map(|k| normal(42, k)).collect();
         let mean = v.iter().sum::<f64>() / n as f64;
@@ -96,5 +94,10 @@ mod tests {
             "{mean} {var}"
         );
         assert!(v.iter().all(|x| x.is_finite()));
+    }
+
+    crate::core::unit_test::test_list! {
+        uniforms_are_in_range_and_keys_differ,
+        normals_have_mean_zero_and_variance_one,
     }
 }

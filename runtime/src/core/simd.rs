@@ -195,12 +195,11 @@ fn has_avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::{vectorized, vectorized_at, SimdLevel};
 
-    #[test]
-    fn vectorized_gives_what_the_closure_gives() {
+    pub(crate) fn vectorized_gives_what_the_closure_gives() {
         let xs: Vec<f32> = (0..1000).map(|i| i as f32 * 0.37 - 100.0).collect();
         let plain: Vec<f32> = xs.iter().map(|&x| x * 1.5 + 2.0).collect();
         let wide = vectorized(|| xs.iter().map(|&x| x * 1.5 + 2.0).collect::<Vec<f32>>());
@@ -211,5 +210,9 @@ mod tests {
             });
             assert_eq!(plain, at, "{tier:?}");
         }
+    }
+
+    crate::core::unit_test::test_list! {
+        vectorized_gives_what_the_closure_gives,
     }
 }

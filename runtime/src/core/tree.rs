@@ -767,8 +767,8 @@ tuple_tree!(A 0, B 1);
 tuple_tree!(A 0, B 1, C 2);
 tuple_tree!(A 0, B 1, C 2, D 3);
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     fn t(v: f64) -> Tensor {
@@ -791,8 +791,7 @@ mod tests {
         Ok(t(x.to_array::<f64>()?[[]] + 1.0))
     }
 
-    #[test]
-    fn leaves_come_in_structure_order() {
+    pub(crate) fn leaves_come_in_structure_order() {
         let tree = (
             t(1.0),
             vec![Some(t(2.0)), None, Some(t(3.0))],
@@ -803,8 +802,7 @@ mod tests {
         assert_eq!(tree.leaf_count(), 6);
     }
 
-    #[test]
-    fn map_leaves_keeps_structure_and_order() {
+    pub(crate) fn map_leaves_keeps_structure_and_order() {
         let tree = (vec![t(1.0), t(2.0)], None::<Tensor>, [t(3.0)]);
         let mut seen = Vec::new();
         let mapped = tree
@@ -819,8 +817,7 @@ mod tests {
         assert_eq!(mapped.0.len(), 2);
     }
 
-    #[test]
-    fn map_leaves_stops_at_the_first_error() {
+    pub(crate) fn map_leaves_stops_at_the_first_error() {
         let tree = vec![t(1.0), t(2.0), t(3.0)];
         let mut calls = 0;
         let err = tree
@@ -837,8 +834,7 @@ mod tests {
         assert!(err.to_string().contains("boom"));
     }
 
-    #[test]
-    fn with_leaves_rebuilds_and_checks_the_count() {
+    pub(crate) fn with_leaves_rebuilds_and_checks_the_count() {
         let tree = (t(0.0), vec![t(0.0), t(0.0)]);
         let rebuilt = tree.with_leaves(vec![t(7.0), t(8.0), t(9.0)]).unwrap();
         assert_eq!(leaves_of(&rebuilt), [7.0, 8.0, 9.0]);
@@ -852,8 +848,7 @@ mod tests {
         assert!(many.contains("from more than 3 tensors"), "{many}");
     }
 
-    #[test]
-    fn leaf_paths_name_where_each_leaf_sits() {
+    pub(crate) fn leaf_paths_name_where_each_leaf_sits() {
         let tree = (
             t(0.0),
             vec![(t(0.0), None::<Tensor>), (t(0.0), Some(t(0.0)))],
@@ -867,8 +862,7 @@ mod tests {
         assert_eq!(tree.leaf_path(9), "");
     }
 
-    #[test]
-    fn empty_structures_have_no_leaves() {
+    pub(crate) fn empty_structures_have_no_leaves() {
         let empty: Vec<Tensor> = Vec::new();
         assert_eq!(empty.leaf_count(), 0);
         assert!(empty.with_leaves(Vec::new()).unwrap().is_empty());
@@ -876,5 +870,14 @@ mod tests {
         assert_eq!(none.leaf_count(), 0);
         let arr: [Tensor; 0] = [];
         assert_eq!(arr.map_leaves(&mut add_one).unwrap().len(), 0);
+    }
+
+    crate::core::unit_test::test_list! {
+        leaves_come_in_structure_order,
+        map_leaves_keeps_structure_and_order,
+        map_leaves_stops_at_the_first_error,
+        with_leaves_rebuilds_and_checks_the_count,
+        leaf_paths_name_where_each_leaf_sits,
+        empty_structures_have_no_leaves,
     }
 }

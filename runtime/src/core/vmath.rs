@@ -646,5 +646,5 @@ vmath_impl!(
     f64
 );
 
-#[cfg(test)]
-mod tests;
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests;

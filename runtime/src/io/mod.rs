@@ -137,9 +137,9 @@ use crate::core::alloc::check_alloc;
 use crate::core::tree::{checked_copy, leaf_names};
 use crate::{DType, Data, Element, Error, Result, Tensor, TensorTree};
 
-mod npy;
+pub(crate) mod npy;
 mod safetensors;
-mod zip;
+pub(crate) mod zip;
 
 /// How [`load_safetensors_with`] and [`load_npz_with`] match a file's keys
 /// against the template's.
@@ -1178,15 +1178,14 @@ pub(crate) fn bf16_to_f32(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::{bf16_to_f32, f16_to_f32};
 
     /// Every f16 bit pattern against its value computed from the format's
     /// definition in f64: (-1)^s * 2^(e - 15) * (1 + m / 1024), or
     /// (-1)^s * 2^-14 * (m / 1024) for e = 0.
-    #[test]
-    fn f16_converts_exactly_for_every_bit_pattern() {
+    pub(crate) fn f16_converts_exactly_for_every_bit_pattern() {
         for bits in 0..=u16::MAX {
             let negative = bits & 0x8000 != 0;
             let e = i32::from((bits >> 10) & 0x1f);
@@ -1214,12 +1213,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn bf16_is_the_top_half_of_an_f32() {
+    pub(crate) fn bf16_is_the_top_half_of_an_f32() {
         assert_eq!(bf16_to_f32(0x3f80), 1.0);
         assert_eq!(bf16_to_f32(0xc000), -2.0);
         assert_eq!(bf16_to_f32(0x0001), f32::from_bits(0x0001_0000)); // subnormal
         assert!(bf16_to_f32(0x7fc0).is_nan());
         assert_eq!(bf16_to_f32(0xff80), f32::NEG_INFINITY);
+    }
+
+    crate::core::unit_test::test_list! {
+        f16_converts_exactly_for_every_bit_pattern,
+        bf16_is_the_top_half_of_an_f32,
     }
 }

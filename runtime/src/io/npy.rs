@@ -485,12 +485,11 @@ impl Parser<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn headers_as_numpy_writes_them() {
+    pub(crate) fn headers_as_numpy_writes_them() {
         let h = Header::parse("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n")
             .unwrap();
         assert_eq!(
@@ -509,8 +508,7 @@ mod tests {
         assert_eq!((h.stored, h.shape.len()), (Stored::Bool, 0));
     }
 
-    #[test]
-    fn bad_headers_say_what_is_wrong() {
+    pub(crate) fn bad_headers_say_what_is_wrong() {
         let cases = [
             (
                 "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
@@ -548,5 +546,10 @@ mod tests {
             };
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    crate::core::unit_test::test_list! {
+        headers_as_numpy_writes_them,
+        bad_headers_say_what_is_wrong,
     }
 }

@@ -402,7 +402,7 @@ pub(super) fn data<'a>(input: &mut Input<'a>, entry: &Entry) -> Result<Cow<'a, [
 }
 
 /// The entries (name, bytes) of a ZIP archive in memory (see [`entries`]).
-#[cfg(test)]
+#[cfg(feature = "unit-tests")]
 fn read_stored(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut input = Input::Bytes(b);
     entries(&mut input)?
@@ -411,20 +411,18 @@ fn read_stored(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn crc32_matches_the_published_check_value() {
+    pub(crate) fn crc32_matches_the_published_check_value() {
         // The CRC-32/ISO-HDLC check value of "123456789" (the catalogue of
         // parametrised CRC algorithms).
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
     }
 
-    #[test]
-    fn stored_archives_round_trip() {
+    pub(crate) fn stored_archives_round_trip() {
         let entries = vec![
             ("a.npy".to_string(), vec![1u8, 2, 3]),
             ("ünï.npy".to_string(), vec![]),
@@ -437,5 +435,10 @@ mod tests {
             ("a.npy", &[1u8, 2, 3][..])
         );
         assert_eq!((back[1].0.as_str(), back[1].1.len()), ("ünï.npy", 0));
+    }
+
+    crate::core::unit_test::test_list! {
+        crc32_matches_the_published_check_value,
+        stored_archives_round_trip,
     }
 }

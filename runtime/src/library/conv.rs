@@ -25,7 +25,7 @@ use crate::{
     batching_rule, decompose, jvp, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta,
 };
 
-mod tiles;
+pub(crate) mod tiles;
 
 // ---------------------------------------------------------------------------
 // The window of a sliding-block op: kernel size, dilation, padding and stride

@@ -897,8 +897,8 @@ fn finish_addmm_block<T: Gemm + PartialOrd>(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::Gemm;
     use ndarray::linalg::general_mat_mul;
     use ndarray::{s, Array2, ShapeBuilder};
@@ -913,8 +913,7 @@ mod tests {
     /// layouts the operand normalization rewrites: a column-major output (the
     /// transposed product), negative strides on the output's rows and
     /// columns and on the shared dimension, and accumulation.
-    #[test]
-    fn direct_gemm_kernels_match_ndarray_on_every_layout() {
+    pub(crate) fn direct_gemm_kernels_match_ndarray_on_every_layout() {
         let (m, k, n) = (19, 23, 17); // above GEMM_CRATE_MIN: the gemm path
         let a = filled(m, k, 0.1);
         let b = filled(k, n, 0.7);
@@ -952,5 +951,9 @@ mod tests {
                 }
             }
         }
+    }
+
+    crate::core::unit_test::test_list! {
+        direct_gemm_kernels_match_ndarray_on_every_layout,
     }
 }

@@ -44,7 +44,7 @@ use crate::{
     TensorMeta,
 };
 
-mod scan;
+pub(crate) mod scan;
 
 // ---------------------------------------------------------------------------
 // Window geometry

@@ -26,7 +26,7 @@ mod jvp;
 
 use std::fmt;
 
-#[cfg(test)]
+#[cfg(feature = "unit-tests")]
 pub(crate) use derivative::probe;
 pub use grad::{check_grad, check_grad_compositions, check_op_grad};
 pub use jvp::{check_jacobians, check_jvp, check_jvp_compositions, check_op_jvp};

@@ -286,8 +286,8 @@ impl VmapInterpreter {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::Batched;
     use crate::{ops, owned, vmap, Data, Result, Tensor};
     use std::cell::RefCell;
@@ -301,8 +301,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn owned_unary_ops_write_into_the_physical_buffer_of_a_batched_temporary() {
+    pub(crate) fn owned_unary_ops_write_into_the_physical_buffer_of_a_batched_temporary() {
         let x = Tensor::from_shape_vec(
             &[4, 300],
             (0..1200).map(|i| i as f32 * 0.01 - 6.0).collect(),
@@ -342,8 +341,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn owned_binary_ops_write_into_the_physical_buffer_when_the_batch_dims_line_up() {
+    pub(crate) fn owned_binary_ops_write_into_the_physical_buffer_when_the_batch_dims_line_up() {
         let x =
             Tensor::from_shape_vec(&[4, 3, 5], (0..60).map(|i| i as f32 * 0.1).collect()).unwrap();
         let bias = Tensor::from_shape_vec(&[5], vec![1.0f32, 2.0, 3.0, 4.0, 5.0]).unwrap();
@@ -384,5 +382,10 @@ mod tests {
             y.to_array::<f32>().unwrap(),
             want.to_array::<f32>().unwrap()
         );
+    }
+
+    crate::core::unit_test::test_list! {
+        owned_unary_ops_write_into_the_physical_buffer_of_a_batched_temporary,
+        owned_binary_ops_write_into_the_physical_buffer_when_the_batch_dims_line_up,
     }
 }

@@ -162,8 +162,8 @@ fn prefix_data(out: &Data, dim: usize, filled: usize) -> Data {
     })
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
     use ndarray::ArrayD;
 
@@ -182,8 +182,7 @@ mod tests {
         j.finish()
     }
 
-    #[test]
-    fn dense_chunks_are_copied_in_order_along_any_dim() {
+    pub(crate) fn dense_chunks_are_copied_in_order_along_any_dim() {
         for dim in 0..3 {
             let mut shape = vec![2, 3, 4];
             let parts: Vec<Tensor> = [1, 2, 1]
@@ -204,8 +203,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_chunk_that_does_not_match_is_left_to_cat() {
+    pub(crate) fn a_chunk_that_does_not_match_is_left_to_cat() {
         // Another trailing size: cat rejects it, naming itself.
         let bad_shape = join(&[t(&[1, 3], 0), t(&[1, 4], 0)], 0).unwrap_err();
         assert!(bad_shape.to_string().contains("cat"), "{bad_shape}");
@@ -225,11 +223,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_output_respects_the_allocation_limit() {
+    pub(crate) fn the_output_respects_the_allocation_limit() {
         let mut j = Joiner::new("jacrev", 0, 1 << 40);
         let err = j.push(t(&[1, 4], 0), 1).unwrap_err();
         assert!(err.to_string().contains("jacrev"), "{err}");
         assert!(err.to_string().contains("allocation limit"), "{err}");
+    }
+
+    crate::core::unit_test::test_list! {
+        dense_chunks_are_copied_in_order_along_any_dim,
+        a_chunk_that_does_not_match_is_left_to_cat,
+        the_output_respects_the_allocation_limit,
     }
 }

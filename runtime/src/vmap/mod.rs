@@ -27,7 +27,7 @@ mod batched;
 mod dims;
 mod fallback;
 mod inputs;
-mod interpreter;
+pub(crate) mod interpreter;
 pub(crate) mod join;
 mod level;
 mod random;

@@ -164,8 +164,7 @@ fn same_bits<T: Copy + PartialEq + std::fmt::Debug + IsNan>(
 
 macro_rules! bitwise_tests {
     ($test:ident, $t:ty, $inputs:expr, $bits:expr, [$($f:ident),*]) => {
-        #[test]
-        fn $test() {
+        pub(crate) fn $test() {
             let xs: Vec<$t> = $inputs;
             for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
                 $(
@@ -323,8 +322,7 @@ pub(super) fn references_f32() -> Vec<CaseF32> {
 
 /// Each f32 function within its stated ulps of the f64 reference over the
 /// sweep (the `#[ignore]`d `accuracy_f32_exhaustive` takes every f32).
-#[test]
-fn accuracy_f32() {
+pub(crate) fn accuracy_f32() {
     let xs = inputs_f32(65_537);
     let mut failures = Vec::new();
     for (name, f, reference, bound) in references_f32() {
@@ -347,12 +345,11 @@ fn accuracy_f32() {
 }
 
 /// Every f32 input, for the table in the module's documentation: run with
-/// `cargo test --release -p batchrules --lib vmath -- --ignored --nocapture`.
+/// `BATCHRULES_UNIT_TESTS=vmath::accuracy_f32_exhaustive cargo test --release
+/// --test suite unit:: -- --ignored --nocapture`.
 /// Also checks that the loop at the CPU's best tier gives the scalar call's
 /// bits for every input.
-#[test]
-#[ignore = "every f32, about a minute in release"]
-fn accuracy_f32_exhaustive() {
+pub(crate) fn accuracy_f32_exhaustive() {
     let mut failures = Vec::new();
     for (name, scalar, reference, bound) in references_f32() {
         let scalar = std::hint::black_box(scalar);
@@ -429,8 +426,7 @@ fn references_f64() -> Vec<CaseF64> {
     ]
 }
 
-#[test]
-fn accuracy_f64_against_libm() {
+pub(crate) fn accuracy_f64_against_libm() {
     let xs = inputs_f64(200_000);
     let mut failures = Vec::new();
     for (name, f, reference, bound) in references_f64() {
@@ -455,8 +451,7 @@ fn accuracy_f64_against_libm() {
 /// The f64 functions against mpmath's values, correctly rounded to f64
 /// (recorded by `scripts/reference/vmath_mpmath.py`): within the stated ulps
 /// plus the half ulp of the reference's rounding.
-#[test]
-fn accuracy_f64_against_mpmath() {
+pub(crate) fn accuracy_f64_against_mpmath() {
     let table = include_str!("../../../../tests/reference/mpmath_vmath.txt");
     let functions: [CaseMp; 7] = [
         ("exp", exp_f64, 1.0),
@@ -499,11 +494,9 @@ fn accuracy_f64_against_mpmath() {
 
 /// Nanoseconds per element of each f32 function: the libm call of `std`
 /// (through `vectorized`, where it stays a call) and this module's function
-/// at each tier. Run with `cargo test --release -p batchrules --lib
-/// vmath::tests::throughput -- --ignored --nocapture`.
-#[test]
-#[ignore = "a measurement, for release builds"]
-fn throughput() {
+/// at each tier. Run with `BATCHRULES_UNIT_TESTS=vmath::throughput cargo test
+/// --release --test suite unit:: -- --ignored --nocapture`.
+pub(crate) fn throughput() {
     use std::time::Instant;
     let xs: Vec<f32> = (0..4096).map(|i| (i as f32 - 2048.0) * 0.003).collect();
     let mut out = vec![0.0f32; xs.len()];
@@ -603,8 +596,7 @@ fn throughput() {
 
 /// The logical-shift forms of the arithmetic shifts of i64 (for AVX2, which
 /// has none) give the shift's results over their whole domain.
-#[test]
-fn shifts_without_an_arithmetic_shift_of_i64() {
+pub(crate) fn shifts_without_an_arithmetic_shift_of_i64() {
     for n in -4096i64..=4096 {
         assert_eq!(half_floor(n), n >> 1, "{n}");
     }
@@ -620,4 +612,15 @@ fn shifts_without_an_arithmetic_shift_of_i64() {
             assert_eq!(f.to_bits(), (bits.wrapping_sub(k << 52)) as u64, "{x:e}");
         }
     }
+}
+
+crate::core::unit_test::test_list! {
+    accuracy_f32,
+    accuracy_f32_exhaustive = "every f32, about a minute in release",
+    accuracy_f64_against_libm,
+    accuracy_f64_against_mpmath,
+    throughput = "a measurement, for release builds",
+    shifts_without_an_arithmetic_shift_of_i64,
+    vectorized_equals_scalar_f32,
+    vectorized_equals_scalar_f64,
 }

@@ -253,8 +253,8 @@ pub(super) fn weight_grads<T: Gemm + Cached>(x: &[T], g: &[T], conv: &Conv) -> V
     })
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
     use crate::library::conv::Window;
 
@@ -361,8 +361,7 @@ mod tests {
 
     /// Both kernels against the scalar definition, with one tile per example
     /// and with tiles of one block row (several per example).
-    #[test]
-    fn tiled_kernels_match_the_direct_definition() {
+    pub(crate) fn tiled_kernels_match_the_direct_definition() {
         for case in CASES {
             let geo = geometry(case);
             let ([n, c, h, wd], c_out, [kh, kw], .., groups) = *case;
@@ -392,8 +391,7 @@ mod tests {
     /// W16's forward, W17's per-sample weight gradients and W12's first
     /// layer under `vmap(grad)`, at reduced batch sizes.
     #[cfg(feature = "rayon")]
-    #[test]
-    fn one_and_two_threads_give_the_same_bits() {
+    pub(crate) fn one_and_two_threads_give_the_same_bits() {
         use crate::{grad, ops, vmap, Tensor};
         let tensor = |shape: &[usize], seed: u64| {
             let n = shape.iter().product();
@@ -435,5 +433,11 @@ mod tests {
                 .expect("the programs run")
         };
         assert_eq!(on(1), on(2));
+    }
+
+    crate::core::unit_test::test_list! {
+        tiled_kernels_match_the_direct_definition,
+        #[cfg(feature = "rayon")]
+        one_and_two_threads_give_the_same_bits,
     }
 }

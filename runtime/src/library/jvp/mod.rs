@@ -127,8 +127,8 @@ macro_rules! bilinear_jvp {
 }
 use bilinear_jvp;
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     //! Every written jvp, called through the registry as the interpreter
     //! calls it, against central differences of the op (in f64, where the op
     //! is differentiable along the tangent) and against the op's vjp
@@ -511,8 +511,7 @@ mod tests {
         cases
     }
 
-    #[test]
-    fn jvps_match_central_differences_and_transpose_the_vjps() {
+    pub(crate) fn jvps_match_central_differences_and_transpose_the_vjps() {
         let cases = cases();
         let failures: Vec<String> = cases.iter().filter_map(|c| run(c).err()).collect();
         assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -531,8 +530,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_differentiable_primitive_has_a_jvp_or_is_linear() {
+    pub(crate) fn every_differentiable_primitive_has_a_jvp_or_is_linear() {
         let reg = registry().expect("registry");
         let missing: Vec<&str> = reg
             .ops()
@@ -543,8 +541,7 @@ mod tests {
         assert!(missing.is_empty(), "no jvp for {missing:?}");
     }
 
-    #[test]
-    fn a_tangent_for_one_operand_is_broadcast_to_the_result() -> Result<()> {
+    pub(crate) fn a_tangent_for_one_operand_is_broadcast_to_the_result() -> Result<()> {
         // Only the [3] operand varies: its tangent must come back as [2, 3].
         let (a, b) = (probe(&[2, 3], DType::F64, 1)?, probe(&[3], DType::F64, 2)?);
         for op in ["mul", "maximum", "div", "pow"] {
@@ -566,5 +563,11 @@ mod tests {
             assert_eq!(shape, Some(vec![2, 3]), "{op}");
         }
         Ok(())
+    }
+
+    crate::core::unit_test::test_list! {
+        jvps_match_central_differences_and_transpose_the_vjps,
+        every_differentiable_primitive_has_a_jvp_or_is_linear,
+        a_tangent_for_one_operand_is_broadcast_to_the_result,
     }
 }

@@ -566,8 +566,8 @@ pub(crate) fn for_rows<T: Copy + Send + Sync>(
     serial(x, out)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
     use crate::library::pooling::{geometry, PoolArgs};
     use crate::{DType, TensorMeta};
@@ -700,8 +700,7 @@ mod tests {
         true
     }
 
-    #[test]
-    fn max_pooling_scans_as_the_window_at_a_time_kernel() {
+    pub(crate) fn max_pooling_scans_as_the_window_at_a_time_kernel() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut checked = 0;
         for case in 0..3000 {
@@ -735,8 +734,7 @@ mod tests {
         assert!(checked > 1500, "only {checked} cases had an output");
     }
 
-    #[test]
-    fn max_pooling_of_wide_planes_and_large_kernels() {
+    pub(crate) fn max_pooling_of_wide_planes_and_large_kernels() {
         // Rows longer than a vector, flat and row-by-row scans, strides
         // along rows, windows of many taps.
         let mut rng = Rng(7);
@@ -768,8 +766,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_nan_wins_and_a_later_nan_moves_the_index() {
+    pub(crate) fn a_nan_wins_and_a_later_nan_moves_the_index() {
         let x = [
             1.0f32,
             f32::NAN,
@@ -816,8 +813,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn window_sums_add_in_the_order_of_the_window_at_a_time_loops() {
+    pub(crate) fn window_sums_add_in_the_order_of_the_window_at_a_time_loops() {
         let mut rng = Rng(99);
         for _ in 0..3000 {
             let size = rng.below(30) as usize;
@@ -852,8 +848,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runs_cover_the_windows_in_order() {
+    pub(crate) fn runs_cover_the_windows_in_order() {
         let windows = [
             (0, 1),
             (0, 2),
@@ -874,8 +869,7 @@ mod tests {
     /// The split over threads changes no value: pools of one and two
     /// threads against the reference, on inputs above the split's threshold.
     #[cfg(feature = "rayon")]
-    #[test]
-    fn one_thread_and_two_give_the_same_bits() {
+    pub(crate) fn one_thread_and_two_give_the_same_bits() {
         let mut rng = Rng(5);
         let shape = [67, 29, 31];
         let x: Vec<f32> = (0..67 * 29 * 31).map(|_| rng.value() as f32).collect();
@@ -906,5 +900,15 @@ mod tests {
                 "{threads} threads"
             );
         }
+    }
+
+    crate::core::unit_test::test_list! {
+        max_pooling_scans_as_the_window_at_a_time_kernel,
+        max_pooling_of_wide_planes_and_large_kernels,
+        a_nan_wins_and_a_later_nan_moves_the_index,
+        window_sums_add_in_the_order_of_the_window_at_a_time_loops,
+        runs_cover_the_windows_in_order,
+        #[cfg(feature = "rayon")]
+        one_thread_and_two_give_the_same_bits,
     }
 }
