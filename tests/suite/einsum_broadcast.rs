@@ -3,7 +3,8 @@
 //! in any order and with any number of operands, and the result is what the
 //! operands expanded to the label's size give. Checked against the same
 //! contraction written with explicit `expand`s, under vmap against the
-//! loop, and under grad against finite differences.
+//! loop, and under grad against finite differences. Also: an operand read
+//! as a transposed view gives the bits of one copied into the product's order.
 
 use batchrules::prelude::*;
 use batchrules::testing::{check_grad, check_vmap};
@@ -147,5 +148,84 @@ fn sizes_that_do_not_broadcast_are_an_einsum_error() {
         assert!(err.starts_with("einsum: "), "{err}");
         assert!(err.contains("must agree or be 1"), "{err}");
         assert!(!err.contains("expand"), "{err}");
+    }
+}
+
+/// f32 values with full mantissas (a xorshift), so a different order of
+/// additions would show in the bits.
+fn noise(shape: &[usize], seed: u64) -> ndarray::ArrayD<f32> {
+    let mut s = seed | 1;
+    ndarray::ArrayD::from_shape_fn(shape, |_| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    })
+}
+
+/// An operand that holds its contracted labels last where the product wants
+/// them first (`fa` as the left operand of `fa,fb->ab`, or `bf` on the right
+/// of `af,bf->ab`) is read as a transposed view instead of being copied into
+/// the product's order; the result has the bits of the same einsum given the
+/// operand already copied into that order. At each size of the product's
+/// engine: the plain loop (where the operand is copied), matrixmultiply, and
+/// the `gemm` crate (split over the pool when it has threads), with and
+/// without a batch label.
+#[test]
+fn operands_read_transposed_give_the_bits_of_operands_copied() {
+    for (rows, inner, cols) in [(3, 4, 2), (10, 12, 10), (20, 30, 25), (160, 2000, 160)] {
+        for batch in [None, Some(3)] {
+            let with = |shape: &[usize]| -> Vec<usize> {
+                batch.iter().copied().chain(shape.iter().copied()).collect()
+            };
+            let b_label = if batch.is_some() { "n" } else { "" };
+            let swap = |a: &ndarray::ArrayD<f32>| {
+                let r = a.ndim();
+                let mut v = a.view();
+                v.swap_axes(r - 1, r - 2);
+                Tensor::from(v.as_standard_layout().to_owned())
+            };
+            let x = noise(&with(&[rows, inner]), 1);
+            let y = noise(&with(&[cols, inner]), 2);
+            // Right operand `[cols, inner]` against its copy `[inner, cols]`.
+            let read = ops::einsum(
+                &format!("{b_label}ak,{b_label}bk->{b_label}ab"),
+                &[Tensor::from(x.clone()), Tensor::from(y.clone())],
+            )
+            .unwrap();
+            let copied = ops::einsum(
+                &format!("{b_label}ak,{b_label}kb->{b_label}ab"),
+                &[Tensor::from(x.clone()), swap(&y)],
+            )
+            .unwrap();
+            let bits = |t: &Tensor| -> Vec<u32> {
+                t.to_array::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect()
+            };
+            assert_eq!(
+                bits(&read),
+                bits(&copied),
+                "right, {rows}x{inner}x{cols}, batch {batch:?}"
+            );
+            // Left operand `[inner, rows]` against its copy `[rows, inner]`.
+            let read = ops::einsum(
+                &format!("{b_label}ka,{b_label}kb->{b_label}ab"),
+                &[swap(&x), swap(&y)],
+            )
+            .unwrap();
+            let copied = ops::einsum(
+                &format!("{b_label}ak,{b_label}kb->{b_label}ab"),
+                &[Tensor::from(x), swap(&y)],
+            )
+            .unwrap();
+            assert_eq!(
+                bits(&read),
+                bits(&copied),
+                "left, {rows}x{inner}x{cols}, batch {batch:?}"
+            );
+        }
     }
 }

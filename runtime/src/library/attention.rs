@@ -861,6 +861,51 @@ impl Labelled {
     }
 }
 
+impl Labelled {
+    /// `[batch, rows, cols]`, as [`Labelled::grouped`] gives it, or, when the
+    /// operand already holds its labels in the order `batch, cols, rows` (and
+    /// not in the order asked for), grouped that way and its last two dims
+    /// swapped: a strided view the matrix product reads as it is, where
+    /// moving the labels would copy the whole operand (the Jacobians of
+    /// `Naf,Mbf->NMab`, whose right operand is `[M b, f]`, are 138 MB each in
+    /// W15). The product's values are the same either way (the GEMM kernels
+    /// pack both operands; `tests/suite/einsum_broadcast.rs` compares the
+    /// bits). Not for products small enough for the plain loop of
+    /// `library/gemm.rs`, which reads row-major operands only: a view would
+    /// move them to another engine, with other rounding. (`other`: the
+    /// labels of the product's third dim, the other operand's own.)
+    fn matrices(
+        &self,
+        batch: &[Label],
+        rows: &[Label],
+        cols: &[Label],
+        other: &[Label],
+        size: impl Fn(Label) -> usize + Copy,
+    ) -> Result<Tensor> {
+        let in_order = |groups: [&[Label]; 3]| {
+            let order: Vec<Label> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+            self.dims_of(&order)
+                .iter()
+                .enumerate()
+                .all(|(i, &d)| i == d)
+        };
+        let work = [rows, cols, other]
+            .iter()
+            .flat_map(|g| g.iter())
+            .try_fold(1usize, |w, &l| w.checked_mul(size(l)));
+        if work.is_none_or(|w| w > crate::library::gemm::SMALL_GEMM)
+            && !rows.is_empty()
+            && !cols.is_empty()
+            && !in_order([batch, rows, cols])
+            && in_order([batch, cols, rows])
+        {
+            let swapped = self.grouped(&[batch, cols, rows], size)?;
+            return ops::transpose(&swapped, -1, -2);
+        }
+        self.grouped(&[batch, rows, cols], size)
+    }
+}
+
 /// Two sizes of one label broadcast: 1 and `n` give `n` (0 included).
 fn broadcast_size(a: usize, b: usize) -> usize {
     if a == 1 {
@@ -923,8 +968,8 @@ fn contract(a: Labelled, b: Labelled, needed: &[Label]) -> Result<Labelled> {
         (true, false) => a.size(l),
         _ => b.size(l),
     };
-    let lhs = a.grouped(&[&batch, &left, &inner], size)?;
-    let rhs = b.grouped(&[&batch, &inner, &right], size)?;
+    let lhs = a.matrices(&batch, &left, &inner, &right, size)?;
+    let rhs = b.matrices(&batch, &inner, &right, &left, size)?;
     let product = ops::bmm(&lhs, &rhs)?;
     let mut labels = batch;
     labels.extend(left);

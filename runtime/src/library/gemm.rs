@@ -723,7 +723,7 @@ pub(super) fn matmul_arrays<T: Gemm>(
 const FOLD_COLUMNS_BELOW: usize = 32;
 
 /// Products of at most this many multiply-adds are computed by [`small_gemm`].
-const SMALL_GEMM: usize = 1024;
+pub(crate) const SMALL_GEMM: usize = 1024;
 
 /// `c = a @ b` for row-major `a` (`n x k`), `b` (`k x m`) and `c` (`n x m`)
 /// given as slices, by a plain loop: each output row is accumulated in a local
