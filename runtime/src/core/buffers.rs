@@ -175,7 +175,7 @@ thread_local! {
 }
 
 /// An element type whose buffers the cache keeps.
-pub(crate) trait Cached: Copy + 'static {
+pub(crate) trait Cached: Copy + Send + Sync + 'static {
     fn list(cache: &mut Cache) -> &mut Vec<(u64, Vec<Self>)>;
 }
 
@@ -237,13 +237,40 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
 pub(crate) fn filled<T: Cached>(n: usize, value: T) -> Vec<T> {
     let v = match cached(n) {
         Some(mut v) => {
-            v.resize(n, value);
+            fill_to(&mut v, n, value);
             v
         }
         None => vec![value; n],
     };
     in_use(bytes_of_val(&v));
     v
+}
+
+/// Fills the empty `v` (with room for `n`) with `n` copies of `value`: on
+/// the pool when `n` is large (a reused buffer is not zeroed by the system,
+/// and the zeros of a matrix product's output were written by the calling
+/// thread alone while the pool waited).
+fn fill_to<T: Cached>(v: &mut Vec<T>, n: usize, value: T) {
+    debug_assert!(v.is_empty() && v.capacity() >= n);
+    #[cfg(feature = "rayon")]
+    if crate::core::broadcast::parallel(n) {
+        use rayon::prelude::*;
+        crate::core::spin::region();
+        let piece = piece_rows(n, 1, crate::core::broadcast::PIECE_MIN);
+        v.spare_capacity_mut()[..n]
+            .par_chunks_mut(piece)
+            .for_each(|chunk| {
+                for slot in chunk {
+                    slot.write(value);
+                }
+            });
+        // SAFETY: the first `n` slots (within the capacity, `cached` gives
+        // one of at least `n`) were each written above; `T` is a plain value
+        // type (`Cached`: bool, i64, f32, f64), so there is nothing to drop.
+        unsafe { v.set_len(n) };
+        return;
+    }
+    v.resize(n, value);
 }
 
 /// One piece of the buffer [`par_build`] writes: room for a fixed number of
@@ -504,7 +531,27 @@ pub(crate) mod tests {
         assert_eq!(cached_bytes(), 0);
     }
 
+    /// A reused buffer refilled (on the pool when large and the pool has
+    /// more than one thread) holds `n` copies, and nothing else.
+    pub(crate) fn filled_writes_every_value_of_a_reused_buffer() {
+        clear_buffer_cache();
+        for n in [100_000usize, 1 << 17, (1 << 18) + 3] {
+            let before = buffer_cache_limit();
+            set_buffer_cache_limit(64 << 20);
+            let old = vec![7.0f32; n + 5];
+            let at = old.as_ptr() as usize;
+            give(old);
+            let v = filled(n, 1.5f32);
+            assert_eq!(v.as_ptr() as usize, at, "the buffer given is reused");
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|&x| x == 1.5), "n = {n}");
+            set_buffer_cache_limit(before);
+            clear_buffer_cache();
+        }
+    }
+
     crate::core::unit_test::test_list! {
+        filled_writes_every_value_of_a_reused_buffer,
         a_given_buffer_is_taken_again_empty_and_only_for_a_fitting_size,
         of_equal_buffers_the_one_kept_last_is_taken_first,
         small_buffers_are_freed_and_the_oldest_make_room,

@@ -304,11 +304,19 @@ fn where_kernel(c: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         ) else {
             return Err(Error::invalid("operands do not broadcast"));
         };
+        let zip = ndarray::Zip::from(&c).and(&a).and(&b);
+        // (A condition broadcast against the values, as relu's backward under
+        // `vmap(jacrev)` has, where the cotangents' dim is not the mask's: on
+        // the pool when large; each value is picked on its own either way.)
+        #[cfg(feature = "rayon")]
+        if crate::core::broadcast::parallel(shape.iter().product()) {
+            crate::core::spin::region();
+            return Ok(Tensor::from(
+                zip.par_map_collect(|&c, &x, &y| if c { x } else { y }),
+            ));
+        }
         Ok(Tensor::from(
-            ndarray::Zip::from(&c)
-                .and(&a)
-                .and(&b)
-                .map_collect(|&c, &x, &y| if c { x } else { y }),
+            zip.map_collect(|&c, &x, &y| if c { x } else { y }),
         ))
     }
     /// The common case of the backward passes (`where(x > 0, ct, 0)`), as one
