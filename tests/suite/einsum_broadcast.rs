@@ -173,7 +173,14 @@ fn noise(shape: &[usize], seed: u64) -> ndarray::ArrayD<f32> {
 /// without a batch label.
 #[test]
 fn operands_read_transposed_give_the_bits_of_operands_copied() {
-    for (rows, inner, cols) in [(3, 4, 2), (10, 12, 10), (20, 30, 25), (160, 2000, 160)] {
+    for (rows, inner, cols) in [
+        (3, 4, 2),
+        (10, 12, 10),
+        (20, 30, 25),
+        (1, 3000, 40),
+        (40, 3000, 1),
+        (160, 2000, 160),
+    ] {
         for batch in [None, Some(3)] {
             let with = |shape: &[usize]| -> Vec<usize> {
                 batch.iter().copied().chain(shape.iter().copied()).collect()

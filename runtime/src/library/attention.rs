@@ -872,7 +872,9 @@ impl Labelled {
     /// pack both operands; `tests/suite/einsum_broadcast.rs` compares the
     /// bits). Not for products small enough for the plain loop of
     /// `library/gemm.rs`, which reads row-major operands only: a view would
-    /// move them to another engine, with other rounding. (`other`: the
+    /// move them to another engine, with other rounding; nor for products
+    /// with a dim of 1 or 2, which the `gemm` crate computes by other
+    /// kernels chosen by the operands' strides. (`other`: the
     /// labels of the product's third dim, the other operand's own.)
     fn matrices(
         &self,
@@ -889,13 +891,13 @@ impl Labelled {
                 .enumerate()
                 .all(|(i, &d)| i == d)
         };
-        let work = [rows, cols, other]
+        let group = |g: &[Label]| g.iter().try_fold(1usize, |w, &l| w.checked_mul(size(l)));
+        let sizes = [group(rows), group(cols), group(other)];
+        let work = sizes
             .iter()
-            .flat_map(|g| g.iter())
-            .try_fold(1usize, |w, &l| w.checked_mul(size(l)));
+            .try_fold(1usize, |w, s| s.and_then(|s| w.checked_mul(s)));
         if work.is_none_or(|w| w > crate::library::gemm::SMALL_GEMM)
-            && !rows.is_empty()
-            && !cols.is_empty()
+            && sizes.iter().all(|s| s.is_none_or(|s| s > 2))
             && !in_order([batch, rows, cols])
             && in_order([batch, cols, rows])
         {
