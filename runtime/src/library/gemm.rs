@@ -262,6 +262,53 @@ fn split_parts(rows: usize, work: usize) -> usize {
         .max(1)
 }
 
+/// The rows of each part a product of `rows x k x cols` and `work`
+/// multiply-adds is split into on the pool ([`split_parts`] of them; `rows`
+/// itself: no split), such that each part is computed as in the whole
+/// product: the `gemm` crate blocks the shared dimension `k` by 512 for
+/// products of at most 64 rows and 64 columns and by a size of its cache
+/// model for larger ones, so where the blocks differ (more than 512 of `k`,
+/// at most 64 columns) every part keeps more than 64 rows.
+#[cfg(feature = "rayon")]
+fn row_part(rows: usize, k: usize, cols: usize, work: usize) -> usize {
+    let mut parts = split_parts(rows, work);
+    while parts > 1 {
+        let each = rows.div_ceil(parts);
+        let last = rows - (rows.div_ceil(each) - 1) * each;
+        if cols > 64 || k <= 512 || (rows > 64 && last > 64) {
+            return each;
+        }
+        parts -= 1;
+    }
+    rows
+}
+
+/// The width of the column parts a one-row product of `cols` columns and
+/// `work` multiply-adds is split into on the pool (`cols` itself: no split).
+/// A multiple of [`COLUMN_PART_STEP`], so each column is computed as in the
+/// whole product: the `gemm` crate computes a one-row product by a
+/// matrix-vector kernel whose vector loop over the columns leaves the last
+/// `cols % lanes` to a scalar loop, and a part that starts at a multiple of
+/// every vector width keeps each column on the side of that line it had.
+/// Each part is at least [`SPLIT_PART_MIN`] multiply-adds, so never below
+/// [`GEMM_CRATE_MIN`] (another engine).
+#[cfg(feature = "rayon")]
+fn column_part(cols: usize, work: usize) -> usize {
+    let threads = crate::core::threads::num_threads();
+    let parts = (4 * threads)
+        .min(work / SPLIT_PART_MIN)
+        .min(cols / COLUMN_PART_STEP);
+    if threads < 2 || parts < 2 {
+        return cols;
+    }
+    cols.div_ceil(parts).next_multiple_of(COLUMN_PART_STEP)
+}
+
+/// The step of [`column_part`]'s widths: a multiple of the vector widths of
+/// every SIMD level (16 f32 lanes at AVX-512).
+#[cfg(feature = "rayon")]
+const COLUMN_PART_STEP: usize = 64;
+
 /// The element types the matrix products are computed in, with the GEMM for
 /// each: `c = a @ b`, overwriting `c` (which does not alias `a` or `b`), on
 /// this thread, or, with the `rayon` feature, a large one split by rows over
@@ -375,17 +422,32 @@ macro_rules! float_gemm {
             }
             #[cfg(feature = "rayon")]
             {
-                let parts = if split { split_parts(m, work) } else { 1 };
-                if parts > 1 {
+                let rows = if split { row_part(m, k, n, work) } else { m };
+                if rows < m {
                     crate::core::spin::region();
                     // Parts of whole rows, each a product of its own (`b` is
                     // packed once per part) into its own rows of `c`.
                     use ndarray::parallel::prelude::*;
-                    let rows = m.div_ceil(parts);
                     a.axis_chunks_iter(Axis(0), rows)
                         .into_par_iter()
                         .zip(c.axis_chunks_iter_mut(Axis(0), rows).into_par_iter())
                         .for_each(|(a, mut c)| $product(&a, b, &mut c, accumulate, false));
+                    return;
+                }
+                let width = if split && m == 1 {
+                    column_part(n, work)
+                } else {
+                    n
+                };
+                if width < n {
+                    crate::core::spin::region();
+                    // One row (a vector times a matrix: DP-SGD's weighted sum
+                    // over the batch, `b,bi->i`): parts of whole columns.
+                    use ndarray::parallel::prelude::*;
+                    b.axis_chunks_iter(Axis(1), width)
+                        .into_par_iter()
+                        .zip(c.axis_chunks_iter_mut(Axis(1), width).into_par_iter())
+                        .for_each(|(b, mut c)| $product(a, &b, &mut c, accumulate, false));
                     return;
                 }
             }
@@ -683,10 +745,26 @@ pub(super) fn matmul_arrays<T: Gemm>(
     if work.is_some_and(|w| w <= SMALL_GEMM)
         && let (Some(av), Some(bv), Some(cv)) = (a3.as_slice(), b3.as_slice(), out.as_slice_mut())
     {
-        for (t, c) in cv.chunks_exact_mut((n * m).max(1)).enumerate().take(count) {
+        let one = |(t, c): (usize, &mut [T])| {
             let (ia, ib) = entries(t);
             small_gemm(&av[ia * n * k..], &bv[ib * k * m..], c, (n, k, m));
+        };
+        // (Many small products, as DP-SGD's per-example squared norms
+        // `bi,bi->b` of a small leaf: whole products on the pool.)
+        #[cfg(feature = "rayon")]
+        if crate::core::broadcast::parallel(work.unwrap_or(0).saturating_mul(count)) {
+            use rayon::prelude::*;
+            crate::core::spin::region();
+            cv.par_chunks_exact_mut((n * m).max(1))
+                .enumerate()
+                .take(count)
+                .for_each(one);
+            return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
         }
+        cv.chunks_exact_mut((n * m).max(1))
+            .enumerate()
+            .take(count)
+            .for_each(one);
         return finish_matmul(out, batch, a.ndim(), b.ndim(), n, m);
     }
     let product = |t: usize, mut c: ndarray::ArrayViewMut2<'_, T>| {
@@ -953,7 +1031,39 @@ pub(crate) mod tests {
         }
     }
 
+    /// A product split over the pool, by rows or (one row) by columns, has
+    /// the bits of the same product on one thread, on the shapes each split
+    /// takes (with the `rayon` feature and more than one thread; without,
+    /// both are the same call).
+    pub(crate) fn split_products_give_the_bits_of_one_call() {
+        let f32s = |rows: usize, cols: usize, seed: f64| {
+            Array2::from_shape_fn((rows, cols), |(i, j)| {
+                (((i * cols + j) as f64 * 0.37 + seed).sin() * 3.0) as f32
+            })
+        };
+        for (m, k, n) in [
+            (1, 256, 16384),
+            (1, 256, 16383),
+            (1, 300, 9217),
+            (1, 1000, 5000),
+            (1, 3, 200_000),
+            (128, 600, 64),
+            (196, 700, 64),
+            (200, 600, 64),
+            (1024, 64, 128),
+            (1024, 1000, 10),
+        ] {
+            let (a, b) = (f32s(m, k, 0.3), f32s(k, n, 1.1));
+            let (mut whole, mut split) = (Array2::zeros((m, n)), Array2::zeros((m, n)));
+            f32::gemm_unsplit(&a.view(), &b.view(), &mut whole.view_mut(), false);
+            f32::gemm(&a.view(), &b.view(), &mut split.view_mut());
+            let bits = |x: &Array2<f32>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&whole) == bits(&split), "{m} x {k} x {n}");
+        }
+    }
+
     crate::core::unit_test::test_list! {
         direct_gemm_kernels_match_ndarray_on_every_layout,
+        split_products_give_the_bits_of_one_call,
     }
 }

@@ -63,32 +63,48 @@ fn draw(key: &Tensor, size: &[i64], dtype: DType, dist: Dist) -> Result<Tensor> 
     let mut shape = keys.shape().to_vec();
     shape.extend(&size);
     checked_numel(&shape)?;
-    let counters = |&k: &i64| (0..n).map(move |c| (k, c));
+    let keys: Vec<i64> = keys.iter().copied().collect();
     match dtype {
-        DType::F64 => {
-            let values = keys
-                .iter()
-                .flat_map(counters)
-                .map(|(k, c)| match dist {
-                    Dist::Uniform => uniform_f64(k, c),
-                    Dist::Normal => normal(k, c),
-                })
-                .collect();
-            Tensor::from_shape_vec(&shape, values)
-        }
-        DType::F32 => {
-            let values = keys
-                .iter()
-                .flat_map(counters)
-                .map(|(k, c)| match dist {
-                    Dist::Uniform => uniform_f32(k, c),
-                    Dist::Normal => normal(k, c) as f32,
-                })
-                .collect();
-            Tensor::from_shape_vec(&shape, values)
-        }
+        DType::F64 => Tensor::from_shape_vec(
+            &shape,
+            counted(&keys, n, |k, c| match dist {
+                Dist::Uniform => uniform_f64(k, c),
+                Dist::Normal => normal(k, c),
+            })?,
+        ),
+        DType::F32 => Tensor::from_shape_vec(
+            &shape,
+            counted(&keys, n, |k, c| match dist {
+                Dist::Uniform => uniform_f32(k, c),
+                Dist::Normal => normal(k, c) as f32,
+            })?,
+        ),
         other => float_dtype(other).map(|()| key.clone()),
     }
+}
+
+/// `value(key, counter)` for each key in order and each counter `0..n`. Each
+/// value depends on its key and counter only, so pieces of the output are
+/// drawn on the pool (with the `rayon` feature) when there are enough: a
+/// normal value (Box-Muller's log, sin and cos) costs about as much as
+/// sixteen simple elementwise ones, and DP-SGD's noise was drawn by the
+/// calling thread alone.
+fn counted<T: crate::core::buffers::Cached>(
+    keys: &[i64],
+    n: u64,
+    value: impl Fn(i64, u64) -> T + Sync + Send,
+) -> Result<Vec<T>> {
+    let per = usize::try_from(n).unwrap_or(usize::MAX);
+    let total = keys.len().saturating_mul(per);
+    let at = |i: usize| value(keys[i / per], (i % per) as u64);
+    #[cfg(feature = "rayon")]
+    if crate::core::broadcast::parallel(total.saturating_mul(16)) {
+        let piece = crate::core::buffers::piece_rows(total, 1, 1 << 10);
+        return crate::core::buffers::par_build(total, piece, |start, out| {
+            out.extend((start..start + out.len()).map(at));
+        });
+    }
+    Ok((0..total).map(at).collect())
 }
 
 // ---------------------------------------------------------------------------
