@@ -856,7 +856,7 @@ fn limit_rows() -> Vec<(&'static str, &'static str, &'static str, f64)> {
             "W17_conv2d_per_sample_grads_b64",
             "batchrules_vmap_grad",
             "limit_gemm",
-            gemm_flops(&w13_gemms()),
+            gemm_flops(&w17_weight_grad_gemms()),
         ),
         (
             "W1_mlp_b256",
@@ -1088,7 +1088,7 @@ const W16_GEMMS: &[(usize, usize, usize)] = &[(64, 32 * 9, CONV_BATCH * 28 * 28)
 /// The GEMMs of the per-sample weight gradients alone: for each example, the
 /// output gradient `[64, 784]` times its blocks transposed `[784, 288]`
 /// (what `jax.jit` computes; batchrules also runs forward, `W16_GEMMS`).
-fn w13_gemms() -> Vec<(usize, usize, usize)> {
+fn w17_weight_grad_gemms() -> Vec<(usize, usize, usize)> {
     vec![(64, 28 * 28, 32 * 9); CONV_BATCH]
 }
 
@@ -1146,7 +1146,7 @@ fn w17_conv2d_per_sample_grads(c: &mut Criterion) {
         bch.iter(|| black_box(per_sample().unwrap()));
         batchrules::tuning::set_buffer_cache_limit(batchrules::tuning::DEFAULT_BUFFER_CACHE_LIMIT);
     });
-    bench_gemm_limit(&mut g, &w13_gemms());
+    bench_gemm_limit(&mut g, &w17_weight_grad_gemms());
     g.finish();
 }
 
