@@ -434,7 +434,13 @@ macro_rules! float_gemm {
                         .for_each(|(a, mut c)| $product(&a, b, &mut c, accumulate, false));
                     return;
                 }
-                let width = if split && m == 1 {
+                // (Only where the whole product runs the matrix-vector
+                // kernel: a unit stride along `b`'s columns and `c`'s, or
+                // along `b`'s rows and `a`'s. Otherwise the crate's general
+                // kernel would block `k` by the parts' widths.)
+                let (a_s, b_s, c_cs) = (a.strides(), b.strides(), c.strides()[1]);
+                let matrix_vector = (b_s[1] == 1 && c_cs == 1) || (b_s[0] == 1 && a_s[1] == 1);
+                let width = if split && m == 1 && matrix_vector {
                     column_part(n, work)
                 } else {
                     n
@@ -1033,8 +1039,8 @@ pub(crate) mod tests {
 
     /// A product split over the pool, by rows or (one row) by columns, has
     /// the bits of the same product on one thread, on the shapes each split
-    /// takes (with the `rayon` feature and more than one thread; without,
-    /// both are the same call).
+    /// takes and with `b` in each layout (with the `rayon` feature and more
+    /// than one thread; without, both are the same call).
     pub(crate) fn split_products_give_the_bits_of_one_call() {
         let f32s = |rows: usize, cols: usize, seed: f64| {
             Array2::from_shape_fn((rows, cols), |(i, j)| {
@@ -1047,18 +1053,27 @@ pub(crate) mod tests {
             (1, 300, 9217),
             (1, 1000, 5000),
             (1, 3, 200_000),
+            (1, 6000, 130),
             (128, 600, 64),
             (196, 700, 64),
             (200, 600, 64),
             (1024, 64, 128),
             (1024, 1000, 10),
         ] {
-            let (a, b) = (f32s(m, k, 0.3), f32s(k, n, 1.1));
-            let (mut whole, mut split) = (Array2::zeros((m, n)), Array2::zeros((m, n)));
-            f32::gemm_unsplit(&a.view(), &b.view(), &mut whole.view_mut(), false);
-            f32::gemm(&a.view(), &b.view(), &mut split.view_mut());
+            let (a, b) = (f32s(m, k, 0.3), f32s(k, 2 * n, 1.1));
             let bits = |x: &Array2<f32>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            assert!(bits(&whole) == bits(&split), "{m} x {k} x {n}");
+            // `b` row-major, column-major, and with no unit stride at all.
+            let column_major = b.t().as_standard_layout().into_owned().reversed_axes();
+            for (layout, b) in [
+                ("row-major", b.slice(s![.., ..n])),
+                ("column-major", column_major.slice(s![.., ..n])),
+                ("strided", b.slice(s![.., ..;2])),
+            ] {
+                let (mut whole, mut split) = (Array2::zeros((m, n)), Array2::zeros((m, n)));
+                f32::gemm_unsplit(&a.view(), &b, &mut whole.view_mut(), false);
+                f32::gemm(&a.view(), &b, &mut split.view_mut());
+                assert!(bits(&whole) == bits(&split), "{m} x {k} x {n}, {layout}");
+            }
         }
     }
 
