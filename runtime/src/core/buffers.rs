@@ -236,41 +236,29 @@ fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
 /// already zeroed instead of writing the zeros).
 pub(crate) fn filled<T: Cached>(n: usize, value: T) -> Vec<T> {
     let v = match cached(n) {
-        Some(mut v) => {
-            fill_to(&mut v, n, value);
-            v
-        }
+        Some(v) => refill(v, n, value),
         None => vec![value; n],
     };
     in_use(bytes_of_val(&v));
     v
 }
 
-/// Fills the empty `v` (with room for `n`) with `n` copies of `value`: on
-/// the pool when `n` is large (a reused buffer is not zeroed by the system,
-/// and the zeros of a matrix product's output were written by the calling
-/// thread alone while the pool waited).
-fn fill_to<T: Cached>(v: &mut Vec<T>, n: usize, value: T) {
-    debug_assert!(v.is_empty() && v.capacity() >= n);
+/// The emptied cached buffer `v` (with room for `n`) holding `n` copies of
+/// `value`: on the pool when `n` is large (a reused buffer is not zeroed by
+/// the system, and the zeros of a matrix product's output were written by
+/// the calling thread alone while the pool waited).
+fn refill<T: Cached>(mut v: Vec<T>, n: usize, value: T) -> Vec<T> {
     #[cfg(feature = "rayon")]
     if crate::core::broadcast::parallel(n) {
-        use rayon::prelude::*;
-        crate::core::spin::region();
         let piece = piece_rows(n, 1, crate::core::broadcast::PIECE_MIN);
-        v.spare_capacity_mut()[..n]
-            .par_chunks_mut(piece)
-            .for_each(|chunk| {
-                for slot in chunk {
-                    slot.write(value);
-                }
-            });
-        // SAFETY: the first `n` slots (within the capacity, `cached` gives
-        // one of at least `n`) were each written above; `T` is a plain value
-        // type (`Cached`: bool, i64, f32, f64), so there is nothing to drop.
-        unsafe { v.set_len(n) };
-        return;
+        // (Each piece is written in full, so this cannot fail.)
+        return build_into(v, n, piece, |_, p| {
+            p.extend(std::iter::repeat_n(value, p.len()))
+        })
+        .unwrap_or_else(|_| vec![value; n]);
     }
     v.resize(n, value);
+    v
 }
 
 /// One piece of the buffer [`par_build`] writes: room for a fixed number of
@@ -341,10 +329,22 @@ pub(crate) fn par_build<T: Cached + Send>(
     piece: usize,
     fill: impl Fn(usize, &mut Piece<'_, T>) + Sync + Send,
 ) -> crate::Result<Vec<T>> {
+    build_into(take(len), len, piece, fill)
+}
+
+/// [`par_build`] into `values` (emptied; its capacity is kept and grown to
+/// `len` if short).
+#[cfg(feature = "rayon")]
+fn build_into<T: Cached + Send>(
+    mut values: Vec<T>,
+    len: usize,
+    piece: usize,
+    fill: impl Fn(usize, &mut Piece<'_, T>) + Sync + Send,
+) -> crate::Result<Vec<T>> {
     use rayon::prelude::*;
     crate::core::spin::region();
     let piece = piece.max(1);
-    let mut values = take(len);
+    values.clear();
     values.reserve(len);
     let written: usize = values.spare_capacity_mut()[..len]
         .par_chunks_mut(piece)
