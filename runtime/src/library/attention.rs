@@ -859,9 +859,7 @@ impl Labelled {
             .collect();
         ops::reshape(&t, &shape_arg(&grouped))
     }
-}
 
-impl Labelled {
     /// `[batch, rows, cols]`, as [`Labelled::grouped`] gives it, or, when the
     /// operand already holds its labels in the order `batch, cols, rows` (and
     /// not in the order asked for), grouped that way and its last two dims
