@@ -244,43 +244,47 @@ const SPLIT_PART_MIN: usize = 1 << 19;
 #[cfg(feature = "rayon")]
 const SPLIT_PART_ROWS: usize = 64;
 
-/// How many parts of rows a product of `rows` rows and `work` multiply-adds is
-/// split into on the pool: as many as the minimum sizes allow, up to four per
-/// thread (for balance on a busy machine). On two threads W1's layers at
-/// batch 1024 split into 8 (1024 x 64 x 128) and 2 (1024 x 128 x 10); sixteen
-/// parts of the first were slower (96 against 92 us), one part of the
-/// second took 42 us against 23 us in two.
+/// How many parts a product of `work` multiply-adds is split into on the
+/// pool along a dim of `len` (rows, or the columns of a one-row product),
+/// each at least `min_len` long: as many as the minimum sizes allow, up to
+/// four per thread (for balance on a busy machine). On two threads W1's
+/// layers at batch 1024 split into 8 (1024 x 64 x 128) and 2 (1024 x 128 x
+/// 10) parts of rows; sixteen parts of the first were slower (96 against 92
+/// us), one part of the second took 42 us against 23 us in two.
 #[cfg(feature = "rayon")]
-fn split_parts(rows: usize, work: usize) -> usize {
+fn split_parts(len: usize, min_len: usize, work: usize) -> usize {
     let threads = crate::core::threads::num_threads();
     if threads < 2 {
         return 1;
     }
     (4 * threads)
         .min(work / SPLIT_PART_MIN)
-        .min(rows / SPLIT_PART_ROWS)
+        .min(len / min_len)
         .max(1)
 }
 
-/// The rows of each part a product of `rows x k x cols` and `work`
-/// multiply-adds is split into on the pool ([`split_parts`] of them; `rows`
-/// itself: no split), such that each part is computed as in the whole
-/// product: the `gemm` crate blocks the shared dimension `k` by 512 for
-/// products of at most 64 rows and 64 columns and by a size of its cache
-/// model for larger ones, so where the blocks differ (more than 512 of `k`,
-/// at most 64 columns) every part keeps more than 64 rows.
-#[cfg(feature = "rayon")]
-fn row_part(rows: usize, k: usize, cols: usize, work: usize) -> usize {
-    let mut parts = split_parts(rows, work);
-    while parts > 1 {
-        let each = rows.div_ceil(parts);
-        let last = rows - (rows.div_ceil(each) - 1) * each;
-        if cols > 64 || k <= 512 || (rows > 64 && last > 64) {
+/// The rows of each block when the rows of a product `rows x k x cols` are
+/// computed in blocks of about `want` (the last one shorter), by separate
+/// calls (the pool's parts, `addmm`'s activation blocks): `want`, or more
+/// where needed for every row to be computed as in any other partition. The
+/// `gemm` crate blocks `k` by 512 for products of at most 64 rows and 64
+/// columns and by its cache model for larger ones, so where those differ
+/// (more than 512 of `k`, at most 64 columns, more than 64 rows in all) no
+/// block may have 64 rows or fewer, the last one included.
+fn block_rows(rows: usize, k: usize, cols: usize, want: usize) -> usize {
+    let want = want.max(1);
+    if cols > 64 || k <= 512 || rows <= 64 {
+        return want;
+    }
+    let mut each = want.max(65);
+    loop {
+        let count = rows.div_ceil(each);
+        if count <= 1 || rows - (count - 1) * each > 64 {
             return each;
         }
-        parts -= 1;
+        // One block fewer, the rows shared evenly.
+        each = rows.div_ceil(count - 1);
     }
-    rows
 }
 
 /// The width of the column parts a one-row product of `cols` columns and
@@ -294,14 +298,10 @@ fn row_part(rows: usize, k: usize, cols: usize, work: usize) -> usize {
 /// [`GEMM_CRATE_MIN`] (another engine).
 #[cfg(feature = "rayon")]
 fn column_part(cols: usize, work: usize) -> usize {
-    let threads = crate::core::threads::num_threads();
-    let parts = (4 * threads)
-        .min(work / SPLIT_PART_MIN)
-        .min(cols / COLUMN_PART_STEP);
-    if threads < 2 || parts < 2 {
-        return cols;
+    match split_parts(cols, COLUMN_PART_STEP, work) {
+        1 => cols,
+        parts => cols.div_ceil(parts).next_multiple_of(COLUMN_PART_STEP),
     }
-    cols.div_ceil(parts).next_multiple_of(COLUMN_PART_STEP)
 }
 
 /// The step of [`column_part`]'s widths: a multiple of the vector widths of
@@ -422,7 +422,14 @@ macro_rules! float_gemm {
             }
             #[cfg(feature = "rayon")]
             {
-                let rows = if split { row_part(m, k, n, work) } else { m };
+                let rows = match if split {
+                    split_parts(m, SPLIT_PART_ROWS, work)
+                } else {
+                    1
+                } {
+                    1 => m,
+                    parts => block_rows(m, k, n, m.div_ceil(parts)),
+                };
                 if rows < m {
                     crate::core::spin::region();
                     // Parts of whole rows, each a product of its own (`b` is
@@ -905,45 +912,46 @@ pub(super) fn addmm_arrays<T: Gemm + PartialOrd>(
     let rows = if row { rows.insert_axis(Axis(0)) } else { rows }
         .into_dimensionality::<ndarray::Ix2>()
         .map_err(|_| shape_error())?;
-    let block_rows = if relu {
+    let activation_rows = if relu {
         (ACTIVATION_BLOCK_BYTES / (m * std::mem::size_of::<T>()).max(1)).max(MIN_BLOCK_ROWS)
     } else {
         n
-    }
-    .max(1);
+    };
+    let rows_per_block = block_rows(n, k, m, activation_rows);
     let len = checked_numel(&[n, m])?;
     #[cfg(feature = "rayon")]
     {
-        let parts = split_parts(n, n.saturating_mul(k).saturating_mul(m));
+        let parts = split_parts(n, SPLIT_PART_ROWS, n.saturating_mul(k).saturating_mul(m));
         if parts > 1 {
             // Blocks of rows on the pool, each filled with its bias rows,
             // accumulated into and activated while in its core's cache.
-            let block_rows = block_rows.min(n.div_ceil(parts)).max(1);
-            let values = crate::core::buffers::par_build(len, block_rows * m, |start, piece| {
-                let (first, count) = (start / m.max(1), piece.len() / m.max(1));
-                for r in rows.slice(ndarray::s![first..first + count, ..]).rows() {
-                    match r.as_slice() {
-                        Some(s) => piece.extend(s.iter().copied()),
-                        None => piece.extend(r.iter().copied()),
+            let rows_per_block = block_rows(n, k, m, activation_rows.min(n.div_ceil(parts)));
+            let values =
+                crate::core::buffers::par_build(len, rows_per_block * m, |start, piece| {
+                    let (first, count) = (start / m.max(1), piece.len() / m.max(1));
+                    for r in rows.slice(ndarray::s![first..first + count, ..]).rows() {
+                        match r.as_slice() {
+                            Some(s) => piece.extend(s.iter().copied()),
+                            None => piece.extend(r.iter().copied()),
+                        }
                     }
-                }
-                let block = piece.written_mut();
-                if finish_addmm_block(block, &a2, &b2, first, relu, T::gemm_accumulate_here)
-                    .is_err()
-                {
-                    // (Cannot happen: the piece holds `count` whole rows.)
-                    // Without the product the values would be wrong: the
-                    // piece is reported unwritten, and the call errs.
-                    piece.unwrite();
-                }
-            })?;
+                    let block = piece.written_mut();
+                    if finish_addmm_block(block, &a2, &b2, first, relu, T::gemm_accumulate_here)
+                        .is_err()
+                    {
+                        // (Cannot happen: the piece holds `count` whole rows.)
+                        // Without the product the values would be wrong: the
+                        // piece is reported unwritten, and the call errs.
+                        piece.unwrite();
+                    }
+                })?;
             return ArrayD::from_shape_vec(IxDyn(&shape), values)
                 .map_err(|e| Error::invalid(format!("cannot shape the result as {shape:?}: {e}")));
         }
     }
     let mut values = take(len);
-    for start in (0..n).step_by(block_rows) {
-        let end = (start + block_rows).min(n);
+    for start in (0..n).step_by(rows_per_block) {
+        let end = (start + rows_per_block).min(n);
         for r in rows.slice(ndarray::s![start..end, ..]).rows() {
             match r.as_slice() {
                 Some(s) => values.extend_from_slice(s),
@@ -1077,8 +1085,50 @@ pub(crate) mod tests {
         }
     }
 
+    /// `addmm` (with and without its fused relu) gives the same bits on a
+    /// pool of one thread and of two, on shapes whose blocks of rows (the
+    /// activation's, the pool's parts) would otherwise straddle the `gemm`
+    /// crate's change of blocking at 64 rows: `[2100, 600] @ [600, 64]` cut
+    /// into blocks of 2,048 rows left a last block of 52 on one thread.
+    #[cfg(feature = "rayon")]
+    pub(crate) fn addmm_gives_the_same_bits_on_one_thread_and_two() {
+        let f32s = |rows: usize, cols: usize, seed: f64| {
+            Array2::from_shape_fn((rows, cols), |(i, j)| {
+                (((i * cols + j) as f64 * 0.37 + seed).sin() * 3.0) as f32
+            })
+        };
+        for (n, k, m) in [
+            (2100, 600, 64),
+            (196, 700, 64),
+            (128, 600, 64),
+            (300, 40, 100),
+        ] {
+            let (a, b, bias) = (f32s(n, k, 0.3), f32s(k, m, 1.1), f32s(1, m, 2.0));
+            for relu in [false, true] {
+                let run = |threads: usize| {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let out = pool.install(|| {
+                        super::addmm_arrays(
+                            bias.view().into_dyn(),
+                            a.view().into_dyn(),
+                            b.view().into_dyn(),
+                            relu,
+                        )
+                    });
+                    out.unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                assert!(run(1) == run(2), "{n} x {k} x {m}, relu {relu}");
+            }
+        }
+    }
+
     crate::core::unit_test::test_list! {
         direct_gemm_kernels_match_ndarray_on_every_layout,
         split_products_give_the_bits_of_one_call,
+        #[cfg(feature = "rayon")]
+        addmm_gives_the_same_bits_on_one_thread_and_two,
     }
 }
