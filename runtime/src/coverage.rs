@@ -6,19 +6,80 @@
 
 use std::fmt::Write;
 
-use crate::registry::{registry, JvpStatus, OpEntry, VjpStatus, VmapStrategy};
+use crate::registry::{registry, OpEntry};
 use crate::schema::OpKind;
 use crate::Result;
+
+pub use crate::forward::rules::{jvp_status, JvpStatus};
+pub use crate::grad::rules::{vjp_status, VjpStatus};
+pub use crate::vmap::rules::{vmap_strategy, VmapStrategy};
+
+/// Audits everything the program registered: the registry (kernels, metas,
+/// decompositions) and the rule tables of the built-in transforms (vmap's
+/// batching rules, grad's vjps, jvp's jvps), each of which is otherwise
+/// audited the first time its transform reads it. `Err` lists every problem
+/// of the first one that fails.
+///
+/// ```
+/// batchrules::coverage::audit()?;
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn audit() -> Result<()> {
+    registry()?;
+    crate::vmap::rules::batching_rules::TABLE.check()?;
+    crate::grad::rules::vjps::TABLE.check()?;
+    crate::forward::rules::jvps::TABLE.check()
+}
+
+/// The differentiable primitives that have no `#[vjp]`: grad fails on a
+/// call to one of them. A report, not an audit failure (a program that
+/// never differentiates through an op does not need its vjp).
+///
+/// Ops without tensor arguments are left out: nothing flows back to them.
+///
+/// ```
+/// for op in batchrules::coverage::missing_vjps()? {
+///     println!("{} has no #[vjp]", op.name());
+/// }
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn missing_vjps() -> Result<Vec<&'static OpEntry>> {
+    let mut missing = Vec::new();
+    for e in registry()?.ops() {
+        if vjp_status(e)? == VjpStatus::Missing {
+            missing.push(e);
+        }
+    }
+    Ok(missing)
+}
+
+/// The differentiable primitives that are neither marked `linear` nor have a
+/// `#[jvp]`: jvp (forward mode) fails on a call to one of them. A report, not
+/// an audit failure, as [`missing_vjps`].
+///
+/// ```
+/// for op in batchrules::coverage::missing_jvps()? {
+///     println!("{} has no #[jvp]", op.name());
+/// }
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn missing_jvps() -> Result<Vec<&'static OpEntry>> {
+    let mut missing = Vec::new();
+    for e in registry()?.ops() {
+        if jvp_status(e)? == JvpStatus::Missing {
+            missing.push(e);
+        }
+    }
+    Ok(missing)
+}
 
 /// A table with one row per op of every linked op table: kind, kernel, meta,
 /// batching rule or decomposition, what vmap will use, the vjp (`vjp`, `-`
 /// for a differentiable primitive without one, `not differentiable`, or
 /// `through decomposition` for a composite) and the jvp (the same, and
 /// `linear` for an op whose jvp is the op applied to the tangents). Below
-/// it, the differentiable primitives that lack a vjp (see
-/// [`Registry::missing_vjps`](crate::registry::Registry::missing_vjps)), and
-/// those that lack a jvp (see
-/// [`Registry::missing_jvps`](crate::registry::Registry::missing_jvps)).
+/// it, the differentiable primitives that lack a vjp (see [`missing_vjps`]),
+/// and those that lack a jvp (see [`missing_jvps`]).
 ///
 /// ```
 /// let report = batchrules::coverage::report()?;
@@ -38,9 +99,10 @@ pub fn report() -> Result<String> {
         .ops()
         .iter()
         .map(|e| {
+            let has_rule = crate::vmap::rules::batching_rules::TABLE.get(e)?.is_some();
             let yes = |b: bool| if b { "yes" } else { "-" }.to_string();
             let impl_col = match e.schema.kind {
-                OpKind::Primitive => format!("rule: {}", yes(e.rule.is_some())),
+                OpKind::Primitive => format!("rule: {}", yes(has_rule)),
                 OpKind::Composite => match e.decomposition {
                     Some((_, crate::registry::DecomposeVmap::Fallback)) => {
                         "decomposition (vmap opts out)".to_string()
@@ -52,24 +114,24 @@ pub fn report() -> Result<String> {
             // A random op reaches every vmap level, whose randomness policy
             // applies before the op is batched.
             let vmap_col = match (e.schema.random, e.decomposition) {
-                (false, _) => e.vmap_strategy().to_string(),
+                (false, _) => VmapStrategy::of(e, has_rule).to_string(),
                 (true, Some((_, crate::registry::DecomposeVmap::Decompose))) => {
                     "randomness policy, then decomposition".to_string()
                 }
                 (true, _) => "randomness policy, per-example seeds".to_string(),
             };
-            [
+            Ok([
                 format!("{}::{}", e.table.path, e.name()),
                 e.schema.kind.as_str().to_string(),
                 yes(e.kernel.is_some()),
                 yes(e.meta.is_some()),
                 impl_col,
                 vmap_col,
-                e.vjp_status().to_string(),
-                e.jvp_status().to_string(),
-            ]
+                vjp_status(e)?.to_string(),
+                jvp_status(e)?.to_string(),
+            ])
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let header = [
         "op",
         "kind",
@@ -103,34 +165,30 @@ pub fn report() -> Result<String> {
     for row in &rows {
         line(&mut out, row.each_ref().map(String::as_str));
     }
-    let fallback = reg
-        .ops()
-        .iter()
-        .filter(|e| e.vmap_strategy() == VmapStrategy::Fallback)
-        .count();
+    let fallback = rows.iter().filter(|r| r[5] == "fallback").count();
     let _ = writeln!(
         out,
         "\n{} ops; {} use the fallback loop under vmap",
         rows.len(),
         fallback
     );
-    let count = |pick: &dyn Fn(&OpEntry) -> bool| reg.ops().iter().filter(|e| pick(e)).count();
-    let with_vjp = count(&|e| e.vjp_status() == VjpStatus::Vjp);
+    let count = |column: usize, status: &str| rows.iter().filter(|r| r[column] == status).count();
+    let with_vjp = count(6, &VjpStatus::Vjp.to_string());
     derivative_summary(
         &mut out,
         "vjp",
         "grad",
         &[(with_vjp, "with a vjp")],
-        &reg.missing_vjps(),
+        &missing_vjps()?,
     );
-    let with_jvp = count(&|e| e.jvp_status() == JvpStatus::Jvp);
-    let linear = count(&|e| e.jvp_status() == JvpStatus::Linear);
+    let with_jvp = count(7, &JvpStatus::Jvp.to_string());
+    let linear = count(7, &JvpStatus::Linear.to_string());
     derivative_summary(
         &mut out,
         "jvp",
         "jvp",
         &[(with_jvp, "with a jvp"), (linear, "linear")],
-        &reg.missing_jvps(),
+        &missing_jvps()?,
     );
     Ok(out)
 }

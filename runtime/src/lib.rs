@@ -195,9 +195,32 @@ pub mod rules {
 
 /// For authors of transforms: a transform's tensors implement
 /// [`LevelTensor`], and are told apart by the [`LevelId`] of the level they
-/// live at. See the [guide] and `dispatch`.
+/// live at. A transform that needs a rule per op owns a rule table
+/// ([`rule_table!`](crate::rule_table), [`rule!`](crate::rule),
+/// [`RuleTable`](crate::registry::RuleTable)), as the built-in ones do:
+/// [`batching_rules`](self::transform::batching_rules) (vmap),
+/// [`vjps`](self::transform::vjps) (grad) and
+/// [`jvps`](self::transform::jvps) (jvp), which the `#[batching_rule]`,
+/// `#[vjp]` and `#[jvp]` attributes fill. See the [guide] and `dispatch`.
+///
+/// ```
+/// use batchrules::registry::registry;
+/// use batchrules::transform::{batching_rules, jvps, vjps};
+///
+/// let exp = registry()?.find("batchrules::ops", "exp").unwrap();
+/// assert!(batching_rules::TABLE.get(exp)?.is_some());
+/// assert!(vjps::TABLE.get(exp)?.is_some());
+/// assert!(jvps::TABLE.get(exp)?.is_some());
+/// // `sum` is linear: its jvp is `sum` of the tangents, not a rule.
+/// let sum = registry()?.find("batchrules::ops", "sum").unwrap();
+/// assert!(jvps::TABLE.get(sum)?.is_none());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
 pub mod transform {
     pub use crate::core::tensor::{LevelId, LevelTensor};
+    pub use crate::forward::rules::{jvps, JvpRuleFn};
+    pub use crate::grad::rules::{vjps, VjpRuleFn};
+    pub use crate::vmap::rules::{batching_rules, BatchingRuleFn};
 }
 
 /// Process-wide limits and knobs: the largest tensor an op may allocate, the
@@ -680,7 +703,8 @@ pub use batchrules_macros::vjp;
 /// # fn main() -> Result<()> {
 /// // The registered jvp, called as the jvp transform calls it.
 /// let registry = batchrules::registry::registry()?;
-/// let jvp = registry.find(ops::__PATH, "scale").unwrap().jvp.unwrap();
+/// let entry = registry.find(ops::__PATH, "scale").unwrap();
+/// let jvp = batchrules::transform::jvps::TABLE.get(entry)?.unwrap();
 /// let t = |v: f64| Tensor::from(ndarray::array![v].into_dyn());
 /// let (x, f) = (t(3.0), t(2.0));
 /// let args = [batchrules::rules::Arg::Tensor(x.clone()), batchrules::rules::Arg::Tensor(f.clone())];

@@ -5,6 +5,11 @@
 //! `::batchrules::__private`, so it works whatever name a crate gives the
 //! runtime in its Cargo.toml.
 //!
+//! The registration attributes submit the rules of the built-in transforms
+//! (vmap's batching rules, grad's vjps, jvp's jvps) to the transforms' own
+//! rule tables, which sit above this module: they name them through the op
+//! table's `__transforms` re-export of [`crate::transform`], not through here.
+//!
 //! Layer 5 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
@@ -18,7 +23,7 @@ pub use crate::checks::{
 pub use crate::core::value::TensorMeta;
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
-pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration};
+pub use crate::registry::{DecomposeVmap, Location, RegisteredFn, Registration, RuleRegistration};
 pub use crate::schema::{self, ArgType, OpSchema, Role};
 pub use crate::{DType, Error, Reduction, Result, Tensor};
 pub use batchrules_macros::op_table as op_table_impl;
@@ -254,7 +259,7 @@ gradients_tuple!(A, B, C);
 gradients_tuple!(A, B, C, D);
 gradients_tuple!(A, B, C, D, E);
 
-/// The flat gradient list of a [`VjpRuleFn`](crate::registry::VjpRuleFn): one entry
+/// The flat gradient list of a [`VjpRuleFn`](crate::transform::VjpRuleFn): one entry
 /// per tensor-valued argument slot of `op`, a `Tensor[]` slot giving one per
 /// element. A slot that does not fit its argument (a list of another length,
 /// a gradient for an absent `Tensor?`) is a bug in the vjp, reported naming
@@ -313,7 +318,7 @@ pub fn flatten_gradients(
     Ok(out)
 }
 
-/// The flat tangent list of a [`JvpRuleFn`](crate::registry::JvpRuleFn): one
+/// The flat tangent list of a [`JvpRuleFn`](crate::transform::JvpRuleFn): one
 /// entry per output tensor of `op`, a `Tensor[]` output giving one per
 /// element. Slots that do not fit the outputs (a list of another length) are
 /// a bug in the jvp, reported as [`flatten_gradients`] reports them.

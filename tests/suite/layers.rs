@@ -93,6 +93,9 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("decompose", "private"),
     ("jvp", "private"),
     ("op_table", "private"),
+    // A transform's rule table and its rules (`registry/rule_table.rs`).
+    ("rule_table", "registry"),
+    ("rule", "registry"),
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -427,11 +427,15 @@ fn schema_constants_describe_the_table() {
     );
 }
 
-fn typed_vjp(op: &str) -> batchrules::registry::VjpRuleFn {
+fn typed_vjp(op: &str) -> batchrules::transform::VjpRuleFn {
+    use batchrules::transform::vjps;
     let registry = batchrules::registry::registry().unwrap();
     let entry = registry.find("suite::op_table::typed", op).unwrap();
-    assert!(entry.vjp_location.is_some());
-    entry.vjp.expect("the #[vjp] is registered")
+    assert!(vjps::TABLE.location(entry).unwrap().is_some());
+    vjps::TABLE
+        .get(entry)
+        .unwrap()
+        .expect("the #[vjp] is registered")
 }
 
 #[test]
@@ -510,12 +514,19 @@ fn vjp_slots_follow_the_tensor_arguments_optional_ones_included() {
     );
 }
 
-fn typed_jvp(op: &str) -> batchrules::registry::JvpRuleFn {
+fn typed_jvp(op: &str) -> batchrules::transform::JvpRuleFn {
+    use batchrules::transform::jvps;
     let registry = batchrules::registry::registry().unwrap();
     let entry = registry.find("suite::op_table::typed", op).unwrap();
-    assert!(entry.jvp_location.is_some());
-    assert_eq!(entry.jvp_status(), batchrules::registry::JvpStatus::Jvp);
-    entry.jvp.expect("the #[jvp] is registered")
+    assert!(jvps::TABLE.location(entry).unwrap().is_some());
+    assert_eq!(
+        batchrules::coverage::jvp_status(entry).unwrap(),
+        batchrules::coverage::JvpStatus::Jvp
+    );
+    jvps::TABLE
+        .get(entry)
+        .unwrap()
+        .expect("the #[jvp] is registered")
 }
 
 #[test]

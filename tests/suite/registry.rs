@@ -1,12 +1,18 @@
-//! The registry audit: the project's own registrations are valid, and every kind
-//! of problem is reported, naming the op and every source location involved.
+//! The registry audit and the rule tables' audits: the project's own
+//! registrations are valid, and every kind of problem is reported, naming the
+//! op and every source location involved.
 
+use batchrules::coverage::{
+    jvp_status, missing_jvps, missing_vjps, vjp_status, vmap_strategy, JvpStatus, VjpStatus,
+    VmapStrategy,
+};
 use batchrules::registry::{
-    DecomposeVmap, JvpStatus, Location, ProblemKind, RegisteredFn, Registration, Registry,
-    VjpStatus, VmapStrategy,
+    DecomposeVmap, Location, Problem, ProblemKind, RegisteredFn, Registration, Registry,
+    RuleRegistration, RuleTable,
 };
 use batchrules::rules::{Arg, BDim, Outs, TensorMeta};
 use batchrules::schema::{OpKind, OpTable};
+use batchrules::transform::{batching_rules, jvps, vjps};
 use batchrules::{Result, Tensor};
 
 // Link the downstream crate so its table and registrations are part of this program.
@@ -19,26 +25,35 @@ fn project_registry_is_valid() {
         .find("batchrules::ops", "triu")
         .expect("triu is declared");
     assert_eq!(triu.schema.kind, OpKind::Primitive);
-    assert!(triu.kernel.is_some() && triu.meta.is_some() && triu.rule.is_some());
+    assert!(triu.kernel.is_some() && triu.meta.is_some());
+    batchrules::coverage::audit().expect("the project's rule tables must be valid");
+    assert!(batching_rules::TABLE.get(triu).unwrap().is_some());
     let softmax = reg
         .find("batchrules::ops", "softmax")
         .expect("softmax is declared");
-    assert_eq!(softmax.vmap_strategy(), VmapStrategy::Decomposition);
-    assert_eq!(softmax.vjp_status(), VjpStatus::ThroughDecomposition);
+    assert_eq!(vmap_strategy(softmax).unwrap(), VmapStrategy::Decomposition);
+    assert_eq!(
+        vjp_status(softmax).unwrap(),
+        VjpStatus::ThroughDecomposition
+    );
     let argmax = reg.find("batchrules::ops", "argmax").unwrap();
     assert!(!argmax.schema.differentiable);
-    assert_eq!(argmax.vjp_status(), VjpStatus::NotDifferentiable);
+    assert_eq!(vjp_status(argmax).unwrap(), VjpStatus::NotDifferentiable);
     // Missing vjps are a report, not an audit failure: only differentiable
     // primitives that take tensors are listed.
-    for entry in reg.missing_vjps() {
+    for entry in missing_vjps().unwrap() {
         assert_eq!(entry.schema.kind, OpKind::Primitive, "{}", entry.name());
         assert!(entry.schema.differentiable, "{}", entry.name());
-        assert!(entry.vjp.is_none(), "{}", entry.name());
+        assert!(
+            vjps::TABLE.get(entry).unwrap().is_none(),
+            "{}",
+            entry.name()
+        );
     }
     let cumsum = reg
         .find("downstream_ops::ops", "cumsum")
         .expect("the downstream table is registered");
-    assert_eq!(cumsum.vmap_strategy(), VmapStrategy::Fallback);
+    assert_eq!(vmap_strategy(cumsum).unwrap(), VmapStrategy::Fallback);
     // Op ids index the registry.
     for (id, entry) in reg.ops().iter().enumerate() {
         assert!(std::ptr::eq(reg.op(id).unwrap(), entry));
@@ -91,18 +106,11 @@ fn complete() -> Vec<Registration> {
         let line = 10 * i as u32;
         regs.push(reg(op.name, RegisteredFn::Meta(meta), at("m", line)));
         match op.kind {
-            OpKind::Primitive => {
-                regs.push(reg(
-                    op.name,
-                    RegisteredFn::Kernel(kernel),
-                    at("k", line + 1),
-                ));
-                regs.push(reg(
-                    op.name,
-                    RegisteredFn::BatchingRule(rule),
-                    at("r", line + 2),
-                ));
-            }
+            OpKind::Primitive => regs.push(reg(
+                op.name,
+                RegisteredFn::Kernel(kernel),
+                at("k", line + 1),
+            )),
             OpKind::Composite => regs.push(reg(
                 op.name,
                 RegisteredFn::Decomposition(kernel, DecomposeVmap::Decompose),
@@ -113,9 +121,48 @@ fn complete() -> Vec<Registration> {
     regs
 }
 
-fn audit(regs: &[Registration]) -> Vec<batchrules::registry::Problem> {
+fn audit(regs: &[Registration]) -> Vec<Problem> {
     let refs: Vec<&Registration> = regs.iter().collect();
     match Registry::build(&[&TABLE], &refs) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    }
+}
+
+/// The registry of the complete set.
+fn complete_registry() -> Registry {
+    let regs = complete();
+    let refs: Vec<&Registration> = regs.iter().collect();
+    Registry::build(&[&TABLE], &refs).expect("the complete set is valid")
+}
+
+/// A rule for op `op` of `TABLE` (an unknown name gets an index past the
+/// table's end, as a hand-written registration could).
+fn rule_reg<F>(op: &str, rule: F, location: Location) -> RuleRegistration<F> {
+    RuleRegistration {
+        table: &TABLE,
+        index: TABLE.find(op).map_or(usize::MAX, |(i, _)| i),
+        rule,
+        location,
+    }
+}
+
+/// A batching rule for every primitive of `TABLE`.
+fn complete_rules() -> Vec<RuleRegistration<batchrules::transform::BatchingRuleFn>> {
+    TABLE
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.kind == OpKind::Primitive)
+        .map(|(i, op)| rule_reg(op.name, rule as _, at("r", 10 * i as u32 + 2)))
+        .collect()
+}
+
+/// The problems `table`'s audit finds in `regs`, against the complete set's
+/// registry.
+fn audit_rules<F: Copy>(table: &RuleTable<F>, regs: &[RuleRegistration<F>]) -> Vec<Problem> {
+    let refs: Vec<&RuleRegistration<F>> = regs.iter().collect();
+    match table.audit(&complete_registry(), &refs) {
         Ok(_) => Vec::new(),
         Err(problems) => problems,
     }
@@ -124,6 +171,7 @@ fn audit(regs: &[Registration]) -> Vec<batchrules::registry::Problem> {
 #[test]
 fn complete_set_is_valid() {
     assert!(audit(&complete()).is_empty());
+    assert!(audit_rules(&batching_rules::TABLE, &complete_rules()).is_empty());
 }
 
 #[test]
@@ -165,13 +213,9 @@ fn missing_decomposition_is_reported() {
 
 #[test]
 fn duplicate_rule_names_both_locations() {
-    let mut regs = complete();
-    regs.push(reg(
-        "triu",
-        RegisteredFn::BatchingRule(rule),
-        at("second_rule", 999),
-    ));
-    let problems = audit(&regs);
+    let mut regs = complete_rules();
+    regs.push(rule_reg("triu", rule as _, at("second_rule", 999)));
+    let problems = audit_rules(&batching_rules::TABLE, &regs);
     assert_eq!(problems.len(), 1, "{problems:?}");
     let p = &problems[0];
     assert_eq!(p.kind, ProblemKind::Duplicate);
@@ -179,9 +223,32 @@ fn duplicate_rule_names_both_locations() {
     assert_eq!(p.locations.len(), 2);
     assert!(p.message.contains("`r` at src/audit.rs:"), "{}", p.message);
     assert!(
-        p.message.contains("`second_rule` at src/audit.rs:999"),
+        p.message.contains("`second_rule` at src/audit.rs:999")
+            && p.message.contains("2 #[batching_rule] registrations")
+            && p.message.contains("delete all but one"),
         "{}",
         p.message
+    );
+}
+
+#[test]
+fn rule_for_an_op_the_registry_does_not_hold_is_reported() {
+    static OTHER: OpTable = OpTable::new("audit::other", batchrules::ops::__SCHEMA);
+    let mut regs = complete_rules();
+    regs.push(RuleRegistration {
+        table: &OTHER,
+        index: 0,
+        rule: rule as _,
+        location: at("elsewhere", 7),
+    });
+    regs.push(rule_reg("not_an_op", rule as _, at("stray", 42)));
+    let problems = audit_rules(&batching_rules::TABLE, &regs);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems.iter().all(|p| p.kind == ProblemKind::UnknownOp));
+    assert!(
+        problems[1].message.contains("`stray` at src/audit.rs:42"),
+        "{}",
+        problems[1].message
     );
 }
 
@@ -231,20 +298,28 @@ fn registration_in_an_unlisted_table_is_unknown() {
 fn wrong_kind_is_reported() {
     let mut regs = complete();
     regs.push(reg(
-        "softmax",
-        RegisteredFn::BatchingRule(rule),
-        at("trap", 3),
-    ));
-    regs.push(reg(
         "triu",
         RegisteredFn::Decomposition(kernel, DecomposeVmap::Decompose),
         at("decomp", 4),
     ));
     let problems = audit(&regs);
-    assert_eq!(problems.len(), 2, "{problems:?}");
-    assert!(problems.iter().all(|p| p.kind == ProblemKind::WrongKind));
-    let softmax = problems.iter().find(|p| p.op == "softmax").unwrap();
-    assert!(softmax.message.contains("composite"), "{}", softmax.message);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].kind, ProblemKind::WrongKind);
+    assert_eq!(problems[0].op, "triu");
+
+    let mut rules = complete_rules();
+    rules.push(rule_reg("softmax", rule as _, at("trap", 3)));
+    let problems = audit_rules(&batching_rules::TABLE, &rules);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let softmax = &problems[0];
+    assert_eq!(softmax.kind, ProblemKind::WrongKind);
+    assert!(
+        softmax
+            .message
+            .contains("registers a #[batching_rule] for `softmax`, a composite op"),
+        "{}",
+        softmax.message
+    );
 }
 
 #[test]
@@ -263,27 +338,35 @@ fn every_problem_is_collected() {
         .filter(|r| !(r.op == "neg" && matches!(r.func, RegisteredFn::Kernel(_))))
         .collect();
     regs.push(reg("nope", RegisteredFn::Meta(meta), at("x", 1)));
-    regs.push(reg("add", RegisteredFn::BatchingRule(rule), at("y", 2)));
+    regs.push(reg("add", RegisteredFn::Meta(meta), at("y", 2)));
     let kinds: Vec<ProblemKind> = audit(&regs).iter().map(|p| p.kind).collect();
     assert!(kinds.contains(&ProblemKind::MissingKernel));
     assert!(kinds.contains(&ProblemKind::UnknownOp));
     assert!(kinds.contains(&ProblemKind::Duplicate));
 }
 
-/// Both derivative rules, each with its attribute's name.
-fn derivative_rules() -> [(RegisteredFn, &'static str); 2] {
-    [
-        (RegisteredFn::Vjp(vjp), "vjp"),
-        (RegisteredFn::Jvp(jvp), "jvp"),
-    ]
+/// Runs `$check` once for each derivative table (grad's vjps, jvp's jvps),
+/// with `$table` the table, `$rule` a rule of its type and `$name` its
+/// attribute's name.
+macro_rules! for_each_derivative_table {
+    (|$table:ident, $rule:ident, $name:ident| $check:block) => {{
+        {
+            let ($table, $rule, $name) =
+                (&vjps::TABLE, vjp as batchrules::transform::VjpRuleFn, "vjp");
+            $check
+        }
+        {
+            let ($table, $rule, $name) =
+                (&jvps::TABLE, jvp as batchrules::transform::JvpRuleFn, "jvp");
+            $check
+        }
+    }};
 }
 
 #[test]
 fn derivative_rule_on_a_composite_is_wrong_kind() {
-    for (rule, name) in derivative_rules() {
-        let mut regs = complete();
-        regs.push(reg("softmax", rule, at("softmax_rule", 7)));
-        let problems = audit(&regs);
+    for_each_derivative_table!(|table, rule, name| {
+        let problems = audit_rules(table, &[rule_reg("softmax", rule, at("softmax_rule", 7))]);
         assert_eq!(problems.len(), 1, "{problems:?}");
         let p = &problems[0];
         assert_eq!(p.kind, ProblemKind::WrongKind);
@@ -296,16 +379,17 @@ fn derivative_rule_on_a_composite_is_wrong_kind() {
             "{}",
             p.message
         );
-    }
+    });
 }
 
 #[test]
 fn derivative_rule_on_a_non_differentiable_op_is_reported() {
-    for (rule, name) in derivative_rules() {
-        let mut regs = complete();
-        regs.push(reg("argmax", rule, at("argmax_rule", 8)));
-        regs.push(reg("exp", rule, at("exp_rule", 9)));
-        let problems = audit(&regs);
+    for_each_derivative_table!(|table, rule, name| {
+        let regs = [
+            rule_reg("argmax", rule, at("argmax_rule", 8)),
+            rule_reg("exp", rule, at("exp_rule", 9)),
+        ];
+        let problems = audit_rules(table, &regs);
         assert_eq!(problems.len(), 1, "{problems:?}");
         let p = &problems[0];
         assert_eq!(p.kind, ProblemKind::NotDifferentiable);
@@ -319,16 +403,17 @@ fn derivative_rule_on_a_non_differentiable_op_is_reported() {
             "{}",
             p.message
         );
-    }
+    });
 }
 
 #[test]
 fn duplicate_derivative_rule_names_both_locations() {
-    for (rule, name) in derivative_rules() {
-        let mut regs = complete();
-        regs.push(reg("exp", rule, at("exp_rule", 20)));
-        regs.push(reg("exp", rule, at("exp_rule_again", 21)));
-        let problems = audit(&regs);
+    for_each_derivative_table!(|table, rule, name| {
+        let regs = [
+            rule_reg("exp", rule, at("exp_rule", 20)),
+            rule_reg("exp", rule, at("exp_rule_again", 21)),
+        ];
+        let problems = audit_rules(table, &regs);
         assert_eq!(problems.len(), 1, "{problems:?}");
         let p = &problems[0];
         assert_eq!(p.kind, ProblemKind::Duplicate);
@@ -343,20 +428,27 @@ fn duplicate_derivative_rule_names_both_locations() {
             "{}",
             p.message
         );
-    }
-    // A vjp and a jvp of one op are two roles, not a duplicate.
-    let mut regs = complete();
-    regs.extend(derivative_rules().map(|(rule, _)| reg("exp", rule, at("exp_rule", 22))));
-    assert!(audit(&regs).is_empty());
+    });
 }
 
 #[test]
 fn missing_vjps_lists_differentiable_primitives_without_one() {
-    let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Vjp(vjp), at("exp_vjp", 30)));
-    let refs: Vec<&Registration> = regs.iter().collect();
-    let registry = Registry::build(&[&TABLE], &refs).expect("vjps are optional");
-    let missing: Vec<&str> = registry.missing_vjps().iter().map(|e| e.name()).collect();
+    let registry = complete_registry();
+    let regs = [rule_reg("exp", vjp as _, at("exp_vjp", 30))];
+    let refs: Vec<_> = regs.iter().collect();
+    let rules = vjps::TABLE
+        .audit(&registry, &refs)
+        .expect("vjps are optional");
+    let status = |op: &str| {
+        let e = registry.find("audit::ops", op).unwrap();
+        VjpStatus::of(e, rules[e.id].is_some())
+    };
+    let missing: Vec<&str> = registry
+        .ops()
+        .iter()
+        .filter(|e| VjpStatus::of(e, rules[e.id].is_some()) == VjpStatus::Missing)
+        .map(|e| e.name())
+        .collect();
     assert!(
         missing.contains(&"sin") && missing.contains(&"matmul"),
         "{missing:?}"
@@ -370,13 +462,11 @@ fn missing_vjps_lists_differentiable_primitives_without_one() {
         );
     }
     let exp = registry.find("audit::ops", "exp").unwrap();
-    assert_eq!(exp.vjp_status(), VjpStatus::Vjp);
-    assert_eq!(exp.vjp_location, Some(at("exp_vjp", 30)));
-    let sin = registry.find("audit::ops", "sin").unwrap();
-    assert_eq!(sin.vjp_status(), VjpStatus::Missing);
-    assert_eq!(sin.vjp_status().to_string(), "-");
-    let zeros = registry.find("audit::ops", "zeros").unwrap();
-    assert_eq!(zeros.vjp_status(), VjpStatus::NotDifferentiable);
+    assert_eq!(status("exp"), VjpStatus::Vjp);
+    assert_eq!(rules[exp.id].map(|(_, l)| l), Some(at("exp_vjp", 30)));
+    assert_eq!(status("sin"), VjpStatus::Missing);
+    assert_eq!(status("sin").to_string(), "-");
+    assert_eq!(status("zeros"), VjpStatus::NotDifferentiable);
 }
 
 /// The cells of a row of the coverage report: columns are separated by two
@@ -415,8 +505,8 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
         let name = format!("{}::{} ", entry.table.path, entry.name());
         let line = report.lines().find(|l| l.starts_with(&name)).unwrap();
         let cells = cells(line);
-        assert_eq!(cells[6], entry.vjp_status().to_string(), "{line}");
-        assert_eq!(cells[7], entry.jvp_status().to_string(), "{line}");
+        assert_eq!(cells[6], vjp_status(entry).unwrap().to_string(), "{line}");
+        assert_eq!(cells[7], jvp_status(entry).unwrap().to_string(), "{line}");
     }
     let downstream = report
         .lines()
@@ -426,8 +516,8 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
 
     // The summaries, and the lists of what is missing.
     for (missing, what, fails) in [
-        (registry.missing_vjps(), "vjp", "grad"),
-        (registry.missing_jvps(), "jvp", "jvp"),
+        (missing_vjps().unwrap(), "vjp", "grad"),
+        (missing_jvps().unwrap(), "jvp", "jvp"),
     ] {
         let prefix = format!("no {what} ({fails} fails on these): ");
         if missing.is_empty() {
@@ -449,7 +539,7 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
         registry
             .ops()
             .iter()
-            .filter(|e| e.jvp_status() == status)
+            .filter(|e| jvp_status(e).unwrap() == status)
             .count()
     };
     let (jvps, linear, missing) = (
@@ -471,9 +561,10 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
 
 #[test]
 fn jvp_on_a_linear_op_is_reported() {
-    let mut regs = complete();
-    regs.push(reg("sum", RegisteredFn::Jvp(jvp), at("sum_jvp", 11)));
-    let problems = audit(&regs);
+    let problems = audit_rules(
+        &jvps::TABLE,
+        &[rule_reg("sum", jvp as _, at("sum_jvp", 11))],
+    );
     assert_eq!(problems.len(), 1, "{problems:?}");
     let p = &problems[0];
     assert_eq!(p.kind, ProblemKind::Linear);
@@ -488,18 +579,28 @@ fn jvp_on_a_linear_op_is_reported() {
         p.message
     );
     // A vjp on a linear op is fine: the linear flag derives only the jvp.
-    let mut regs = complete();
-    regs.push(reg("sum", RegisteredFn::Vjp(vjp), at("sum_vjp", 12)));
-    assert!(audit(&regs).is_empty());
+    let regs = [rule_reg("sum", vjp as _, at("sum_vjp", 12))];
+    assert!(audit_rules(&vjps::TABLE, &regs).is_empty());
 }
 
 #[test]
 fn missing_jvps_leave_out_linear_and_non_differentiable_ops() {
-    let mut regs = complete();
-    regs.push(reg("exp", RegisteredFn::Jvp(jvp), at("exp_jvp", 30)));
-    let refs: Vec<&Registration> = regs.iter().collect();
-    let registry = Registry::build(&[&TABLE], &refs).expect("jvps are optional");
-    let missing: Vec<&str> = registry.missing_jvps().iter().map(|e| e.name()).collect();
+    let registry = complete_registry();
+    let regs = [rule_reg("exp", jvp as _, at("exp_jvp", 30))];
+    let refs: Vec<_> = regs.iter().collect();
+    let rules = jvps::TABLE
+        .audit(&registry, &refs)
+        .expect("jvps are optional");
+    let status = |op: &str| {
+        let e = registry.find("audit::ops", op).unwrap();
+        JvpStatus::of(e, rules[e.id].is_some())
+    };
+    let missing: Vec<&str> = registry
+        .ops()
+        .iter()
+        .filter(|e| JvpStatus::of(e, rules[e.id].is_some()) == JvpStatus::Missing)
+        .map(|e| e.name())
+        .collect();
     assert!(
         missing.contains(&"sin") && missing.contains(&"mul"),
         "{missing:?}"
@@ -512,12 +613,9 @@ fn missing_jvps_leave_out_linear_and_non_differentiable_ops() {
             "{not_listed} in {missing:?}"
         );
     }
-    let status = |op: &str| registry.find("audit::ops", op).unwrap().jvp_status();
     assert_eq!(status("exp"), JvpStatus::Jvp);
-    assert_eq!(
-        registry.find("audit::ops", "exp").unwrap().jvp_location,
-        Some(at("exp_jvp", 30))
-    );
+    let exp = registry.find("audit::ops", "exp").unwrap();
+    assert_eq!(rules[exp.id].map(|(_, l)| l), Some(at("exp_jvp", 30)));
     assert_eq!(status("sum"), JvpStatus::Linear);
     assert_eq!(status("sin"), JvpStatus::Missing);
     assert_eq!(status("argmax"), JvpStatus::NotDifferentiable);

@@ -202,7 +202,10 @@ fn two_rules_for_one_op_are_an_error_naming_both() {
     let err = twice::TABLE.get(neg).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::Registry { .. }), "{msg}");
-    assert!(msg.contains("`neg` has 2 twice rules"), "{msg}");
+    assert!(
+        msg.contains("op `neg` has 2 twice rule registrations, at most one is allowed"),
+        "{msg}"
+    );
     assert!(
         msg.contains("`pointwise` at") && msg.contains("`view` at"),
         "{msg}"

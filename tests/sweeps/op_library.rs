@@ -6,13 +6,15 @@
 
 use std::collections::BTreeMap;
 
+use batchrules::coverage::{vmap_strategy, VmapStrategy};
 use batchrules::dispatch::call_op;
-use batchrules::registry::{registry, OpEntry, VmapStrategy};
+use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::OpKind;
 use batchrules::testing::{
     check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
 };
+use batchrules::transform::batching_rules;
 use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Randomness, Tensor};
 
 const TABLE: &str = "batchrules::ops";
@@ -135,7 +137,7 @@ fn every_op_has_a_rule_or_a_decomposition() {
     let on_fallback: Vec<&str> = reg
         .ops()
         .iter()
-        .filter(|e| e.table.path == TABLE && e.vmap_strategy() == VmapStrategy::Fallback)
+        .filter(|e| e.table.path == TABLE && vmap_strategy(e).unwrap() == VmapStrategy::Fallback)
         .map(|e| e.name())
         .collect();
     assert!(
@@ -166,10 +168,10 @@ fn every_op_matches_the_loop_and_rejects_its_error_inputs() {
             }
         }
         if entry.schema.kind == OpKind::Primitive
-            && entry.vmap_strategy() != VmapStrategy::NeverBatched
+            && vmap_strategy(entry).unwrap() != VmapStrategy::NeverBatched
         {
             assert!(
-                entry.rule.is_some(),
+                batching_rules::TABLE.get(entry).unwrap().is_some(),
                 "{} has no batching rule",
                 entry.name()
             );

@@ -79,13 +79,18 @@ fn scale_vjp_composes_with_vmap_and_itself() {
 
 #[test]
 fn scale_jvp_through_the_registry_is_scale_of_the_tangent() {
-    use batchrules::registry::{registry, JvpStatus};
+    use batchrules::coverage::{jvp_status, JvpStatus};
+    use batchrules::registry::registry;
     use batchrules::rules::Arg;
+    use batchrules::transform::jvps;
     let reg = registry().unwrap();
     let entry = reg.find(ops::__PATH, "scale").unwrap();
-    assert_eq!(entry.jvp_status(), JvpStatus::Jvp);
-    assert_eq!(entry.jvp_location.unwrap().function, "scale_jvp");
-    let jvp = entry.jvp.unwrap();
+    assert_eq!(jvp_status(entry).unwrap(), JvpStatus::Jvp);
+    assert_eq!(
+        jvps::TABLE.location(entry).unwrap().unwrap().function,
+        "scale_jvp"
+    );
+    let jvp = jvps::TABLE.get(entry).unwrap().unwrap();
     let x = sample(&[2, 3]);
     let factor = -2.5;
     let tangent = Tensor::from_shape_vec(&[2, 3], vec![1.0f64, 0.5, -3.0, 2.0, 0.0, 7.25]).unwrap();
@@ -109,14 +114,16 @@ fn scale_jvp_through_the_registry_is_scale_of_the_tangent() {
 
 #[test]
 fn cumsum_is_linear_so_its_jvp_is_derived() {
-    use batchrules::registry::{registry, JvpStatus};
+    use batchrules::coverage::{jvp_status, missing_jvps, JvpStatus};
+    use batchrules::registry::registry;
+    use batchrules::transform::jvps;
     let reg = registry().unwrap();
     let entry = reg.find(ops::__PATH, "cumsum").unwrap();
     assert!(entry.schema.linear);
-    assert!(entry.jvp.is_none());
-    assert_eq!(entry.jvp_status(), JvpStatus::Linear);
-    assert!(reg
-        .missing_jvps()
+    assert!(jvps::TABLE.get(entry).unwrap().is_none());
+    assert_eq!(jvp_status(entry).unwrap(), JvpStatus::Linear);
+    assert!(missing_jvps()
+        .unwrap()
         .iter()
         .all(|e| e.table.path != ops::__PATH));
 }

@@ -361,7 +361,7 @@ fn registration_items(r: &Registration) -> TokenStream {
                     (&&#rt::RetProbe::<#rt::BatchedOutput, _>::new(ret)).outputs()
                 }
             },
-            quote!(#rt::RegisteredFn::BatchingRule(#shim)),
+            quote!(batching_rules),
         ),
         Role::Vjp => (
             quote! {
@@ -377,7 +377,7 @@ fn registration_items(r: &Registration) -> TokenStream {
                     (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, &#location, args)
                 }
             },
-            quote!(#rt::RegisteredFn::Vjp(#shim)),
+            quote!(vjps),
         ),
         Role::Jvp => (
             quote! {
@@ -394,7 +394,7 @@ fn registration_items(r: &Registration) -> TokenStream {
                     (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).tangents(op, &#location, outputs)
                 }
             },
-            quote!(#rt::RegisteredFn::Jvp(#shim)),
+            quote!(jvps),
         ),
         _ => (
             quote! {
@@ -420,6 +420,31 @@ fn registration_items(r: &Registration) -> TokenStream {
             },
         ),
     };
+    // The registry holds kernels, metas and decompositions; a transform's
+    // rule goes to the rule table that transform owns, by op index.
+    let submit = if matches!(r.role, Role::BatchingRule | Role::Vjp | Role::Jvp) {
+        quote! {
+            #rt::inventory::submit! {
+                #table::__transforms::#func_value::Registration(#rt::RuleRegistration {
+                    table: &#table::__TABLE,
+                    index: #index,
+                    rule: #shim,
+                    location: #location,
+                })
+            }
+        }
+    } else {
+        quote! {
+            #rt::inventory::submit! {
+                #rt::Registration {
+                    table: &#table::__TABLE,
+                    op: #op,
+                    func: #func_value,
+                    location: #location,
+                }
+            }
+        }
+    };
     quote! {
         const _: () = {
             #[allow(non_camel_case_types, dead_code)]
@@ -432,14 +457,7 @@ fn registration_items(r: &Registration) -> TokenStream {
                 impl<T> DeclaredAtModuleLevel<T> for T {}
                 fn module_level<T: DeclaredAtModuleLevel<R>, R>(_: &T) {}
                 #shim_fn
-                #rt::inventory::submit! {
-                    #rt::Registration {
-                        table: &#table::__TABLE,
-                        op: #op,
-                        func: #func_value,
-                        location: #location,
-                    }
-                }
+                #submit
             };
         };
     }

@@ -236,6 +236,12 @@ pub fn table(krate: &TokenStream, paths: &[PathBuf], ops: &[Op]) -> TokenStream 
         #[doc(hidden)]
         pub use #krate::__private as __rt;
 
+        /// The built-in transforms' rule tables, which `#[batching_rule]`,
+        /// `#[vjp]` and `#[jvp]` register into (the transforms sit above the
+        /// glue `__rt` points at, so the tables have a path of their own).
+        #[doc(hidden)]
+        pub use #krate::transform as __transforms;
+
         /// The module path of this op table.
         #[doc(hidden)]
         pub const __PATH: &str = ::core::module_path!();

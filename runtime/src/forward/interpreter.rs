@@ -9,6 +9,7 @@ use crate::registry::OpEntry;
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::dual::Dual;
+use super::rules::jvps;
 use crate::ops::internal;
 
 /// The interpreter of one jvp level. It holds no state: each dual tensor
@@ -40,7 +41,7 @@ impl Interpreter for JvpInterpreter {
         }
         let out_tangents = if entry.schema.linear {
             linear_jvp(entry, &primals, &tangents, &outs)?
-        } else if let Some(rule) = entry.jvp {
+        } else if let Some(rule) = jvps::TABLE.get(entry)? {
             rule(&primals, &outs, &tangents)?
         } else {
             return Err(no_jvp(entry, level.depth()));
@@ -138,9 +139,10 @@ fn check_tangents(entry: &OpEntry, outs: &[Tensor], tangents: &[Option<Tensor>])
         rule: if entry.schema.linear {
             "linear jvp (the op applied to the tangents)".to_string()
         } else {
-            entry
-                .jvp_location
-                .map_or_else(|| "jvp".to_string(), |l| format!("jvp {l}"))
+            match jvps::TABLE.location(entry) {
+                Ok(Some(l)) => format!("jvp {l}"),
+                _ => "jvp".to_string(),
+            }
         },
         message,
     };

@@ -16,6 +16,7 @@ mod api;
 mod dual;
 mod interpreter;
 pub(crate) mod jacobian;
+pub(crate) mod rules;
 
 pub use api::{hvp, jvp, jvp_with_aux};
 pub(crate) use api::{jvp_with_constants, scalar_output};

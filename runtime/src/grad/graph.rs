@@ -14,6 +14,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::core::value::{Arg, TensorMeta};
+use crate::grad::rules::{vjps, VjpRuleFn};
 use crate::registry::OpEntry;
 use crate::{Error, Result, Tensor};
 
@@ -40,6 +41,8 @@ pub(crate) enum Node {
 #[derive(Debug)]
 pub(crate) struct OpNode {
     pub(crate) entry: &'static OpEntry,
+    /// The op's vjp, looked up when the call was recorded.
+    pub(crate) vjp: VjpRuleFn,
     /// The arguments, one level below the grad level.
     pub(crate) args: Vec<Arg<Tensor>>,
     /// The outputs, one level below the grad level.
@@ -171,10 +174,7 @@ fn accumulate(cotangents: &mut Cotangents, at: &NodeRef, ct: Tensor) -> Result<(
 /// Calls `op`'s vjp with the cotangents of its outputs (zeros where none
 /// flowed) and checks the gradients against the inputs.
 fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option<Tensor>>> {
-    let entry = op.entry;
-    let Some(vjp) = entry.vjp else {
-        return Err(no_vjp(entry, None));
-    };
+    let (entry, vjp) = (op.entry, op.vjp);
     let cts = op
         .outputs
         .iter()
@@ -193,8 +193,8 @@ fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option
 }
 
 /// The error for a differentiable op without a vjp.
-pub(crate) fn no_vjp(entry: &OpEntry, depth: Option<usize>) -> Error {
-    let at = depth.map_or_else(String::new, |d| format!(" (at grad level {d})"));
+pub(crate) fn no_vjp(entry: &OpEntry, depth: usize) -> Error {
+    let at = format!(" (at grad level {depth})");
     Error::NotImplemented {
         op: entry.name().to_string(),
         message: format!(
@@ -213,9 +213,10 @@ fn check_grads(op: &OpNode, grads: &[Option<Tensor>]) -> Result<()> {
     let entry = op.entry;
     let bug = |message: String| Error::RuleBug {
         op: entry.name().to_string(),
-        rule: entry
-            .vjp_location
-            .map_or_else(|| "vjp".to_string(), |l| format!("vjp {l}")),
+        rule: match vjps::TABLE.location(entry) {
+            Ok(Some(l)) => format!("vjp {l}"),
+            _ => "vjp".to_string(),
+        },
         message,
     };
     let inputs = slots(&op.args);

@@ -9,6 +9,7 @@ use crate::dispatch::{call_entry, lower, Call, Interpreter};
 use crate::{Result, Tensor};
 
 use super::graph::{no_vjp, Node, NodeRef, OpNode};
+use super::rules::vjps;
 use super::tracked::Tracked;
 
 /// The interpreter of one grad level. It holds no state: the graph lives in
@@ -45,11 +46,12 @@ impl Interpreter for GradInterpreter {
             // Integer or bool results carry no gradient.
             return Ok(outs);
         }
-        if entry.vjp.is_none() {
-            return Err(no_vjp(entry, Some(level.depth())));
-        }
+        let Some(vjp) = vjps::TABLE.get(entry)? else {
+            return Err(no_vjp(entry, level.depth()));
+        };
         let node = Arc::new(Node::Op(OpNode {
             entry,
+            vjp,
             args: inner,
             outputs: outs.to_vec(),
             parents,

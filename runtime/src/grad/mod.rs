@@ -16,6 +16,7 @@ pub(crate) mod args;
 mod graph;
 mod interpreter;
 pub(crate) mod jacobian;
+pub(crate) mod rules;
 mod tracked;
 
 pub(crate) use api::{float_primals, gradient, inconsistent_ranges, position};

@@ -8,10 +8,14 @@
 //! the same op. Each [`Problem`] names the op and the source location of every
 //! registration involved.
 //!
-//! A transform that needs a rule per op and is not one of the built-in three
-//! owns a [`RuleTable`] of its own (declared with
-//! [`rule_table!`](crate::rule_table), filled with [`rule!`](crate::rule)):
-//! the registry does not learn its name.
+//! The registry holds what every transform shares: each op's schema, kernel,
+//! meta and decomposition. A transform's per-op rules live in a [`RuleTable`]
+//! the transform owns (declared with [`rule_table!`](crate::rule_table),
+//! filled with [`rule!`](crate::rule) or a registration attribute), audited
+//! against the registry the first time the transform reads it. The built-in
+//! vmap, grad and jvp own theirs (`batching_rules`, `vjps`, `jvps`, in
+//! [`crate::transform`]) as a third-party transform does; the registry does
+//! not know their names.
 //!
 //! Layer 3 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
@@ -22,33 +26,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 
-use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
-use crate::schema::{ArgType, OpKind, OpSchema, OpTable, Role, TableRegistration};
+use crate::core::value::{Arg, Outs, TensorMeta};
+use crate::schema::{OpKind, OpSchema, OpTable, Role, TableRegistration};
 use crate::{Error, Result, Tensor};
 
-pub use rule_table::{RuleRegistration, RuleTable};
+pub use rule_table::{AuditedRules, Refusal, RuleRegistration, RuleTable};
 
 /// The erased form of a `#[kernel]` or `#[decompose]` function.
 pub type KernelFn = fn(&[Arg<Tensor>]) -> Result<Outs<Tensor>>;
 /// The erased form of a `#[meta]` function.
 pub type MetaFn = fn(&[Arg<TensorMeta>]) -> Result<Outs<TensorMeta>>;
-/// The erased form of a `#[batching_rule]` function.
-pub type RuleFn = fn(&[Arg<Tensor>], &[BDim]) -> Result<Outs<BatchedOutput>>;
-/// The erased form of a `#[vjp]` function.
-///
-/// It receives the op's arguments (as the kernel gets them), the op's outputs,
-/// and one cotangent per output (of that output's shape and dtype). It returns
-/// one gradient per tensor-valued argument slot, in argument order: one entry
-/// for a `Tensor` argument, one for a `Tensor?` argument (`None` when the
-/// argument is `None`), and one per element for a `Tensor[]` argument. `None`
-/// means that no gradient flows to that slot.
-pub type VjpRuleFn = fn(&[Arg<Tensor>], &[Tensor], &[Tensor]) -> Result<Vec<Option<Tensor>>>;
-/// The erased form of a `#[jvp]` function: the op's arguments (primals), its outputs, and the
-/// tangents, one entry per tensor-valued argument slot (`Tensor`, `Tensor?`, `Tensor[]`) in schema order:
-/// a `Tensor`/`Tensor?` slot's entry has exactly one element, a `Tensor[]` slot's one per list element;
-/// `None` is a zero tangent. Returns one tangent per output tensor (in `Outs` order), `None` for zero.
-pub type JvpRuleFn =
-    fn(&[Arg<Tensor>], &[Tensor], &[Vec<Option<Tensor>>]) -> Result<Vec<Option<Tensor>>>;
 
 /// What a composite's decomposition does under vmap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,21 +47,17 @@ pub enum DecomposeVmap {
     Fallback,
 }
 
-/// A registered function, with its role.
+/// A registered function the registry holds, with its role. (A transform's
+/// per-op rules, such as `#[batching_rule]`, `#[vjp]` and `#[jvp]`, go to the
+/// transform's [`RuleTable`] instead.)
 #[derive(Clone, Copy, Debug)]
 pub enum RegisteredFn {
     /// `#[kernel]`
     Kernel(KernelFn),
     /// `#[meta]`
     Meta(MetaFn),
-    /// `#[batching_rule]`
-    BatchingRule(RuleFn),
     /// `#[decompose]`
     Decomposition(KernelFn, DecomposeVmap),
-    /// `#[vjp]`
-    Vjp(VjpRuleFn),
-    /// `#[jvp]`
-    Jvp(JvpRuleFn),
 }
 
 impl RegisteredFn {
@@ -83,10 +66,7 @@ impl RegisteredFn {
         match self {
             RegisteredFn::Kernel(_) => Role::Kernel,
             RegisteredFn::Meta(_) => Role::Meta,
-            RegisteredFn::BatchingRule(_) => Role::BatchingRule,
             RegisteredFn::Decomposition(..) => Role::Decomposition,
-            RegisteredFn::Vjp(_) => Role::Vjp,
-            RegisteredFn::Jvp(_) => Role::Jvp,
         }
     }
 }
@@ -138,7 +118,8 @@ pub enum ProblemKind {
     UnknownOp,
     /// A registration's role does not fit the op's kind.
     WrongKind,
-    /// A `#[vjp]` or `#[jvp]` for an op its table marks `differentiable = false`.
+    /// A derivative rule (`#[vjp]`, `#[jvp]`) for an op its table marks
+    /// `differentiable = false`.
     NotDifferentiable,
     /// A `#[jvp]` for an op its table marks `linear = true` (its jvp is the
     /// op applied to the tangents).
@@ -166,7 +147,9 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Everything registered for one op.
+/// What every transform shares about one op: its schema, kernel, meta and
+/// decomposition. (Per-transform rules are in the transforms' rule tables,
+/// looked up by [`id`](Self::id).)
 #[derive(Debug)]
 pub struct OpEntry {
     /// The op id: its index in [`Registry::ops`].
@@ -179,150 +162,14 @@ pub struct OpEntry {
     pub kernel: Option<KernelFn>,
     /// Its meta.
     pub meta: Option<MetaFn>,
-    /// Its batching rule (primitives).
-    pub rule: Option<RuleFn>,
-    /// Where the batching rule was written.
-    pub rule_location: Option<Location>,
     /// Its decomposition (composites).
     pub decomposition: Option<(KernelFn, DecomposeVmap)>,
-    /// Its vjp (differentiable primitives).
-    pub vjp: Option<VjpRuleFn>,
-    /// Where the vjp was written.
-    pub vjp_location: Option<Location>,
-    /// Its jvp (differentiable primitives that are not linear).
-    pub jvp: Option<JvpRuleFn>,
-    /// Where the jvp was written.
-    pub jvp_location: Option<Location>,
 }
 
 impl OpEntry {
     /// The op name.
     pub fn name(&self) -> &'static str {
         self.schema.name
-    }
-
-    /// How grad differentiates this op.
-    pub fn vjp_status(&self) -> VjpStatus {
-        match self.schema.kind {
-            OpKind::Composite => VjpStatus::ThroughDecomposition,
-            _ if self.vjp.is_some() => VjpStatus::Vjp,
-            _ if !self.schema.differentiable || !self.schema.takes_tensors() => {
-                VjpStatus::NotDifferentiable
-            }
-            _ => VjpStatus::Missing,
-        }
-    }
-
-    /// How forward-mode differentiation (jvp) goes through this op.
-    pub fn jvp_status(&self) -> JvpStatus {
-        match self.schema.kind {
-            OpKind::Composite => JvpStatus::ThroughDecomposition,
-            _ if self.jvp.is_some() => JvpStatus::Jvp,
-            _ if !self.schema.differentiable || !self.schema.takes_tensors() => {
-                JvpStatus::NotDifferentiable
-            }
-            _ if self.schema.linear => JvpStatus::Linear,
-            _ => JvpStatus::Missing,
-        }
-    }
-
-    /// What vmap runs for this op.
-    pub fn vmap_strategy(&self) -> VmapStrategy {
-        let takes_tensors = self
-            .schema
-            .args
-            .iter()
-            .any(|a| matches!(a.ty, ArgType::Tensor | ArgType::TensorList));
-        if !takes_tensors {
-            return VmapStrategy::NeverBatched;
-        }
-        match (self.schema.kind, self.rule, self.decomposition) {
-            (OpKind::Primitive, Some(_), _) => VmapStrategy::BatchingRule,
-            (OpKind::Composite, _, Some((_, DecomposeVmap::Decompose))) => {
-                VmapStrategy::Decomposition
-            }
-            _ => VmapStrategy::Fallback,
-        }
-    }
-}
-
-/// How grad differentiates an op: see [`OpEntry::vjp_status`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VjpStatus {
-    /// A primitive with a registered `#[vjp]`.
-    Vjp,
-    /// A differentiable primitive without a `#[vjp]`: grad fails on it.
-    Missing,
-    /// The table marks the op `differentiable = false`, or it takes no
-    /// tensors: no gradient flows through it.
-    NotDifferentiable,
-    /// A composite: grad differentiates the ops of its decomposition.
-    ThroughDecomposition,
-}
-
-impl fmt::Display for VjpStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            VjpStatus::Vjp => "vjp",
-            VjpStatus::Missing => "-",
-            VjpStatus::NotDifferentiable => "not differentiable",
-            VjpStatus::ThroughDecomposition => "through decomposition",
-        })
-    }
-}
-
-/// How forward-mode differentiation goes through an op: see
-/// [`OpEntry::jvp_status`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JvpStatus {
-    /// A primitive with a registered `#[jvp]`.
-    Jvp,
-    /// The table marks the op `linear = true`: its jvp is the op applied to
-    /// the tangents.
-    Linear,
-    /// A differentiable primitive that is neither linear nor has a `#[jvp]`:
-    /// jvp fails on it.
-    Missing,
-    /// The table marks the op `differentiable = false`, or it takes no
-    /// tensors: its outputs have no tangent.
-    NotDifferentiable,
-    /// A composite: jvp goes through the ops of its decomposition.
-    ThroughDecomposition,
-}
-
-impl fmt::Display for JvpStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            JvpStatus::Jvp => "jvp",
-            JvpStatus::Linear => "linear",
-            JvpStatus::Missing => "-",
-            JvpStatus::NotDifferentiable => "not differentiable",
-            JvpStatus::ThroughDecomposition => "through decomposition",
-        })
-    }
-}
-
-/// What vmap will use for an op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VmapStrategy {
-    /// The op's batching rule.
-    BatchingRule,
-    /// The composite's decomposition, each constituent op batched on its own.
-    Decomposition,
-    /// The per-example loop.
-    Fallback,
-    /// The op takes no tensors (a factory), so vmap never batches it.
-    NeverBatched,
-}
-
-impl fmt::Display for VmapStrategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            VmapStrategy::BatchingRule => "rule",
-            VmapStrategy::Decomposition => "decomposition",
-            VmapStrategy::Fallback => "fallback",
-            VmapStrategy::NeverBatched => "never batched (no tensor args)",
-        })
     }
 }
 
@@ -373,13 +220,7 @@ impl Registry {
                 schema,
                 kernel: None,
                 meta: None,
-                rule: None,
-                rule_location: None,
                 decomposition: None,
-                vjp: None,
-                vjp_location: None,
-                jvp: None,
-                jvp_location: None,
             }));
         }
 
@@ -436,15 +277,9 @@ impl Registry {
             let reg = regs[0];
             let fits = matches!(
                 (entry.schema.kind, role),
-                (
-                    OpKind::Primitive,
-                    Role::Kernel | Role::BatchingRule | Role::Meta | Role::Vjp | Role::Jvp
-                ) | (OpKind::Composite, Role::Decomposition | Role::Meta)
+                (OpKind::Primitive, Role::Kernel | Role::Meta)
+                    | (OpKind::Composite, Role::Decomposition | Role::Meta)
             );
-            if let Some(problem) = derivative_problem(entry, reg).filter(|_| fits) {
-                problems.push(problem);
-                continue;
-            }
             if !fits {
                 problems.push(Problem {
                     kind: ProblemKind::WrongKind,
@@ -468,19 +303,7 @@ impl Registry {
             match reg.func {
                 RegisteredFn::Kernel(f) => entry.kernel = Some(f),
                 RegisteredFn::Meta(f) => entry.meta = Some(f),
-                RegisteredFn::BatchingRule(f) => {
-                    entry.rule = Some(f);
-                    entry.rule_location = Some(reg.location);
-                }
                 RegisteredFn::Decomposition(f, v) => entry.decomposition = Some((f, v)),
-                RegisteredFn::Vjp(f) => {
-                    entry.vjp = Some(f);
-                    entry.vjp_location = Some(reg.location);
-                }
-                RegisteredFn::Jvp(f) => {
-                    entry.jvp = Some(f);
-                    entry.jvp_location = Some(reg.location);
-                }
             }
         }
 
@@ -531,40 +354,13 @@ impl Registry {
         self.entries.get(id)
     }
 
-    /// The differentiable primitives that have no `#[vjp]`: grad fails on a
-    /// call to one of them. A report, not an audit failure (a program that
-    /// never differentiates through an op does not need its vjp).
-    ///
-    /// Ops without tensor arguments are left out: nothing flows back to them.
-    ///
-    /// ```
-    /// let registry = batchrules::registry::registry().unwrap();
-    /// for op in registry.missing_vjps() {
-    ///     println!("{} has no #[vjp]", op.name());
-    /// }
-    /// ```
-    pub fn missing_vjps(&self) -> Vec<&OpEntry> {
+    /// The op id of the first op of `table`, if the registry holds the table.
+    pub fn base_of(&self, table: &OpTable) -> Option<usize> {
+        let (_, base) = self.bases.iter().find(|(p, _)| *p == table.path)?;
         self.entries
-            .iter()
-            .filter(|e| e.vjp_status() == VjpStatus::Missing)
-            .collect()
-    }
-
-    /// The differentiable primitives that are neither marked `linear` nor
-    /// have a `#[jvp]`: jvp (forward mode) fails on a call to one of them. A
-    /// report, not an audit failure, as [`missing_vjps`](Self::missing_vjps).
-    ///
-    /// ```
-    /// let registry = batchrules::registry::registry().unwrap();
-    /// for op in registry.missing_jvps() {
-    ///     println!("{} has no #[jvp]", op.name());
-    /// }
-    /// ```
-    pub fn missing_jvps(&self) -> Vec<&OpEntry> {
-        self.entries
-            .iter()
-            .filter(|e| e.jvp_status() == JvpStatus::Missing)
-            .collect()
+            .get(*base)
+            .filter(|e| std::ptr::eq(e.table, table))
+            .map(|_| *base)
     }
 
     /// The op called `name` in the table at module path `table`.
@@ -588,11 +384,12 @@ fn role_index(role: Role) -> u8 {
     }
 }
 
-/// The problem with a derivative rule (`#[vjp]`, `#[jvp]`) registered for a
-/// primitive its table says takes none: one through which no derivative
-/// flows, or (for a jvp) a linear one, whose jvp is derived from the op.
-fn derivative_problem(entry: &OpEntry, reg: &Registration) -> Option<Problem> {
-    let role = reg.func.role();
+/// The problem with a derivative rule (`role` is [`Role::Vjp`] or
+/// [`Role::Jvp`]) written at `location` for a primitive its table says takes
+/// none: one through which no derivative flows, or (for a jvp) a linear one,
+/// whose jvp is derived from the op. The grad and jvp rule tables refuse
+/// these (see [`Refusal`]).
+pub fn derivative_refusal(role: Role, entry: &OpEntry, location: &Location) -> Option<Problem> {
     if !matches!(role, Role::Vjp | Role::Jvp) {
         return None;
     }
@@ -605,7 +402,7 @@ fn derivative_problem(entry: &OpEntry, reg: &Registration) -> Option<Problem> {
             ProblemKind::NotDifferentiable,
             format!(
                 "{} registers a {attr} for `{}`, which its op table `{}` marks `differentiable = false`, so {transform}; remove the {attr}, or remove `differentiable = false` from the table if the op really has a derivative",
-                reg.location,
+                location,
                 entry.name(),
                 entry.table.path
             ),
@@ -615,7 +412,7 @@ fn derivative_problem(entry: &OpEntry, reg: &Registration) -> Option<Problem> {
             ProblemKind::Linear,
             format!(
                 "{} registers a #[jvp] for `{}`, which its op table `{}` marks `linear = true`, so its jvp is the op itself applied to the tangents and this one would never run; remove the #[jvp], or remove `linear = true` from the table if the op is not linear in its float tensor arguments",
-                reg.location,
+                location,
                 entry.name(),
                 entry.table.path
             ),
@@ -626,7 +423,7 @@ fn derivative_problem(entry: &OpEntry, reg: &Registration) -> Option<Problem> {
     Some(Problem {
         kind,
         op: entry.name().to_string(),
-        locations: vec![reg.location],
+        locations: vec![*location],
         message,
     })
 }

@@ -44,34 +44,68 @@ pub struct RuleRegistration<F: 'static> {
 /// The audited rules of a table, indexed by op id.
 type Built<F> = std::result::Result<Vec<Option<(F, Location)>>, Vec<String>>;
 
+/// The rules of a table after its audit, indexed by registry op id: the rule
+/// of each op and where it was written.
+pub type AuditedRules<F> = Vec<Option<(F, Location)>>;
+
+/// A table's own refusal of a rule for an op (beyond the refusals every table
+/// makes: an op the registry does not hold, a composite, a second rule). It
+/// gets the op and the rule's location and returns the problem, if any.
+/// The built-in grad and jvp tables refuse a derivative for an op the op
+/// table marks `differentiable = false` (and jvp one marked `linear = true`).
+pub type Refusal = fn(&OpEntry, &Location) -> Option<Problem>;
+
 /// A transform's rules, one per op at most, indexed by registry op id.
 ///
 /// Declare one with [`rule_table!`](crate::rule_table); read it with
 /// [`RuleTable::get`].
 pub struct RuleTable<F: 'static> {
     transform: &'static str,
+    rule: &'static str,
     registrations: fn() -> Vec<&'static RuleRegistration<F>>,
+    refusal: Option<Refusal>,
     built: OnceLock<Built<F>>,
 }
 
 impl<F: Copy + 'static> RuleTable<F> {
-    /// A table of `transform`'s rules (the name its messages use), whose
-    /// registrations `registrations` lists. [`rule_table!`](crate::rule_table)
-    /// writes this call.
+    /// A table of `transform`'s rules, whose registrations `registrations`
+    /// lists. `rule` names one rule in messages (`"#[vjp]"`, `"flops rule"`).
+    /// [`rule_table!`](crate::rule_table) writes this call.
     pub const fn new(
         transform: &'static str,
+        rule: &'static str,
         registrations: fn() -> Vec<&'static RuleRegistration<F>>,
     ) -> Self {
         RuleTable {
             transform,
+            rule,
             registrations,
+            refusal: None,
             built: OnceLock::new(),
         }
+    }
+
+    /// This table, also refusing what `refusal` reports (see [`Refusal`]).
+    pub const fn refusing(mut self, refusal: Refusal) -> Self {
+        self.refusal = Some(refusal);
+        self
     }
 
     /// The transform's name.
     pub fn transform(&self) -> &'static str {
         self.transform
+    }
+
+    /// What one rule of this table is called in messages.
+    pub fn rule_name(&self) -> &'static str {
+        self.rule
+    }
+
+    /// Audits the table once: `Ok` if its registrations are consistent with
+    /// the program's registry, else [`Error::Registry`] listing every problem
+    /// (as the first [`get`](Self::get) would).
+    pub fn check(&self) -> Result<()> {
+        self.rules().map(|_| ())
     }
 
     /// The rule registered for op `entry`, if any.
@@ -109,20 +143,34 @@ impl<F: Copy + 'static> RuleTable<F> {
 
     fn build(&self) -> Built<F> {
         let reg = registry().map_err(|e| vec![e.to_string()])?;
+        self.audit(reg, &(self.registrations)())
+            .map_err(|problems| problems.iter().map(ToString::to_string).collect())
+    }
+
+    /// Audits `registrations` against `registry` as this table audits its own
+    /// against the program's: the rules by op id, or every problem found. This
+    /// is what the first [`get`](Self::get) does; tests call it with
+    /// hand-made sets, as [`Registry::build`](super::Registry::build).
+    pub fn audit(
+        &self,
+        reg: &super::Registry,
+        registrations: &[&RuleRegistration<F>],
+    ) -> std::result::Result<AuditedRules<F>, Vec<Problem>> {
         let mut rules: Vec<Option<(F, Location)>> = vec![None; reg.ops().len()];
         let mut dups: Vec<Vec<Location>> = vec![Vec::new(); reg.ops().len()];
         let mut problems = Vec::new();
-        for r in (self.registrations)() {
+        for r in registrations {
             let entry = reg
-                .op(r.table.base().wrapping_add(r.index))
-                .filter(|e| std::ptr::eq(e.table, r.table));
+                .base_of(r.table)
+                .and_then(|base| reg.op(base.checked_add(r.index)?))
+                .filter(|e| std::ptr::eq(e.table, r.table) && r.index < r.table.ops.len());
             let Some(entry) = entry else {
                 problems.push(self.problem(
                     ProblemKind::UnknownOp,
                     r,
                     format!(
-                        "{} registers a {} rule for op {} of table `{}`, which the registry does not hold; link the crate that declares the table",
-                        r.location, self.transform, r.index, r.table.path
+                        "{} registers a {} for op {} of table `{}`, which the registry does not hold; link the crate that declares the table",
+                        r.location, self.rule, r.index, r.table.path
                     ),
                 ));
                 continue;
@@ -134,12 +182,16 @@ impl<F: Copy + 'static> RuleTable<F> {
                     ProblemKind::WrongKind,
                     r,
                     format!(
-                        "{} registers a {} rule for `{}`, a composite op: the dispatcher runs its decomposition, so the rule would never run; register rules for the primitives it decomposes into instead",
+                        "{} registers a {} for `{}`, a composite op: the dispatcher runs its decomposition, so the rule would never run (it is batched and differentiated through its decomposition); register rules for the primitives it decomposes into instead",
                         r.location,
-                        self.transform,
+                        self.rule,
                         entry.name()
                     ),
                 ));
+                continue;
+            }
+            if let Some(problem) = self.refusal.and_then(|refuse| refuse(entry, &r.location)) {
+                problems.push(problem);
                 continue;
             }
             dups[entry.id].push(r.location);
@@ -148,23 +200,25 @@ impl<F: Copy + 'static> RuleTable<F> {
         for (id, locations) in dups.iter().enumerate() {
             if locations.len() > 1 {
                 let name = reg.ops()[id].name();
+                let mut locations = locations.clone();
+                locations.sort_by_key(|l| (l.file, l.line));
                 problems.push(Problem {
                     kind: ProblemKind::Duplicate,
                     op: name.to_string(),
-                    locations: locations.clone(),
                     message: format!(
-                        "`{name}` has {} {} rules, at {}; keep one",
+                        "op `{name}` has {} {} registrations, at most one is allowed: {}; delete all but one",
                         locations.len(),
-                        self.transform,
-                        super::join(locations)
+                        self.rule,
+                        super::join(&locations)
                     ),
+                    locations,
                 });
             }
         }
         if problems.is_empty() {
             Ok(rules)
         } else {
-            Err(problems.iter().map(ToString::to_string).collect())
+            Err(problems)
         }
     }
 
@@ -186,6 +240,7 @@ impl<F: 'static> fmt::Debug for RuleTable<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RuleTable")
             .field("transform", &self.transform)
+            .field("rule", &self.rule)
             .field("built", &self.built.get().is_some())
             .finish()
     }
@@ -193,6 +248,13 @@ impl<F: 'static> fmt::Debug for RuleTable<F> {
 
 /// Declares a transform's rule table: a module holding the table (`TABLE`)
 /// and the type its rules are registered as.
+///
+/// The long form also names one rule for messages and adds the table's own
+/// refusals (a [`Refusal`](crate::registry::Refusal), or `None`):
+/// `pub mod vjps: VjpRuleFn = "grad", rule = "#[vjp]", refusing = Some(f);`.
+/// The built-in vmap, grad and jvp transforms declare their tables this way,
+/// and their attributes (`#[batching_rule]`, `#[vjp]`, `#[jvp]`) register into
+/// them as [`rule!`](crate::rule) does.
 ///
 /// ```
 /// # mod demo {
@@ -222,6 +284,13 @@ impl<F: 'static> fmt::Debug for RuleTable<F> {
 #[macro_export]
 macro_rules! rule_table {
     ($(#[$attr:meta])* $vis:vis mod $module:ident : $rule:ty = $transform:literal;) => {
+        $crate::rule_table! {
+            $(#[$attr])* $vis mod $module: $rule = $transform,
+            rule = ::core::concat!($transform, " rule"), refusing = None;
+        }
+    };
+    ($(#[$attr:meta])* $vis:vis mod $module:ident : $rule:ty = $transform:literal,
+        rule = $name:expr, refusing = $refusal:expr;) => {
         $(#[$attr])*
         $vis mod $module {
             #[allow(unused_imports)]
@@ -235,12 +304,18 @@ macro_rules! rule_table {
 
             /// The table: the rule registered for each op.
             pub static TABLE: $crate::registry::RuleTable<$rule> =
-                $crate::registry::RuleTable::new($transform, || {
-                    $crate::__private::inventory::iter::<Registration>
-                        .into_iter()
-                        .map(|r| &r.0)
-                        .collect()
-                });
+                {
+                    let table = $crate::registry::RuleTable::new($transform, $name, || {
+                        $crate::__private::inventory::iter::<Registration>
+                            .into_iter()
+                            .map(|r| &r.0)
+                            .collect()
+                    });
+                    match $refusal {
+                        ::core::option::Option::Some(refusal) => table.refusing(refusal),
+                        ::core::option::Option::None => table,
+                    }
+                };
         }
     };
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::core::value::{Arg, BDim, BatchedOutput, Outs, TensorMeta};
 use crate::dispatch::{Call, InPlace, Interpreter};
-use crate::registry::{OpEntry, VmapStrategy};
+use crate::registry::OpEntry;
+use crate::vmap::rules::{batching_rules, BatchingRuleFn, VmapStrategy};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
@@ -48,7 +49,8 @@ impl Interpreter for VmapInterpreter {
         if entry.schema.random {
             return random::process(self, entry, args, level, out_metas);
         }
-        let strategy = entry.vmap_strategy();
+        let rule = batching_rules::TABLE.get(entry)?;
+        let strategy = VmapStrategy::of(entry, rule.is_some());
         #[cfg(feature = "bench-internals")]
         let strategy =
             if crate::dispatch::bench::FORCE_FALLBACK.load(std::sync::atomic::Ordering::Relaxed) {
@@ -56,12 +58,14 @@ impl Interpreter for VmapInterpreter {
             } else {
                 strategy
             };
-        match strategy {
-            VmapStrategy::BatchingRule => self.run_rule(entry, args, level, out_metas),
-            VmapStrategy::Decomposition => crate::dispatch::decompose(entry, args),
+        match (strategy, rule) {
+            (VmapStrategy::BatchingRule, Some(rule)) => {
+                self.run_rule(entry, rule, args, level, out_metas)
+            }
+            (VmapStrategy::Decomposition, _) => crate::dispatch::decompose(entry, args),
             // An op without tensor arguments never has batched ones, so it
             // never reaches here; treat it like the fallback if it does.
-            VmapStrategy::Fallback | VmapStrategy::NeverBatched => fallback::run(
+            _ => fallback::run(
                 entry,
                 args,
                 level,
@@ -85,7 +89,10 @@ impl Interpreter for VmapInterpreter {
         out_metas: Option<&[TensorMeta]>,
         in_place: &InPlace,
     ) -> Result<Outs<Tensor>> {
-        let by_rule = matches!(entry.vmap_strategy(), VmapStrategy::BatchingRule);
+        let by_rule = matches!(
+            VmapStrategy::of(entry, batching_rules::TABLE.get(entry)?.is_some()),
+            VmapStrategy::BatchingRule
+        );
         #[cfg(feature = "bench-internals")]
         let by_rule = by_rule
             && !crate::dispatch::bench::FORCE_FALLBACK.load(std::sync::atomic::Ordering::Relaxed);
@@ -170,16 +177,11 @@ impl VmapInterpreter {
     fn run_rule(
         &self,
         entry: &OpEntry,
+        rule: BatchingRuleFn,
         args: &[Arg<Tensor>],
         level: LevelId,
         metas: Option<&[TensorMeta]>,
     ) -> Result<Outs<Tensor>> {
-        let Some(rule) = entry.rule else {
-            return Err(Error::NotImplemented {
-                op: entry.name().to_string(),
-                message: "no batching rule is registered".to_string(),
-            });
-        };
         let (values, bdims): (smallvec::SmallVec<[_; 4]>, smallvec::SmallVec<[BDim; 4]>) =
             crate::dispatch::lower(args, |t| Batched::unwrap(t, level))
                 .map(|(v, slot)| (v, slot.into()))
@@ -204,10 +206,10 @@ impl VmapInterpreter {
     fn rule_bug(entry: &OpEntry, message: String) -> Error {
         Error::RuleBug {
             op: entry.name().to_string(),
-            rule: entry.rule_location.map_or_else(
-                || "batching rule".to_string(),
-                |l| format!("batching rule {l}"),
-            ),
+            rule: match batching_rules::TABLE.location(entry) {
+                Ok(Some(l)) => format!("batching rule {l}"),
+                _ => "batching rule".to_string(),
+            },
             message,
         }
     }

@@ -31,6 +31,7 @@ pub(crate) mod interpreter;
 pub(crate) mod join;
 mod level;
 mod random;
+pub(crate) mod rules;
 
 pub use api::{vmap, vmap_depth, Vmap};
 pub use dims::{FieldDims, InDim, InDims, OutDims};

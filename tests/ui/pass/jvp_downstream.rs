@@ -2,8 +2,9 @@
 // kinds whose tangents take a particular shape (an optional tensor, a tensor
 // list, two outputs), registered and then called through the registry; and a
 // `linear` op of the same table, whose jvp is derived.
-use batchrules::registry::JvpStatus;
+use batchrules::coverage::{jvp_status, JvpStatus};
 use batchrules::rules::{Arg, TensorMeta};
+use batchrules::transform::jvps;
 use batchrules::{jvp, kernel, meta, Result, Tensor};
 
 mod ops {
@@ -73,8 +74,8 @@ fn twice_kernel(x: &Tensor) -> Result<Tensor> {
 fn main() {
     let registry = batchrules::registry::registry().unwrap();
     let affine = registry.find(ops::__PATH, "affine").unwrap();
-    assert_eq!(affine.jvp_status(), JvpStatus::Jvp);
-    let jvp = affine.jvp.unwrap();
+    assert_eq!(jvp_status(affine).unwrap(), JvpStatus::Jvp);
+    let jvp = jvps::TABLE.get(affine).unwrap().unwrap();
     let x = Tensor::scalar(1.0f64);
     let args = [
         Arg::Tensor(x.clone()),
@@ -92,6 +93,6 @@ fn main() {
     assert_eq!(out[1].as_ref().unwrap().to_array::<f64>().unwrap()[[]], 2.0);
 
     let twice = registry.find(ops::__PATH, "twice").unwrap();
-    assert!(twice.schema.linear && twice.jvp.is_none());
-    assert_eq!(twice.jvp_status(), JvpStatus::Linear);
+    assert!(twice.schema.linear && jvps::TABLE.get(twice).unwrap().is_none());
+    assert_eq!(jvp_status(twice).unwrap(), JvpStatus::Linear);
 }

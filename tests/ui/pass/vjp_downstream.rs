@@ -69,7 +69,10 @@ fn affine_vjp(
 fn main() {
     let registry = batchrules::registry::registry().unwrap();
     let affine = registry.find(ops::__PATH, "affine").unwrap();
-    let vjp = affine.vjp.unwrap();
+    let vjp = batchrules::transform::vjps::TABLE
+        .get(affine)
+        .unwrap()
+        .unwrap();
     let x = Tensor::scalar(1.0f64);
     let g = Tensor::scalar(2.0f64);
     let args = [

@@ -138,7 +138,9 @@ pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use crate::dispatch::call_op;
-    use crate::registry::{registry, JvpStatus, OpEntry};
+    use crate::forward::rules::{jvp_status, jvps, JvpStatus};
+    use crate::grad::rules::vjps;
+    use crate::registry::{registry, OpEntry};
     use crate::testing::{probe, Sample};
     use crate::{args, ops, Arg, DType, Result, Tensor};
 
@@ -241,8 +243,14 @@ pub(crate) mod tests {
     ) -> std::result::Result<(), String> {
         let e = |err: crate::Error| format!("{}: {err}", case.op);
         let entry = entry(case.op)?;
-        let jvp = entry.jvp.ok_or_else(|| format!("{}: no #[jvp]", case.op))?;
-        let vjp = entry.vjp.ok_or_else(|| format!("{}: no #[vjp]", case.op))?;
+        let jvp = jvps::TABLE
+            .get(entry)
+            .map_err(e)?
+            .ok_or_else(|| format!("{}: no #[jvp]", case.op))?;
+        let vjp = vjps::TABLE
+            .get(entry)
+            .map_err(e)?
+            .ok_or_else(|| format!("{}: no #[vjp]", case.op))?;
         // Every output (an op may return indices after its values, which
         // carry no tangent); the first is the one checked.
         let ys = call_op(entry, &case.sample).map_err(e)?.into_vec();
@@ -520,7 +528,7 @@ pub(crate) mod tests {
         let reg = registry().expect("registry");
         let checked: BTreeSet<&str> = cases.iter().map(|c| c.op).collect();
         for e in reg.ops().iter().filter(|e| e.table.path == TABLE) {
-            if e.jvp.is_some() {
+            if jvps::TABLE.get(e).expect("the jvp table").is_some() {
                 assert!(
                     checked.contains(e.name()),
                     "{} has an unchecked jvp",
@@ -535,7 +543,9 @@ pub(crate) mod tests {
         let missing: Vec<&str> = reg
             .ops()
             .iter()
-            .filter(|e| e.table.path == TABLE && e.jvp_status() == JvpStatus::Missing)
+            .filter(|e| {
+                e.table.path == TABLE && jvp_status(e).expect("the jvp table") == JvpStatus::Missing
+            })
             .map(|e| e.name())
             .collect();
         assert!(missing.is_empty(), "no jvp for {missing:?}");
@@ -546,7 +556,7 @@ pub(crate) mod tests {
         let (a, b) = (probe(&[2, 3], DType::F64, 1)?, probe(&[3], DType::F64, 2)?);
         for op in ["mul", "maximum", "div", "pow"] {
             let entry = registry()?.find(TABLE, op).expect("op");
-            let jvp = entry.jvp.expect("jvp");
+            let jvp = jvps::TABLE.get(entry)?.expect("jvp");
             let base = if op == "pow" {
                 ops::abs(&a)?
             } else {
