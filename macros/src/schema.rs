@@ -18,6 +18,23 @@ pub enum Base {
 }
 
 impl Base {
+    /// The base of the schema type written `name` (one of
+    /// `batchrules_roles::SCHEMA_TYPES`).
+    fn of(name: &str) -> Base {
+        match name {
+            "Tensor" => Base::Tensor,
+            "Tensor[]" => Base::TensorList,
+            "int" => Base::Int,
+            "int[]" => Base::IntList,
+            "float" => Base::Float,
+            "bool" => Base::Bool,
+            "ScalarType" => Base::ScalarType,
+            "Reduction" => Base::Reduction,
+            "str" => Base::Str,
+            other => unreachable!("`{other}` is in SCHEMA_TYPES but has no Base"),
+        }
+    }
+
     pub fn variant(self) -> &'static str {
         match self {
             Base::Tensor => "Tensor",
@@ -120,43 +137,37 @@ pub fn split_top(s: &str) -> Vec<&str> {
 }
 
 fn parse_type(s: &str) -> Result<(Base, bool), String> {
+    use batchrules_roles::{schema_type, SCHEMA_TYPES};
     let (s, optional) = match s.strip_suffix('?') {
         Some(rest) => (rest, true),
         None => (s, false),
     };
-    let base = match s {
-        "Tensor" => Base::Tensor,
-        "Tensor[]" => Base::TensorList,
-        "int" => Base::Int,
-        "int[]" => Base::IntList,
-        "float" => Base::Float,
-        "bool" => Base::Bool,
-        "ScalarType" => Base::ScalarType,
-        "Reduction" => Base::Reduction,
-        "str" => Base::Str,
-        other => {
-            return Err(format!(
-                "unknown type `{other}`; the types are Tensor, Tensor[], int, int[], float, bool, \
-                 ScalarType, Reduction and str, each optionally followed by `?` (except Tensor[], Reduction and str)"
-            ))
-        }
+    let Some(ty) = schema_type(s) else {
+        let names: Vec<&str> = SCHEMA_TYPES.iter().map(|t| t.name).collect();
+        let fixed: Vec<&str> = SCHEMA_TYPES
+            .iter()
+            .filter(|t| t.not_optional.is_some())
+            .map(|t| t.name)
+            .collect();
+        return Err(format!(
+            "unknown type `{s}`; the types are {}, each optionally followed by `?` (except {})",
+            and_list(&names),
+            and_list(&fixed)
+        ));
     };
-    if optional && base == Base::Reduction {
-        return Err(
-            "`Reduction?` is not supported; `Reduction::None` already means no reduction"
-                .to_string(),
-        );
+    if let (true, Some(why)) = (optional, ty.not_optional) {
+        return Err(format!("`{s}?` is not supported; {why}"));
     }
-    if optional && base == Base::Str {
-        return Err(
-            "`str?` is not supported; give the `str` a default value instead (`str padding=\"valid\"`)"
-                .to_string(),
-        );
+    Ok((Base::of(ty.name), optional))
+}
+
+/// `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
-    if optional && base == Base::TensorList {
-        return Err("`Tensor[]?` is not supported; use an empty `Tensor[]`".to_string());
-    }
-    Ok((base, optional))
 }
 
 /// The text of a `str` default written in quotes, `"valid"` or `'valid'`; `None`
@@ -461,6 +472,29 @@ impl Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accepts_exactly_the_shared_schema_types() {
+        for ty in batchrules_roles::SCHEMA_TYPES {
+            let (base, optional) = parse_type(ty.name).unwrap();
+            assert!(!optional);
+            assert_eq!(Base::of(ty.name), base);
+            let opt = parse_type(&format!("{}?", ty.name));
+            match ty.not_optional {
+                None => assert_eq!(opt.unwrap(), (base, true), "{}", ty.name),
+                Some(why) => assert!(opt.unwrap_err().contains(why), "{}", ty.name),
+            }
+        }
+        for other in ["number", "Tensor[][]", "Scalar", "int??", "Str", ""] {
+            assert!(parse_type(other).is_err(), "{other}");
+        }
+        assert_eq!(
+            parse_type("number").unwrap_err(),
+            "unknown type `number`; the types are Tensor, Tensor[], int, int[], float, bool, \
+             ScalarType, Reduction and str, each optionally followed by `?` (except Tensor[], \
+             Reduction and str)"
+        );
+    }
 
     #[test]
     fn parses_defaults_optionals_and_tuples() {

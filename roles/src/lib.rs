@@ -123,6 +123,64 @@ impl Role {
     }
 }
 
+/// A type an op schema may give an argument, as a schema string writes it.
+///
+/// [`SCHEMA_TYPES`] lists them all; the `op_table!` macro accepts exactly
+/// these, and the kernel author guide's list is checked against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchemaType {
+    /// The type as written: `Tensor`, `Tensor[]`, `int`, ...
+    pub name: &'static str,
+    /// Why `name?` (an optional argument) is refused, if it is; `None` if a
+    /// schema may write `name?`.
+    pub not_optional: Option<&'static str>,
+}
+
+/// Every schema type, in the order messages list them.
+pub const SCHEMA_TYPES: [SchemaType; 9] = [
+    SchemaType {
+        name: "Tensor",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "Tensor[]",
+        not_optional: Some("use an empty `Tensor[]`"),
+    },
+    SchemaType {
+        name: "int",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "int[]",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "float",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "bool",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "ScalarType",
+        not_optional: None,
+    },
+    SchemaType {
+        name: "Reduction",
+        not_optional: Some("`Reduction::None` already means no reduction"),
+    },
+    SchemaType {
+        name: "str",
+        not_optional: Some("give the `str` a default value instead (`str padding=\"valid\"`)"),
+    },
+];
+
+/// The schema type written `name`, if there is one.
+pub fn schema_type(name: &str) -> Option<SchemaType> {
+    SCHEMA_TYPES.into_iter().find(|t| t.name == name)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

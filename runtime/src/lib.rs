@@ -316,12 +316,12 @@ pub mod prelude {
 /// # fn main() {}
 /// ```
 ///
-/// Schema types are `Tensor`, `Tensor[]`, `int`, `int[]`, `float`, `bool`,
-/// `ScalarType` ([`DType`]) and `Reduction` ([`Reduction`]), each but
-/// `Reduction` optionally followed by `?`; an op returns `Tensor`, `Tensor[]`
-/// or a tuple of up to three `Tensor`s. An argument may be written with a
-/// default (`int diagonal=0`, `Reduction reduction=mean`), checked against
-/// the type. A malformed entry fails the build with the table's line.
+/// The schema types ([`schema::SCHEMA_TYPES`]) and the Rust type each role's
+/// function takes for them are in the [guide]'s "Step 1"; an op returns
+/// `Tensor`, `Tensor[]` or a tuple of up to three `Tensor`s. An argument may
+/// be written with a default (`int diagonal=0`, `Reduction reduction=mean`),
+/// checked against the type. A malformed entry fails the build with the
+/// table's line.
 ///
 /// The generated function (`ops::triu(&x, 0)`) takes every argument. The
 /// table module also gets a trait `Methods`, implemented for [`Tensor`], with

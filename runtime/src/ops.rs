@@ -4,7 +4,7 @@
 //! indexes.
 //!
 //! This is the ops' interface only. Their kernels, metas, batching rules,
-//! decompositions and derivatives are registered in the op library (layer 13,
+//! decompositions and derivatives are registered in the op library (layer 12,
 //! `library`), which the registry joins to this table at run time. Declaring
 //! the table below the transforms lets each transform call the built-in ops
 //! it needs (grad adds gradients, vmap stacks the fallback loop's results,

@@ -70,6 +70,19 @@ pub struct ArgSchema {
 /// crate, which the attribute macros use too.
 pub use batchrules_roles::Role;
 
+/// The types an op schema may give an argument, declared once for the
+/// workspace in the `batchrules-roles` crate: `op_table!` accepts exactly
+/// these, and the guide's list ("Step 1") is checked against them.
+///
+/// ```
+/// use batchrules::schema::{schema_type, SCHEMA_TYPES};
+///
+/// assert_eq!(SCHEMA_TYPES[0].name, "Tensor");
+/// assert!(schema_type("int").unwrap().not_optional.is_none());
+/// assert!(schema_type("Tensor[]").unwrap().not_optional.is_some()); // no `Tensor[]?`
+/// ```
+pub use batchrules_roles::{schema_type, SchemaType, SCHEMA_TYPES};
+
 /// The Rust signature a function in one role must have, as generated from the
 /// schema. Types are in the normalized spelling the attribute macros compare
 /// against (`&Tensor`, `Option<usize>`, `Result<Tensor>`).

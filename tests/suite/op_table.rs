@@ -624,3 +624,34 @@ fn jvp_of_a_tensor_list_output_gives_one_tangent_per_element() {
         "{msg}"
     );
 }
+
+/// The backticked names in `text`, in order.
+fn backticked(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn the_guide_lists_the_schema_types_the_macros_accept() {
+    use batchrules::schema::SCHEMA_TYPES;
+    let guide = include_str!("../../runtime/docs/guide.md").replace('\n', " ");
+    let start = guide
+        .find("Schema types are ")
+        .expect("the guide lists the schema types");
+    let rest = &guide[start..];
+    let (types, rest) = rest
+        .split_once(", each optionally followed by `?` except ")
+        .expect("the guide says which types take no `?`");
+    let (fixed, _) = rest.split_once(" (").expect("the list ends");
+    let want: Vec<&str> = SCHEMA_TYPES.iter().map(|t| t.name).collect();
+    let want_fixed: Vec<&str> = SCHEMA_TYPES
+        .iter()
+        .filter(|t| t.not_optional.is_some())
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(backticked(types), want, "the guide's schema types");
+    assert_eq!(
+        backticked(fixed),
+        want_fixed,
+        "the guide's types without `?`"
+    );
+}
