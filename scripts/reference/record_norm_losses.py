@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 
 def values(n, start=0, scale=1.0):
-    """Deterministic, distinct, non-integer values, as the crate's samples."""
+    """Deterministic, distinct, non-integer values, as the op samples' (samples/src/values.rs)."""
     return [scale * (math.sin((start + i) * 0.7373 + 0.2) * 2.0 + 0.01 * (start + i)) for i in range(n)]
 
 

@@ -6,8 +6,9 @@ use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::OpKind;
-use batchrules::testing::{op_infos, sample_tensors, with_tensors, Mismatch};
+use batchrules::testing::{sample_tensors, with_tensors, Mismatch};
 use batchrules::{set_fallback_policy, FallbackPolicy, Result, Tensor};
+use batchrules_samples::op_infos;
 use ndarray::{ArrayD, IxDyn};
 
 /// A deterministic f64 tensor: values in (-1, 1), no two alike.

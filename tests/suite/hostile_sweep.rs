@@ -20,8 +20,9 @@ use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::ArgType;
-use batchrules::testing::{check_op, check_op_errors, describe, op_infos, Sample};
+use batchrules::testing::{check_op, check_op_errors, describe, Sample};
 use batchrules::{set_fallback_policy, vmap, DType, Error, FallbackPolicy, Tensor};
+use batchrules_samples::op_infos;
 use proptest::prelude::*;
 
 const TABLE: &str = "batchrules::ops";

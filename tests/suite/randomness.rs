@@ -532,7 +532,8 @@ fn every_random_op_of_the_table_draws_example_i_from_its_derived_seed() {
     use batchrules::dispatch::call_op;
     use batchrules::registry::registry;
     use batchrules::rules::Arg;
-    use batchrules::testing::{op_infos, sample_tensors, with_tensors};
+    use batchrules::testing::{sample_tensors, with_tensors};
+    use batchrules_samples::op_infos;
     let reg = registry().unwrap();
     let mut checked = Vec::new();
     for info in op_infos().filter(|i| i.table.path == "batchrules::ops") {

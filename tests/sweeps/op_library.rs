@@ -12,7 +12,7 @@ use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::OpKind;
 use batchrules::testing::{
-    check_op, check_op_errors, describe, op_infos, sample_tensors, with_tensors, OpInfo,
+    check_op, check_op_errors, describe, sample_tensors, with_tensors, OpInfo,
 };
 use batchrules::transform::batching_rules;
 use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Randomness, Tensor};
@@ -24,8 +24,11 @@ const TABLE: &str = "batchrules::ops";
 /// `random_key`.
 const ACCEPTS_EVERY_INPUT: &[&str] = &["detach", "random_key"];
 
+/// The OpInfos of the table's ops, by op name: the `batchrules-samples`
+/// crate's, which calling its `op_infos` links in (without it, no op would
+/// have inputs, and `every_op_has_sample_and_error_inputs` would fail).
 fn infos() -> BTreeMap<&'static str, &'static OpInfo> {
-    op_infos()
+    batchrules_samples::op_infos()
         .filter(|i| i.table.path == TABLE)
         .map(|i| (i.op, i))
         .collect()

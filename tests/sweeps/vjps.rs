@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use batchrules::dispatch::call_op;
 use batchrules::registry::{registry, OpEntry};
 use batchrules::schema::OpKind;
-use batchrules::testing::{check_vmap, describe, op_infos, sample_tensors, with_tensors, Sample};
+use batchrules::testing::{check_vmap, describe, sample_tensors, with_tensors, Sample};
 use batchrules::transform::{vjps, VjpRuleFn};
 use batchrules::{ops, set_fallback_policy, DType, FallbackPolicy, Tensor};
+use batchrules_samples::op_infos;
 
 const TABLE: &str = "batchrules::ops";
 

@@ -125,8 +125,6 @@ macro_rules! arith {
             ) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::binary_broadcast(ops::$name, a, a_bdim, b, b_bdim)
             }
-
-            crate::op_samples!(op = $op, samples = super::binary_samples, errors = super::binary_errors);
         }
     };
 }
@@ -163,12 +161,6 @@ macro_rules! compare {
             ) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::binary_broadcast(ops::$name, a, a_bdim, b, b_bdim)
             }
-
-            crate::op_samples!(
-                op = $op,
-                samples = super::compare_samples,
-                errors = super::binary_errors
-            );
         }
     };
 }
@@ -444,103 +436,4 @@ fn clamp_rule(
     max: Option<f64>,
 ) -> Result<(Tensor, Option<usize>)> {
     unary_pointwise(|t| ops::clamp(t, min, max), x, bdim)
-}
-
-/// Broadcasting in both directions, 0-d operands, size-1 and size-0 dims, and
-/// mixed dtypes (promotion). The two float operands never hold equal values,
-/// so `maximum` and `minimum` have no ties (kinks of their derivatives); the
-/// comparisons add ties of their own ([`compare_samples`]).
-fn binary_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), &f64s_from(&[2, 3], 11)],
-        crate::args![&f64s(&[2, 1]), &f64s_from(&[3], 20)],
-        crate::args![&f64s(&[3]), &f64s_from(&[2, 1], 30)],
-        crate::args![&f64s(&[]), &f64s_from(&[2, 2], 40)],
-        crate::args![&f32s(&[4]), &f64s_from(&[], 50)],
-        crate::args![&i64s(&[3], 5), &f64s(&[3])],
-        crate::args![&bools(&[2]), &i64s(&[2], 4)],
-        crate::args![&f64s(&[0, 2]), &f64s(&[2])],
-    ]
-}
-
-/// The binary samples, and equal operands: every element tied, in one dtype
-/// and across f32 and f64.
-fn compare_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = binary_samples();
-    s.push(crate::args![&f64s(&[2, 3]), &f64s(&[2, 3])]);
-    s.push(crate::args![&f32s(&[4]), &f64s(&[])]);
-    s.push(crate::args![&i64s(&[2, 2], 3), &i64s(&[2], 3)]);
-    s
-}
-
-fn binary_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2]), &f64s(&[3])],
-        crate::args![&f64s(&[2, 3]), &f64s(&[3, 2])],
-    ]
-}
-
-fn where_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&bools(&[2, 3]), &f64s(&[2, 3]), &f64s(&[2, 3])],
-        crate::args![&bools(&[3]), &f64s(&[2, 1]), &i64s(&[], 5)],
-        crate::args![&bools(&[]), &f32s(&[2]), &f32s(&[2])],
-        crate::args![&bools(&[2, 1]), &i64s(&[3], 4), &i64s(&[1], 4)],
-    ]
-}
-
-fn where_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&i64s(&[2], 2), &f64s(&[2]), &f64s(&[2])],
-        crate::args![&bools(&[3]), &f64s(&[2]), &f64s(&[2])],
-    ]
-}
-
-fn clamp_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    // Around 2^53, where f64 stops holding every integer, and near the i64 limits.
-    let big = i64v(
-        &[6],
-        &[
-            (1 << 53) - 1,
-            1 << 53,
-            (1 << 53) + 1,
-            i64::MAX,
-            i64::MIN,
-            (1 << 62) + 1,
-        ],
-    );
-    let two_53 = 9_007_199_254_740_992.0;
-    vec![
-        crate::args![&f64s(&[2, 3]), Some(-0.5), Some(0.5)],
-        crate::args![&f32s(&[4]), None::<f64>, Some(0.0)],
-        crate::args![&i64s(&[5], 9), Some(2.5), None::<f64>],
-        crate::args![&f64s(&[]), Some(1.0), Some(-1.0)],
-        crate::args![&big, None::<f64>, Some(two_53)],
-        crate::args![&big, Some(two_53), None::<f64>],
-        crate::args![&big, Some(-1e19), Some(1e19)],
-        crate::args![&big, Some(f64::NEG_INFINITY), Some(f64::INFINITY)],
-        crate::args![&big, Some(1e19), None::<f64>],
-        crate::args![&f64s(&[3]), Some(f64::NAN), None::<f64>],
-    ]
-}
-
-fn clamp_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2]), None::<f64>, None::<f64>],
-        crate::args![&bools(&[2]), Some(0.0), None::<f64>],
-        crate::args![&i64s(&[2], 3), Some(f64::NAN), None::<f64>],
-        crate::args![&i64s(&[2], 3), Some(0.0), Some(f64::NAN)],
-    ]
-}
-
-super::samples::register_samples! {
-    "where" => where_samples, where_errors;
-    "clamp" => clamp_samples, clamp_errors;
 }

@@ -94,39 +94,6 @@ fn permute_rule(x: &Tensor, bdim: Option<usize>, dims: &[i64]) -> Result<(Tensor
     Ok((ops::permute(&x, &perm)?, bdim.map(|_| 0)))
 }
 
-fn permute_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3, 4]);
-    vec![
-        crate::args![&x, &[2i64, 0, 1][..]],
-        crate::args![&x, &[-1i64, 0, -2][..]],
-        crate::args![&x, &[0i64, 1, 2][..]],
-        crate::args![&f64s(&[]), &[] as &[i64]],
-        crate::args![&f64s(&[1, 0, 2]), &[2i64, 1, 0][..]],
-        crate::args![&i64s(&[2, 3], 5), &[1i64, 0][..]],
-        crate::args![&f32s(&[3, 1]), &[1i64, 0][..]],
-        crate::args![&bools(&[3]), &[0i64][..]],
-    ]
-}
-
-fn permute_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3, 4]);
-    vec![
-        crate::args![&x, &[0i64, 1][..]],
-        crate::args![&x, &[0i64, 0, 1][..]],
-        crate::args![&x, &[0i64, -3, 1][..]],
-        crate::args![&x, &[0i64, 1, 3][..]],
-        crate::args![&f64s(&[]), &[0i64][..]],
-    ]
-}
-
-crate::op_samples!(
-    op = "permute",
-    samples = permute_samples,
-    errors = permute_errors
-);
-
 // ---------------------------------------------------------------------------
 // transpose
 
@@ -168,36 +135,6 @@ fn transpose_rule(
     Ok((ops::transpose(&x, p0 as i64, p1 as i64)?, bdim.map(|_| 0)))
 }
 
-fn transpose_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), 0i64, 1i64],
-        crate::args![&f64s(&[2, 3, 4]), -1i64, 0i64],
-        crate::args![&f64s(&[2, 3, 4]), 1i64, 1i64],
-        crate::args![&f64s(&[]), 0i64, -1i64],
-        crate::args![&f64s(&[0, 3]), 0i64, 1i64],
-        crate::args![&f32s(&[1, 4]), 1i64, -2i64],
-        crate::args![&i64s(&[3, 2], 7), 0i64, 1i64],
-        crate::args![&bools(&[4]), 0i64, -1i64],
-    ]
-}
-
-fn transpose_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), 2i64, 0i64],
-        crate::args![&f64s(&[2, 3]), 0i64, -3i64],
-        crate::args![&f64s(&[]), 1i64, 0i64],
-        crate::args![&f64s(&[]), 0i64, -2i64],
-    ]
-}
-
-crate::op_samples!(
-    op = "transpose",
-    samples = transpose_samples,
-    errors = transpose_errors
-);
-
 // ---------------------------------------------------------------------------
 // unsqueeze
 
@@ -220,38 +157,6 @@ fn unsqueeze_rule(x: &Tensor, bdim: Option<usize>, dim: i64) -> Result<(Tensor, 
     let d = physical_new_dim(&x, bdim.is_some(), dim)?;
     Ok((ops::unsqueeze(&x, d as i64)?, bdim.map(|_| 0)))
 }
-
-fn unsqueeze_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    let mut s: Vec<_> = [0i64, 1, 2, -1, -3]
-        .into_iter()
-        .map(|d| crate::args![&x, d])
-        .collect();
-    s.push(crate::args![&f64s(&[]), 0i64]);
-    s.push(crate::args![&f64s(&[]), -1i64]);
-    s.push(crate::args![&f64s(&[0]), 1i64]);
-    s.push(crate::args![&f32s(&[1]), 0i64]);
-    s.push(crate::args![&i64s(&[2], 5), -1i64]);
-    s.push(crate::args![&bools(&[2]), 0i64]);
-    s
-}
-
-fn unsqueeze_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), 3i64],
-        crate::args![&f64s(&[2, 3]), -4i64],
-        crate::args![&f64s(&[]), 1i64],
-        crate::args![&f64s(&[]), -2i64],
-    ]
-}
-
-crate::op_samples!(
-    op = "unsqueeze",
-    samples = unsqueeze_samples,
-    errors = unsqueeze_errors
-);
 
 // ---------------------------------------------------------------------------
 // squeeze
@@ -304,40 +209,6 @@ fn squeeze_rule(
     }
     Ok((out, bdim.map(|_| 0)))
 }
-
-fn squeeze_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[1, 3, 1]);
-    let mut s: Vec<_> = [None, Some(0i64), Some(1), Some(2), Some(-1), Some(-3)]
-        .into_iter()
-        .map(|d| crate::args![&x, d])
-        .collect();
-    for d in [None, Some(0i64), Some(-1)] {
-        s.push(crate::args![&f64s(&[]), d]);
-    }
-    s.push(crate::args![&f64s(&[1]), None::<i64>]);
-    s.push(crate::args![&f64s(&[2, 0, 1]), None::<i64>]);
-    s.push(crate::args![&f64s(&[2, 0, 1]), Some(1i64)]);
-    s.push(crate::args![&f32s(&[4]), None::<i64>]);
-    s.push(crate::args![&i64s(&[1, 1], 3), None::<i64>]);
-    s.push(crate::args![&bools(&[1, 2]), Some(0i64)]);
-    s
-}
-
-fn squeeze_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[1, 3]), Some(2i64)],
-        crate::args![&f64s(&[1, 3]), Some(-3i64)],
-        crate::args![&f64s(&[]), Some(1i64)],
-    ]
-}
-
-crate::op_samples!(
-    op = "squeeze",
-    samples = squeeze_samples,
-    errors = squeeze_errors
-);
 
 // ---------------------------------------------------------------------------
 // narrow
@@ -415,42 +286,6 @@ fn narrow_rule(
     Ok((ops::narrow(&x, d as i64, start, length)?, bdim.map(|_| 0)))
 }
 
-fn narrow_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[4, 3]);
-    vec![
-        crate::args![&x, 0i64, 1i64, 2i64],
-        crate::args![&x, -1i64, 0i64, 3i64],
-        crate::args![&x, 0i64, -2i64, 2i64],
-        crate::args![&x, 1i64, 3i64, 0i64],
-        crate::args![&x, 1i64, -3i64, 1i64],
-        crate::args![&f64s(&[0, 2]), 0i64, 0i64, 0i64],
-        crate::args![&f32s(&[5]), 0i64, 4i64, 1i64],
-        crate::args![&i64s(&[2, 3], 5), 1i64, 1i64, 2i64],
-        crate::args![&bools(&[3, 1]), 1i64, 0i64, 1i64],
-    ]
-}
-
-fn narrow_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[4, 3]);
-    vec![
-        crate::args![&f64s(&[]), 0i64, 0i64, 0i64],
-        crate::args![&x, 2i64, 0i64, 1i64],
-        crate::args![&x, 0i64, 3i64, 2i64],
-        crate::args![&x, 0i64, -5i64, 1i64],
-        crate::args![&x, 0i64, 5i64, 0i64],
-        crate::args![&x, 0i64, 0i64, -1i64],
-        crate::args![&x, 1i64, -1i64, 2i64],
-    ]
-}
-
-crate::op_samples!(
-    op = "narrow",
-    samples = narrow_samples,
-    errors = narrow_errors
-);
-
 // ---------------------------------------------------------------------------
 // pad_dim
 
@@ -526,38 +361,3 @@ fn pad_dim_rule(
     let d = physical_dim(&x, bdim.is_some(), dim)?;
     Ok((ops::pad_dim(&x, d as i64, before, after)?, bdim.map(|_| 0)))
 }
-
-fn pad_dim_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[4, 3]);
-    vec![
-        crate::args![&x, 0i64, 1i64, 2i64],
-        crate::args![&x, -1i64, 0i64, 3i64],
-        crate::args![&x, 1i64, 2i64, 0i64],
-        crate::args![&x, 0i64, 0i64, 0i64],
-        crate::args![&f64s(&[0, 2]), 0i64, 2i64, 1i64],
-        crate::args![&f64s(&[2, 0]), 1i64, 0i64, 0i64],
-        crate::args![&f32s(&[5]), 0i64, 1i64, 1i64],
-        crate::args![&i64s(&[2, 3], 5), 1i64, 1i64, 2i64],
-        crate::args![&bools(&[3, 1]), -2i64, 1i64, 0i64],
-    ]
-}
-
-fn pad_dim_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[4, 3]);
-    vec![
-        crate::args![&f64s(&[]), 0i64, 1i64, 0i64],
-        crate::args![&x, 2i64, 0i64, 1i64],
-        crate::args![&x, -3i64, 0i64, 1i64],
-        crate::args![&x, 0i64, -1i64, 2i64],
-        crate::args![&x, 0i64, 1i64, -2i64],
-        crate::args![&x, 0i64, i64::MAX, 0i64],
-    ]
-}
-
-crate::op_samples!(
-    op = "pad_dim",
-    samples = pad_dim_samples,
-    errors = pad_dim_errors
-);

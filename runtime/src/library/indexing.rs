@@ -192,49 +192,6 @@ fn index_select_rule(
     }
 }
 
-fn index_select_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 0i64, &i64s(&[5], 3)],
-        crate::args![&x, -1i64, &i64s(&[2], 4)],
-        crate::args![&x, 1i64, &i64s(&[0], 4)],
-        crate::args![&x, 0i64, &i64s(&[], 3)],
-        crate::args![&f32s(&[2, 3, 2]), 1i64, &i64s(&[4], 3)],
-        crate::args![&f64s(&[1, 3]), 0i64, &i64s(&[3], 1)],
-        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[2], 3)],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[1], 1)],
-        crate::args![&f64s(&[]), -1i64, &i64s(&[], 1)],
-        crate::args![&i64s(&[4], 9), 0i64, &i64s(&[3], 4)],
-        crate::args![&bools(&[2, 3]), 1i64, &i64s(&[4], 3)],
-    ]
-}
-
-fn index_select_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 2i64, &i64s(&[2], 3)],
-        crate::args![&x, -3i64, &i64s(&[2], 3)],
-        // Index values 3, 0, 7: out of range for a dim of size 3.
-        crate::args![&x, 0i64, &i64s(&[3], 10)],
-        // A 0-d index holding 3.
-        crate::args![&x, 0i64, &i64s(&[], 7)],
-        crate::args![&f64s(&[0, 3]), 0i64, &i64s(&[1], 1)],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[], 5)],
-        crate::args![&x, 0i64, &f64s(&[2])],
-        crate::args![&x, 0i64, &bools(&[2])],
-        crate::args![&x, 0i64, &i64s(&[2, 2], 3)],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[2], 1)],
-    ]
-}
-
-crate::op_samples!(
-    op = "index_select",
-    samples = index_select_samples,
-    errors = index_select_errors
-);
-
 // ---------------------------------------------------------------------------
 // gather
 
@@ -406,48 +363,6 @@ fn gather_rule(
         }
     }
 }
-
-fn gather_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 0i64, &i64s(&[2, 4], 3)],
-        crate::args![&x, 1i64, &i64s(&[3, 2], 4)],
-        crate::args![&x, -1i64, &i64s(&[2, 6], 4)],
-        crate::args![&x, 0i64, &i64s(&[5, 1], 3)],
-        crate::args![&x, 1i64, &i64s(&[2, 0], 4)],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[], 1)],
-        crate::args![&f64s(&[]), -1i64, &i64s(&[3], 1)],
-        crate::args![&f64s(&[3]), 0i64, &i64s(&[], 3)],
-        crate::args![&f32s(&[4]), 0i64, &i64s(&[1], 4)],
-        crate::args![&i64s(&[2, 3], 5), 1i64, &i64s(&[1, 3], 3)],
-        crate::args![&bools(&[2, 2, 3]), 2i64, &i64s(&[1, 2, 5], 3)],
-        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[0, 2], 3)],
-    ]
-}
-
-fn gather_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 0i64, &i64s(&[4], 3)],
-        crate::args![&x, 0i64, &i64s(&[2, 5], 3)],
-        crate::args![&x, 1i64, &i64s(&[4, 2], 4)],
-        // Index values up to 8: out of range for a dim of size 4.
-        crate::args![&x, 1i64, &i64s(&[3, 4], 9)],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[], 5)],
-        crate::args![&x, 0i64, &f64s(&[2, 4])],
-        crate::args![&x, 2i64, &i64s(&[3, 4], 3)],
-        crate::args![&x, -3i64, &i64s(&[3, 4], 3)],
-        crate::args![&f64s(&[3]), 0i64, &i64s(&[1, 1], 3)],
-    ]
-}
-
-crate::op_samples!(
-    op = "gather",
-    samples = gather_samples,
-    errors = gather_errors
-);
 
 // ---------------------------------------------------------------------------
 // index_add and scatter_add: the reverses of index_select and gather
@@ -642,46 +557,6 @@ fn index_add_rule(
     };
     Ok((out, Some(0)))
 }
-
-fn index_add_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        // Index values 0, 1, 2, 0, 1: repeated positions accumulate.
-        crate::args![&x, 0i64, &i64s(&[5], 3), &f64s(&[5, 4])],
-        crate::args![&x, -1i64, &i64s(&[2], 4), &f64s(&[3, 2])],
-        crate::args![&x, 1i64, &i64s(&[0], 4), &f64s(&[3, 0])],
-        crate::args![&x, 0i64, &i64s(&[], 3), &f64s(&[1, 4])],
-        crate::args![&f32s(&[2, 3, 2]), 1i64, &i64s(&[4], 3), &f32s(&[2, 4, 2])],
-        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[2], 3), &f64s(&[0, 2])],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[1], 1), &f64s(&[])],
-        crate::args![&f64s(&[]), -1i64, &i64s(&[], 1), &f64s(&[])],
-        crate::args![&i64s(&[4], 9), 0i64, &i64s(&[3], 4), &i64s(&[3], 5)],
-    ]
-}
-
-fn index_add_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 2i64, &i64s(&[2], 3), &f64s(&[3, 2])],
-        // Index values 3, 0, 7: out of range for a dim of size 3.
-        crate::args![&x, 0i64, &i64s(&[3], 10), &f64s(&[3, 4])],
-        crate::args![&x, 0i64, &f64s(&[2]), &f64s(&[2, 4])],
-        crate::args![&x, 0i64, &i64s(&[2, 1], 3), &f64s(&[2, 4])],
-        crate::args![&x, 0i64, &i64s(&[2], 3), &f64s(&[3, 4])],
-        crate::args![&x, 0i64, &i64s(&[2], 3), &f64s(&[2])],
-        crate::args![&x, 0i64, &i64s(&[2], 3), &f32s(&[2, 4])],
-        crate::args![&bools(&[3]), 0i64, &i64s(&[2], 3), &bools(&[2])],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[2], 1), &f64s(&[])],
-    ]
-}
-
-crate::op_samples!(
-    op = "index_add",
-    samples = index_add_samples,
-    errors = index_add_errors
-);
 
 #[meta(op = "scatter_add")]
 fn scatter_add_meta(
@@ -906,51 +781,3 @@ fn scatter_add_rule(
     };
     Ok((out, Some(0)))
 }
-
-fn scatter_add_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 4])],
-        // src larger than the index: only the index's extent is read.
-        crate::args![&x, 1i64, &i64s(&[3, 2], 4), &f64s(&[3, 3])],
-        crate::args![&x, -1i64, &i64s(&[2, 6], 4), &f64s(&[2, 6])],
-        crate::args![&x, 0i64, &i64s(&[5, 1], 3), &f64s(&[5, 2])],
-        crate::args![&x, 1i64, &i64s(&[2, 0], 4), &f64s(&[2, 0])],
-        crate::args![&f64s(&[]), 0i64, &i64s(&[], 1), &f64s(&[])],
-        crate::args![&f64s(&[]), -1i64, &i64s(&[3], 1), &f64s(&[3])],
-        crate::args![&f64s(&[3]), 0i64, &i64s(&[], 3), &f64s(&[])],
-        crate::args![&f32s(&[4]), 0i64, &i64s(&[1], 4), &f32s(&[2])],
-        crate::args![
-            &i64s(&[2, 3], 5),
-            1i64,
-            &i64s(&[1, 3], 3),
-            &i64s(&[2, 3], 7)
-        ],
-        crate::args![&f64s(&[0, 3]), 1i64, &i64s(&[0, 2], 3), &f64s(&[0, 2])],
-    ]
-}
-
-fn scatter_add_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 4]);
-    vec![
-        crate::args![&x, 0i64, &i64s(&[4], 3), &f64s(&[4])],
-        crate::args![&x, 0i64, &i64s(&[2, 5], 3), &f64s(&[2, 5])],
-        crate::args![&x, 1i64, &i64s(&[4, 2], 4), &f64s(&[4, 2])],
-        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 3])],
-        // Index values up to 8: out of range for a dim of size 4.
-        crate::args![&x, 1i64, &i64s(&[3, 4], 9), &f64s(&[3, 4])],
-        crate::args![&x, 0i64, &f64s(&[2, 4]), &f64s(&[2, 4])],
-        crate::args![&x, 2i64, &i64s(&[3, 4], 3), &f64s(&[3, 4])],
-        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f32s(&[2, 4])],
-        crate::args![&bools(&[3]), 0i64, &i64s(&[2], 3), &bools(&[2])],
-        crate::args![&x, 0i64, &i64s(&[2, 4], 3), &f64s(&[2, 4, 1])],
-    ]
-}
-
-crate::op_samples!(
-    op = "scatter_add",
-    samples = scatter_add_samples,
-    errors = scatter_add_errors
-);

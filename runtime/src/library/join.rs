@@ -168,44 +168,6 @@ fn cat_rule(
     Ok((ops::cat(&physical, d as i64)?, Some(0)))
 }
 
-fn cat_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    vec![
-        crate::args![&[x.clone(), f64s(&[1, 3])][..], 0i64],
-        crate::args![&[x.clone(), f64s(&[2, 2]), f64s(&[2, 0])][..], -1i64],
-        crate::args![&[x.clone()][..], 1i64],
-        crate::args![&[x.clone(), x.clone()][..], -2i64],
-        crate::args![&[f32s(&[2]), f64s(&[3])][..], 0i64],
-        crate::args![&[i64s(&[2, 2], 5), bools(&[1, 2])][..], 0i64],
-        crate::args![&[f64s(&[0, 3]), f64s(&[0, 3])][..], 1i64],
-        crate::args![&[f64s(&[1, 1, 2]), f64s(&[1, 2, 2])][..], 1i64],
-        // 1-d empty tensors are skipped next to tensors of other shapes (their
-        // dtype still counts for the promotion).
-        crate::args![&[x.clone(), f64s(&[0]), f64s(&[2, 1])][..], 1i64],
-        crate::args![&[f64s(&[0]), f32s(&[2, 3])][..], 0i64],
-        crate::args![&[f32s(&[0]), f64s(&[0])][..], -1i64],
-        crate::args![&[f64s(&[0]), f64s(&[3])][..], 0i64],
-    ]
-}
-
-fn cat_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    vec![
-        crate::args![&[] as &[Tensor], 0i64],
-        crate::args![&[x.clone(), f64s(&[3, 3])][..], 1i64],
-        crate::args![&[x.clone(), f64s(&[3])][..], 0i64],
-        crate::args![&[x.clone(), f64s(&[2, 3, 1])][..], 0i64],
-        crate::args![&[f64s(&[]), f64s(&[])][..], 0i64],
-        crate::args![&[x.clone(), f64s(&[0]), f64s(&[])][..], 0i64],
-        crate::args![&[x.clone(), x.clone()][..], 2i64],
-        crate::args![&[f64s(&[0]), f64s(&[0])][..], 1i64],
-    ]
-}
-
-crate::op_samples!(op = "cat", samples = cat_samples, errors = cat_errors);
-
 /// The output shape of `stack`, and the resolved new dim.
 fn stack_shape(shapes: &[&[usize]], dim: i64) -> Result<(Vec<usize>, usize)> {
     let Some(first) = shapes.first() else {
@@ -252,31 +214,3 @@ fn stack_rule(
     let d = physical_new_dim(&physical[0], true, dim)?;
     Ok((ops::stack(&physical, d as i64)?, Some(0)))
 }
-
-fn stack_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    let mut s: Vec<_> = [0i64, 1, 2, -1, -3]
-        .into_iter()
-        .map(|d| crate::args![&[x.clone(), x.clone()][..], d])
-        .collect();
-    s.push(crate::args![&[f64s(&[]), f64s(&[]), f64s(&[])][..], 0i64]);
-    s.push(crate::args![&[f64s(&[])][..], -1i64]);
-    s.push(crate::args![&[f64s(&[0, 2])][..], 1i64]);
-    s.push(crate::args![&[f32s(&[2]), f64s(&[2])][..], 0i64]);
-    s.push(crate::args![&[i64s(&[3], 5), bools(&[3])][..], -1i64]);
-    s
-}
-
-fn stack_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&[] as &[Tensor], 0i64],
-        crate::args![&[f64s(&[2, 3]), f64s(&[3, 2])][..], 0i64],
-        crate::args![&[f64s(&[2]), f64s(&[2, 1])][..], 0i64],
-        crate::args![&[f64s(&[2]), f64s(&[2])][..], 2i64],
-        crate::args![&[f64s(&[2]), f64s(&[2])][..], -3i64],
-    ]
-}
-
-crate::op_samples!(op = "stack", samples = stack_samples, errors = stack_errors);

@@ -29,7 +29,6 @@ mod normalization;
 pub(crate) mod pooling;
 mod random;
 mod reduce;
-pub(crate) mod samples;
 mod shape;
 mod sorting;
 pub(crate) mod unary;

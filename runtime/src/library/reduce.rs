@@ -71,14 +71,6 @@ reduction! {
     rule = flat_index_rule
 }
 
-super::samples::register_samples! {
-    "sum" => sum_samples, reduce_errors;
-    "amax" => extreme_samples, amax_errors;
-    "amin" => extreme_samples, amax_errors;
-    "mean" => mean_samples, mean_errors;
-    "argmax" => argmax_samples, amax_errors;
-}
-
 // ---------------------------------------------------------------------------
 // Result dtypes
 
@@ -335,121 +327,6 @@ fn flat_index_rule(
 }
 
 // ---------------------------------------------------------------------------
-// Sample and error inputs
-
-/// Every dim (negative too), keepdim both ways, all dims, 0-d, size-0 dims.
-fn reduce_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    let mut s = Vec::new();
-    for dim in [None, Some(0i64), Some(1), Some(-1)] {
-        for keepdim in [false, true] {
-            s.push(crate::args![&x, dim, keepdim]);
-        }
-    }
-    s.push(crate::args![&f64s(&[]), None::<i64>, false]);
-    s.push(crate::args![&f64s(&[]), Some(0i64), true]);
-    s.push(crate::args![&i64s(&[4], 7), Some(0i64), false]);
-    s.push(crate::args![&f32s(&[2, 1, 3]), Some(1i64), false]);
-    s
-}
-
-fn reduce_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), Some(2i64), false],
-        crate::args![&f64s(&[2, 3]), Some(-3i64), true],
-    ]
-}
-
-/// Rows of edge values (infinities, NaN) for the float reductions.
-fn infinite_rows() -> Tensor {
-    use crate::library::samples::*;
-    let (inf, nan) = (f64::INFINITY, f64::NAN);
-    f64v(
-        &[4, 3],
-        &[
-            -inf, -inf, -inf, //
-            inf, 1.0, -inf, //
-            2.0, nan, inf, //
-            1.0, -0.0, 0.0,
-        ],
-    )
-}
-
-/// i64 values near the limits: sums wrap, extremes and indices are exact.
-fn big_ints() -> Tensor {
-    use crate::library::samples::*;
-    i64v(
-        &[2, 3],
-        &[i64::MAX, 1, (1 << 53) + 1, i64::MIN, -1, 1 << 53],
-    )
-}
-
-/// Edge values over every dim.
-fn edge_samples(floats: bool) -> Vec<crate::testing::Sample> {
-    let mut s = Vec::new();
-    for dim in [None, Some(0i64), Some(-1)] {
-        s.push(crate::args![&infinite_rows(), dim, false]);
-        if !floats {
-            s.push(crate::args![&big_ints(), dim, true]);
-        }
-    }
-    s
-}
-
-fn sum_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = reduce_samples();
-    s.extend(edge_samples(false));
-    s.push(crate::args![&bools(&[3, 2]), Some(1i64), false]);
-    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
-    s.push(crate::args![&f64s(&[0]), None::<i64>, false]);
-    s
-}
-
-fn amax_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = reduce_errors();
-    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
-    s.push(crate::args![&f64s(&[0]), None::<i64>, false]);
-    s
-}
-
-fn mean_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s: Vec<_> = reduce_samples()
-        .into_iter()
-        .filter(|a| a[0].tensors().iter().all(|t| t.dtype().is_float()))
-        .collect();
-    s.push(crate::args![&f64s(&[2, 0]), Some(1i64), false]);
-    s.push(crate::args![&f64s(&[0]), None::<i64>, true]);
-    s.extend(edge_samples(true));
-    s
-}
-
-fn mean_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = reduce_errors();
-    s.push(crate::args![&i64s(&[3], 4), None::<i64>, false]);
-    s
-}
-
-fn extreme_samples() -> Vec<crate::testing::Sample> {
-    let mut s = reduce_samples();
-    s.extend(edge_samples(false));
-    s
-}
-
-fn argmax_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = extreme_samples();
-    s.push(crate::args![&bools(&[2, 3]), None::<i64>, true]);
-    s.push(crate::args![&i64s(&[3, 2], 2), Some(0i64), false]);
-    s
-}
-
-// ---------------------------------------------------------------------------
 // sum_to_size
 
 /// The shape `sum_to_size(x, size)` gives for `x` of shape `from`: `size`
@@ -560,45 +437,6 @@ fn sum_to_size_rule(x: &Tensor, bdim: Option<usize>, size: &[i64]) -> RuleOutput
         bdim.map(|_| 0),
     ))
 }
-
-fn sum_to_size_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    let mut s = Vec::new();
-    for size in [&[2i64, 3][..], &[3], &[1, 3], &[2, 1], &[1, 1], &[1], &[]] {
-        s.push(crate::args![&x, size]);
-    }
-    s.push(crate::args![&f64s(&[3, 1, 2]), &[1i64, 2][..]]);
-    s.push(crate::args![&f64s(&[4, 2, 3]), &[2i64, 1][..]]);
-    s.push(crate::args![&f64s(&[]), &[] as &[i64]]);
-    s.push(crate::args![&f64s(&[2, 0]), &[1i64][..]]);
-    s.push(crate::args![&f64s(&[2, 0]), &[0i64][..]]);
-    s.push(crate::args![&f32s(&[3, 2]), &[2i64][..]]);
-    s.push(crate::args![&big_ints(), &[1i64, 3][..]]);
-    s.push(crate::args![&bools(&[3, 2]), &[1i64, 2][..]]);
-    s.push(crate::args![&infinite_rows(), &[3i64][..]]);
-    s
-}
-
-fn sum_to_size_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    vec![
-        crate::args![&x, &[1i64, 2, 3][..]],
-        crate::args![&x, &[2i64][..]],
-        crate::args![&x, &[3i64, 3][..]],
-        crate::args![&x, &[0i64, 3][..]],
-        crate::args![&x, &[-1i64][..]],
-        crate::args![&x, &[2i64, -1][..]],
-        crate::args![&f64s(&[]), &[1i64][..]],
-    ]
-}
-
-crate::op_samples!(
-    op = "sum_to_size",
-    samples = sum_to_size_samples,
-    errors = sum_to_size_errors
-);
 
 // ---------------------------------------------------------------------------
 // log_softmax: one kernel over each slice along `dim` (a primitive, so that a
@@ -816,44 +654,4 @@ mod log_softmax {
             }
         }
     }
-
-    fn samples() -> Vec<crate::testing::Sample> {
-        use crate::library::samples::*;
-        let columns = f64s(&[4, 3]).permuted(&[1, 0]);
-        let mut s = vec![
-            crate::args![&f64s(&[3, 4]), 1i64],
-            crate::args![&f64s(&[3, 4]), 0i64],
-            crate::args![&f64s(&[3, 4]), -1i64],
-            crate::args![&f32s(&[2, 3, 5]), 1i64],
-            crate::args![&f32s(&[4]), 0i64],
-            crate::args![&f64s(&[]), 0i64],
-            crate::args![&f64s(&[]), -1i64],
-            // Empty dims: an empty result (PyTorch), and a non-empty dim of
-            // an empty tensor.
-            crate::args![&f64s(&[2, 0]), 1i64],
-            crate::args![&f64s(&[0]), 0i64],
-            crate::args![&f64s(&[0, 3]), 1i64],
-            crate::args![&super::infinite_rows(), -1i64],
-            crate::args![&super::infinite_rows(), 0i64],
-        ];
-        // A transposed (not contiguous) input, over either dim.
-        if let Ok(c) = columns {
-            s.push(crate::args![&c, 1i64]);
-            s.push(crate::args![&c, 0i64]);
-        }
-        s
-    }
-
-    fn errors() -> Vec<crate::testing::Sample> {
-        use crate::library::samples::*;
-        vec![
-            crate::args![&f64s(&[3, 4]), 2i64],
-            crate::args![&f64s(&[3, 4]), -3i64],
-            crate::args![&f64s(&[]), 1i64],
-            crate::args![&i64s(&[3], 5), 0i64],
-            crate::args![&bools(&[2, 2]), 1i64],
-        ]
-    }
-
-    crate::op_samples!(op = "log_softmax", samples = samples, errors = errors);
 }

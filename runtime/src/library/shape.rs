@@ -102,46 +102,6 @@ fn reshape_rule(x: &Tensor, bdim: Option<usize>, shape: &[i64]) -> Result<(Tenso
     Ok((ops::reshape(&x, &physical)?, bdim.map(|_| 0)))
 }
 
-fn reshape_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    let mut s = Vec::new();
-    for shape in [&[3i64, 2][..], &[6], &[-1], &[1, -1, 3], &[3, -1], &[2, 3]] {
-        s.push(crate::args![&x, shape]);
-    }
-    for shape in [&[] as &[i64], &[1], &[-1], &[1, 1]] {
-        s.push(crate::args![&f64s(&[]), shape]);
-    }
-    s.push(crate::args![&f64s(&[2, 0]), &[0i64, 5][..]]);
-    s.push(crate::args![&f64s(&[2, 0]), &[-1i64][..]]);
-    s.push(crate::args![&f64s(&[2, 0]), &[5i64, 0, 2][..]]);
-    s.push(crate::args![&f64s(&[1, 4, 1]), &[2i64, -1][..]]);
-    s.push(crate::args![&f32s(&[4]), &[2i64, 2][..]]);
-    s.push(crate::args![&i64s(&[2, 3], 5), &[3i64, -1][..]]);
-    s.push(crate::args![&bools(&[1, 4]), &[4i64, 1][..]]);
-    s
-}
-
-fn reshape_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3]);
-    vec![
-        crate::args![&x, &[4i64][..]],
-        crate::args![&x, &[-1i64, -1][..]],
-        crate::args![&x, &[-1i64, 4][..]],
-        crate::args![&x, &[-2i64, -3][..]],
-        crate::args![&x, &[] as &[i64]],
-        crate::args![&f64s(&[]), &[2i64][..]],
-        crate::args![&f64s(&[2, 0]), &[-1i64, 0][..]],
-    ]
-}
-
-crate::op_samples!(
-    op = "reshape",
-    samples = reshape_samples,
-    errors = reshape_errors
-);
-
 // ---------------------------------------------------------------------------
 // expand
 
@@ -215,51 +175,6 @@ fn expand_rule(x: &Tensor, bdim: Option<usize>, size: &[i64]) -> Result<(Tensor,
     Ok((ops::expand(&x, &full)?, bdim.map(|_| 0)))
 }
 
-fn expand_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 1]);
-    let mut s = Vec::new();
-    for size in [
-        &[3i64, 4][..],
-        &[-1, 4],
-        &[3, 1],
-        &[-1, -1],
-        &[2, 3, 4],
-        &[2, -1, -1],
-        &[0, 3, 1],
-        &[3, 0],
-    ] {
-        s.push(crate::args![&x, size]);
-    }
-    s.push(crate::args![&f64s(&[]), &[] as &[i64]]);
-    s.push(crate::args![&f64s(&[]), &[3i64, 2][..]]);
-    s.push(crate::args![&f64s(&[1]), &[0i64][..]]);
-    s.push(crate::args![&f64s(&[2, 0]), &[3i64, 2, 0][..]]);
-    s.push(crate::args![&f32s(&[1, 2]), &[2i64, -1][..]]);
-    s.push(crate::args![&i64s(&[1], 4), &[5i64][..]]);
-    s.push(crate::args![&bools(&[2, 1]), &[2i64, 3][..]]);
-    s
-}
-
-fn expand_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[3, 1]);
-    vec![
-        crate::args![&x, &[4i64, 4][..]],
-        crate::args![&x, &[1i64, 1][..]],
-        crate::args![&x, &[4i64][..]],
-        crate::args![&x, &[-1i64, 3, 1][..]],
-        crate::args![&x, &[3i64, -2][..]],
-        crate::args![&f64s(&[2, 0]), &[2i64, 1][..]],
-    ]
-}
-
-crate::op_samples!(
-    op = "expand",
-    samples = expand_samples,
-    errors = expand_errors
-);
-
 // ---------------------------------------------------------------------------
 // flatten (composite)
 
@@ -293,35 +208,3 @@ fn flatten_decomposition(x: &Tensor, start_dim: i64, end_dim: i64) -> Result<Ten
     let shape = flatten_shape(x.shape(), start_dim, end_dim)?;
     ops::reshape(x, &shape_arg(None, &shape))
 }
-
-fn flatten_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let x = f64s(&[2, 3, 4]);
-    let mut s: Vec<_> = [(0i64, -1i64), (1, 2), (0, 0), (-2, -1), (0, 1)]
-        .into_iter()
-        .map(|(a, b)| crate::args![&x, a, b])
-        .collect();
-    s.push(crate::args![&f64s(&[]), 0i64, -1i64]);
-    s.push(crate::args![&f64s(&[]), -1i64, 0i64]);
-    s.push(crate::args![&f64s(&[2, 0, 3]), 0i64, 1i64]);
-    s.push(crate::args![&f32s(&[1, 3]), 0i64, -1i64]);
-    s.push(crate::args![&i64s(&[2, 2], 5), 0i64, 1i64]);
-    s.push(crate::args![&bools(&[3]), 0i64, 0i64]);
-    s
-}
-
-fn flatten_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[2, 3]), 1i64, 0i64],
-        crate::args![&f64s(&[2, 3]), 0i64, 2i64],
-        crate::args![&f64s(&[2, 3]), -3i64, 1i64],
-        crate::args![&f64s(&[]), 1i64, 0i64],
-    ]
-}
-
-crate::op_samples!(
-    op = "flatten",
-    samples = flatten_samples,
-    errors = flatten_errors
-);

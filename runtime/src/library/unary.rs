@@ -214,12 +214,6 @@ macro_rules! float_unary {
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::unary_pointwise(crate::ops::$name, x, bdim)
             }
-
-            crate::op_samples!(
-                op = $op,
-                samples = super::float_samples,
-                errors = super::float_errors
-            );
         }
     };
 }
@@ -256,12 +250,6 @@ macro_rules! numeric_unary {
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::unary_pointwise(crate::ops::$name, x, bdim)
             }
-
-            crate::op_samples!(
-                op = $op,
-                samples = super::numeric_samples,
-                errors = super::numeric_errors
-            );
         }
     };
 }
@@ -294,34 +282,6 @@ float_unary!(cos, "cos", |v| v.cos());
 float_unary!(tanh, "tanh", |v| v.v_tanh());
 float_unary!(sigmoid, "sigmoid", |v| v.v_sigmoid());
 
-fn float_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![
-        crate::args![&f64s(&[3, 4])],
-        crate::args![&f32s(&[5])],
-        crate::args![&f64s(&[])],
-        crate::args![&f64s(&[2, 0])],
-        crate::args![&f64s(&[1, 3, 1])],
-    ]
-}
-
-fn float_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![crate::args![&i64s(&[3], 5)], crate::args![&bools(&[2, 2])]]
-}
-
-fn numeric_samples() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    let mut s = float_samples();
-    s.push(crate::args![&i64s(&[4], 9)]);
-    s
-}
-
-fn numeric_errors() -> Vec<crate::testing::Sample> {
-    use crate::library::samples::*;
-    vec![crate::args![&bools(&[3])]]
-}
-
 // ---------------------------------------------------------------------------
 // detach and to_dtype: the identity under grad's stop, and a dtype conversion
 
@@ -343,21 +303,6 @@ mod detach {
     fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
         crate::batching::unary_pointwise(crate::ops::detach, x, bdim)
     }
-
-    fn samples() -> Vec<crate::testing::Sample> {
-        use crate::library::samples::*;
-        let mut s = super::float_samples();
-        s.push(crate::args![&i64s(&[4], 9)]);
-        s.push(crate::args![&bools(&[2, 3])]);
-        s
-    }
-
-    /// Every tensor is a valid input: there is nothing to reject.
-    fn errors() -> Vec<crate::testing::Sample> {
-        Vec::new()
-    }
-
-    crate::op_samples!(op = "detach", samples = samples, errors = errors);
 }
 
 mod to_dtype {
@@ -403,40 +348,4 @@ mod to_dtype {
     fn rule(x: &Tensor, bdim: Option<usize>, dtype: DType) -> Result<(Tensor, Option<usize>)> {
         crate::batching::unary_pointwise(|t| crate::ops::to_dtype(t, dtype), x, bdim)
     }
-
-    fn samples() -> Vec<crate::testing::Sample> {
-        use crate::library::samples::*;
-        let edges = f64v(&[5], &[f64::NAN, f64::INFINITY, -0.0, 1e300, -1e-300]);
-        let big = i64v(&[3], &[i64::MAX, i64::MIN, (1 << 53) + 1]);
-        let mut s = Vec::new();
-        for dtype in [DType::F64, DType::F32, DType::I64, DType::Bool] {
-            s.push(crate::args![&f64s(&[2, 3]), dtype]);
-            s.push(crate::args![&f32s(&[4]), dtype]);
-            s.push(crate::args![&i64s(&[3], 7), dtype]);
-            s.push(crate::args![&bools(&[2, 2]), dtype]);
-            s.push(crate::args![&f64s(&[]), dtype]);
-            s.push(crate::args![&f64s(&[0, 2]), dtype]);
-            s.push(crate::args![&big, dtype]);
-        }
-        for dtype in [DType::F64, DType::F32, DType::Bool] {
-            s.push(crate::args![&edges, dtype]);
-        }
-        s
-    }
-
-    fn errors() -> Vec<crate::testing::Sample> {
-        use crate::library::samples::*;
-        vec![
-            crate::args![&f64v(&[2], &[1.0, f64::NAN]), DType::I64],
-            crate::args![&f64v(&[1], &[f64::NEG_INFINITY]), DType::I64],
-            crate::args![&f64v(&[1], &[9.3e18]), DType::I64],
-            crate::args![&f64v(&[1], &[-1e19]), DType::I64],
-            crate::args![
-                &Tensor::from_shape_vec(&[2], vec![1.5f32, f32::INFINITY]).expect("2 values"),
-                DType::I64
-            ],
-        ]
-    }
-
-    crate::op_samples!(op = "to_dtype", samples = samples, errors = errors);
 }

@@ -1,7 +1,7 @@
-//! Building blocks for the sample inputs declared next to each op (see
-//! [`crate::testing::OpInfo`]).
+//! Building blocks for the sample inputs of the op families' modules (see
+//! [`batchrules::testing::OpInfo`]).
 
-use crate::{Element, Tensor};
+use batchrules::{Element, Tensor};
 
 /// Deterministic, distinct, non-integer values: no ties for argmax/amax, no
 /// exact zeros for division.
@@ -55,10 +55,10 @@ pub(crate) fn i64v(shape: &[usize], values: &[i64]) -> Tensor {
 }
 
 /// Registers the sample inputs of several ops, one `"op" => samples, errors;`
-/// line each (a [`crate::op_samples!`] per op).
+/// line each (a [`batchrules::op_samples!`] per op).
 macro_rules! register_samples {
     ($($op:literal => $samples:path, $errors:path;)*) => {
-        $(crate::op_samples!(op = $op, samples = $samples, errors = $errors);)*
+        $(batchrules::op_samples!(op = $op, samples = $samples, errors = $errors);)*
     };
 }
 pub(crate) use register_samples;
