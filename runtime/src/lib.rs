@@ -101,9 +101,9 @@ pub mod registry;
 // dispatch: op calls: meta, dense path, hand-off to a level's interpreter
 pub mod dispatch;
 // Layer 5:
-// private: what the macros' generated code names
+// macro_support: what the macros' generated code names
 #[doc(hidden)]
-pub mod private;
+pub mod macro_support;
 // transform_fn: the functions transforms run: one argument, returning Result
 pub mod transform_fn;
 // Layer 6:
@@ -149,7 +149,7 @@ pub mod unit_tests;
 pub use dispatch::bench as __bench;
 
 #[doc(hidden)]
-pub use private as __private;
+pub use macro_support as __private;
 
 // The crate root holds the model writer's API. Items for other readers live
 // in modules named for them: `rules` (kernel and rule authors), `transform`

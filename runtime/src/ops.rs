@@ -14,7 +14,7 @@
 //! Layer 6 of the runtime, of 0 to 14 bottom up: it imports only from lower
 //! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
 
-pub(crate) mod internal;
+pub(crate) mod usize_args;
 
 crate::op_table!(
     "ops/unary.toml",

@@ -33,7 +33,7 @@ pub const MODULES: &[(&str, &[Test])] = &[
         "library::pooling::scan",
         crate::library::pooling::scan::tests::ALL,
     ),
-    ("private", crate::private::tests::ALL),
+    ("macro_support", crate::macro_support::tests::ALL),
     ("vmap::interpreter", crate::vmap::interpreter::tests::ALL),
     ("vmap::join", crate::vmap::join::tests::ALL),
 ];

@@ -1,7 +1,7 @@
 //! The runtime's modules form layers, and imports only point down:
 //!
 //! ```text
-//! core → schema | io → checks → registry → dispatch → private (glue of the
+//! core → schema | io → checks → registry → dispatch → macro_support (glue of the
 //! generated code) | transform_fn (the functions transforms run) → vmap |
 //! batching → grad → forward → jacobian → testing → library → coverage |
 //! owned → operators → unit_tests (the unit tests, feature `unit-tests`)
@@ -24,7 +24,7 @@ const LAYERS: &[(&str, usize)] = &[
     ("checks", 2),
     ("registry", 3),
     ("dispatch", 4),
-    ("private", 5),
+    ("macro_support", 5),
     ("transform_fn", 5),
     ("ops", 6),
     ("vmap", 7),
@@ -59,7 +59,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("TensorMeta", "core"),
     ("each_dtype", "core"),
     ("derive_seed", "core"),
-    ("__private", "private"),
+    ("__private", "macro_support"),
     ("vmap", "vmap"),
     ("grad", "grad"),
     ("needs_gradient", "grad"),
@@ -87,12 +87,12 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("args", "testing"),
     ("op_samples", "testing"),
     // The attribute macros expand to `__private` paths.
-    ("kernel", "private"),
-    ("meta", "private"),
-    ("batching_rule", "private"),
-    ("decompose", "private"),
-    ("jvp", "private"),
-    ("op_table", "private"),
+    ("kernel", "macro_support"),
+    ("meta", "macro_support"),
+    ("batching_rule", "macro_support"),
+    ("decompose", "macro_support"),
+    ("jvp", "macro_support"),
+    ("op_table", "macro_support"),
     // A transform's rule table and its rules (`registry/rule_table.rs`).
     ("rule_table", "registry"),
     ("rule", "registry"),

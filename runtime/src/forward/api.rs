@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use crate::dispatch::{escaped, push_level, Interpreter};
 use crate::grad::{float_primals, grad, GradArgs};
-use crate::ops::internal;
+use crate::ops::usize_args;
 use crate::transform_fn::{self as name, OneArgument, TransformFn, TransformFnOnce};
 use crate::{Error, LevelId, Result, Tensor, TensorTree};
 
@@ -172,7 +172,7 @@ where
         k += 1;
         match t {
             Some(t) => Ok(t),
-            None => internal::zeros(o.shape(), o.dtype()),
+            None => usize_args::zeros(o.shape(), o.dtype()),
         }
     })?;
     Ok((out, out_tangents))

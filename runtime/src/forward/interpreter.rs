@@ -10,7 +10,7 @@ use crate::{Error, LevelId, Result, Tensor};
 
 use super::dual::Dual;
 use super::rules::jvps;
-use crate::ops::internal;
+use crate::ops::usize_args;
 
 /// The interpreter of one jvp level. It holds no state: each dual tensor
 /// carries its tangent.
@@ -102,7 +102,7 @@ fn linear_jvp(
                     k += 1;
                     match t {
                         Some(t) => Ok(t),
-                        None => internal::zeros(p.shape(), p.dtype()),
+                        None => usize_args::zeros(p.shape(), p.dtype()),
                     }
                 })
             }

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use crate::core::alloc::checked_numel;
 use crate::grad::jacobian::{by_chunks, float_output, identity_blocks, no_outputs, At, Blocks};
 use crate::grad::{inconsistent_ranges, position};
-use crate::ops::internal;
+use crate::ops::usize_args;
 use crate::{vmap, Error, Result, Tensor, TensorTree};
 
 use super::api::push_forward;
@@ -78,7 +78,7 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
                     float_output(what, o)?;
                     match t {
                         Some(t) => Ok(t),
-                        None => internal::zeros(o.shape(), o.dtype()),
+                        None => usize_args::zeros(o.shape(), o.dtype()),
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -113,15 +113,15 @@ pub(crate) fn forward_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
                 .iter()
                 .zip(&sizes)
                 .map(|(t, &n)| {
-                    let cols = internal::narrow(&jac, 0, offset, n)?;
+                    let cols = usize_args::narrow(&jac, 0, offset, n)?;
                     offset += n;
                     let mut shape = t.shape().to_vec();
                     shape.extend_from_slice(&jac.shape()[1..]);
-                    let cols = internal::reshape(&cols, &shape)?;
+                    let cols = usize_args::reshape(&cols, &shape)?;
                     let in_rank = t.shape().len();
                     let perm: Vec<usize> =
                         (in_rank..in_rank + out_rank).chain(0..in_rank).collect();
-                    internal::permuted(&cols, &perm)
+                    usize_args::permuted(&cols, &perm)
                 })
                 .collect::<Result<Vec<_>>>()
         })

@@ -14,7 +14,7 @@ use super::args::{argnums_methods, selected_ranges, Argnum, Argnums, GradArgs, S
 use super::graph::{backward, Node, NodeRef};
 use super::interpreter::GradInterpreter;
 use super::tracked::Tracked;
-use crate::ops::internal;
+use crate::ops::usize_args;
 
 /// What a differentiated function returns: a [`Tensor`], or `(Tensor, aux)`
 /// where `aux` is any tree of tensors carried along without being
@@ -130,7 +130,7 @@ impl Pullback {
             .iter()
             .map(|(shape, dtype, k)| match k.and_then(|k| grads[k].take()) {
                 Some(g) => Ok(g),
-                None => internal::zeros(shape, *dtype),
+                None => usize_args::zeros(shape, *dtype),
             })
             .collect()
     }
@@ -586,7 +586,7 @@ pub(crate) fn gradient<A: TensorTree, R: GradOutput>(
         let aux = R::unwrap_aux(aux, level)?;
         Ok((vec![value.clone()], vec![root], (value, aux)))
     })?;
-    let one = internal::full_scalar(1.0, value.dtype())?;
+    let one = usize_args::full_scalar(1.0, value.dtype())?;
     let grads = pullback.call(what, &[one])?;
     Ok((value, aux, grads))
 }
@@ -759,7 +759,7 @@ where
     let point = pullback
         .outputs
         .iter()
-        .map(|(shape, dtype)| internal::zeros(shape, *dtype))
+        .map(|(shape, dtype)| usize_args::zeros(shape, *dtype))
         .collect::<Result<_>>()?;
     // The output's structure, for the result of each call (cheap handles).
     let output = out.map_leaves(&mut |t| Ok(t.clone()))?;

@@ -18,7 +18,7 @@ use crate::grad::rules::{vjps, VjpRuleFn};
 use crate::registry::OpEntry;
 use crate::{Error, Result, Tensor};
 
-use crate::ops::internal;
+use crate::ops::usize_args;
 
 /// A node and which of its outputs a tensor is.
 #[derive(Clone, Debug)]
@@ -181,7 +181,7 @@ fn run_vjp(op: &OpNode, cts: SmallVec<[Option<Tensor>; 1]>) -> Result<Vec<Option
         .zip(cts)
         .map(|(out, ct)| match ct {
             Some(ct) => Ok(ct),
-            None => internal::zeros(out.shape(), out.dtype()),
+            None => usize_args::zeros(out.shape(), out.dtype()),
         })
         .collect::<Result<Vec<_>>>()?;
     let grads = {

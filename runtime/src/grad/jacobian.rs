@@ -10,7 +10,7 @@ use crate::vmap::join::Joiner;
 use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::{outputs_of, primal, trace};
-use crate::ops::internal;
+use crate::ops::usize_args;
 
 /// Where a Jacobian is taken and how, for either mode: the transform
 /// asking (for messages), the point (`inner`, one level down), the leaves to
@@ -85,10 +85,10 @@ pub(crate) fn reverse_jacobian<A: TensorTree, O: TensorTree, X: TensorTree>(
         let jac = grads
             .iter()
             .map(|g| {
-                let block = internal::narrow(g, 0, offset, n)?;
+                let block = usize_args::narrow(g, 0, offset, n)?;
                 let mut shape = o.shape().to_vec();
                 shape.extend_from_slice(&g.shape()[1..]);
-                internal::reshape(&block, &shape)
+                usize_args::reshape(&block, &shape)
             })
             .collect::<Result<_>>()?;
         per_output.push(jac);

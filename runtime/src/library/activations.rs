@@ -64,6 +64,23 @@ fn erf_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> 
     crate::batching::unary_pointwise(ops::erf, x, bdim)
 }
 
+mod erf {
+    use crate::library::derivative::unary_derivative;
+    use crate::{ops, Result, Tensor};
+
+    // `2/sqrt(pi) * exp(-x^2)`: 0 at ±inf (the `exp` underflows), NaN at NaN.
+    unary_derivative!(
+        "erf",
+        derivative = |x, _y, v| {
+            let e = ops::exp(&ops::neg(&ops::mul(x, x)?)?)?;
+            ops::mul(
+                v,
+                &ops::mul(&scalar(x, std::f64::consts::FRAC_2_SQRT_PI)?, &e)?,
+            )
+        }
+    );
+}
+
 #[meta(op = "softplus")]
 fn softplus_meta(x: &TensorMeta, beta: f64, threshold: f64) -> Result<TensorMeta> {
     require_float(x)?;
@@ -129,6 +146,17 @@ fn logsigmoid_kernel(x: &Tensor) -> Result<Tensor> {
 #[batching_rule(op = "logsigmoid")]
 fn logsigmoid_rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
     crate::batching::unary_pointwise(ops::logsigmoid, x, bdim)
+}
+
+mod logsigmoid {
+    use crate::library::derivative::unary_derivative;
+    use crate::{ops, Result, Tensor};
+
+    // `sigmoid(-x)`, whose kernel is finite for every `x` (0 at `+inf`).
+    unary_derivative!(
+        "logsigmoid",
+        derivative = |x, _y, v| ops::mul(v, &ops::sigmoid(&ops::neg(x)?)?)
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -41,44 +41,62 @@ pub(super) fn unreduce(g: &Tensor, x: &Tensor, dim: Option<i64>, keepdim: bool) 
     ops::expand(&g, &shape_arg(None, x.shape()))
 }
 
-/// The diagonal factor of each pointwise unary op `y = f(x)`: the function
-/// named after the op returns `v * f'(x)`, written from whichever of `x` and
-/// `y` gives the cheaper (or safer) formula.
-macro_rules! diagonal {
-    ($($(#[$doc:meta])* $name:ident: |$x:ident, $y:ident, $v:ident| $factor:expr;)*) => {
-        $(
-            $(#[$doc])*
-            pub(super) fn $name($x: &Tensor, $y: &Tensor, $v: &Tensor) -> Result<Tensor> {
-                $factor
-            }
-        )*
-    };
-}
+/// Declares a pointwise unary op's derivative once, inside the op's module:
+///
+/// ```text
+/// unary_derivative!("tanh", derivative = |_x, y, v| {
+///     ops::mul(v, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?)
+/// });
+/// ```
+///
+/// The closure gives `v * f'(x)` for `y = f(x)`, from whichever of `x` and `y`
+/// makes the cheaper (or safer) formula, where `v` is a cotangent of `y`'s
+/// shape or a tangent of `x`'s. A pointwise op's Jacobian is diagonal, hence
+/// its own transpose, so this one factor is both derivatives: the macro
+/// writes `derivative(x, y, v)`, the op's `#[vjp]` (the cotangent times the
+/// factor, kept for a float `x` whose gradient is wanted) and its `#[jvp]`
+/// (the tangent times the factor). `linear_derivative = ...` writes the vjp
+/// only, for an op its table marks `linear` (whose jvp is the op).
+macro_rules! unary_derivative {
+    ($op:tt, linear_derivative = |$x:ident, $y:ident, $v:ident| $factor:expr) => {
+        /// `v * f'(x)` for this op's `y = f(x)` (see `unary_derivative!`).
+        pub(crate) fn derivative($x: &Tensor, $y: &Tensor, $v: &Tensor) -> Result<Tensor> {
+            #[allow(unused_imports)]
+            use $crate::library::derivative::scalar;
+            $factor
+        }
 
-diagonal! {
-    neg: |_x, _y, v| ops::neg(v);
-    /// The sign of x as gt - lt: 0 at 0, as PyTorch's `sgn`.
-    abs: |x, _y, v| {
-        let zero = scalar(x, 0.0)?;
-        ops::mul(v, &ops::sub(&ops::gt(x, &zero)?, &ops::lt(x, &zero)?)?)
+        mod derivative_vjp {
+            use $crate::{vjp, Result, Tensor};
+
+            #[vjp(op = $op)]
+            fn unary_vjp(x: &Tensor, y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+                $crate::library::vjp::grad_for(x, || super::derivative(x, y, grad))
+            }
+        }
     };
-    /// Through where the result is positive: 0 at 0, as PyTorch.
-    relu: |_x, y, v| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, v, &scalar(v, 0.0)?);
-    exp: |_x, y, v| ops::mul(v, y);
-    log: |x, _y, v| ops::div(v, x);
-    sqrt: |_x, y, v| ops::div(v, &ops::mul(y, &scalar(y, 2.0)?)?);
-    sin: |x, _y, v| ops::mul(v, &ops::cos(x)?);
-    cos: |x, _y, v| ops::neg(&ops::mul(v, &ops::sin(x)?)?);
-    tanh: |_x, y, v| ops::mul(v, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?);
-    sigmoid: |_x, y, v| ops::mul(&ops::mul(v, y)?, &ops::sub(&scalar(y, 1.0)?, y)?);
-    /// `2/sqrt(pi) * exp(-x^2)`: 0 at ±inf (the `exp` underflows), NaN at NaN.
-    erf: |x, _y, v| {
-        let e = ops::exp(&ops::neg(&ops::mul(x, x)?)?)?;
-        ops::mul(v, &ops::mul(&scalar(x, std::f64::consts::FRAC_2_SQRT_PI)?, &e)?)
+    ($op:tt, derivative = |$x:ident, $y:ident, $v:ident| $factor:expr) => {
+        $crate::library::derivative::unary_derivative!(
+            $op,
+            linear_derivative = |$x, $y, $v| $factor
+        );
+
+        mod derivative_jvp {
+            use $crate::{jvp, Result, Tensor};
+
+            #[jvp(op = $op)]
+            fn unary_jvp(
+                x: &Tensor,
+                y: &Tensor,
+                x_tangent: Option<&Tensor>,
+            ) -> Result<Option<Tensor>> {
+                use $crate::library::jvp::{output, through};
+                output(y, through(y, x_tangent, |t| super::derivative(x, y, t))?)
+            }
+        }
     };
-    /// `sigmoid(-x)`, whose kernel is finite for every `x` (0 at `+inf`).
-    logsigmoid: |x, _y, v| ops::mul(v, &ops::sigmoid(&ops::neg(x)?)?);
 }
+pub(crate) use unary_derivative;
 
 /// `v` times the derivative of `softplus(x, beta, threshold)`: 1 where
 /// `beta * x > threshold` (where the op is `x`), else `sigmoid(beta * x)`,

@@ -4,7 +4,8 @@
 
 use crate::core::meta_rules::require_float;
 use crate::core::vmath::VMath;
-use crate::{Data, Error, Result, Tensor, TensorMeta};
+use crate::library::derivative::unary_derivative;
+use crate::{ops, Data, Error, Result, Tensor, TensorMeta};
 
 /// Applies `$f` to an f32 or f64 tensor (the closure body is instantiated for both).
 ///
@@ -188,9 +189,10 @@ pub(super) fn float_meta(x: &TensorMeta) -> Result<TensorMeta> {
     Ok(x.clone())
 }
 
-/// A float-only pointwise op: meta, kernel and batching rule.
+/// A float-only pointwise op: meta, kernel, batching rule, and (from its
+/// `derivative`) vjp and jvp.
 macro_rules! float_unary {
-    ($name:ident, $op:tt, |$v:ident| $body:expr) => {
+    ($name:ident, $op:tt, |$v:ident| $body:expr, $kind:ident = $($d:tt)*) => {
         pub(crate) mod $name {
             use super::*;
             use crate::{batching_rule, kernel, meta};
@@ -214,13 +216,15 @@ macro_rules! float_unary {
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::unary_pointwise(crate::ops::$name, x, bdim)
             }
+
+            unary_derivative!($op, $kind = $($d)*);
         }
     };
 }
 
 /// A pointwise op on i64 and floats: `$int` for i64, `$float` for floats.
 macro_rules! numeric_unary {
-    ($name:ident, $op:tt, int |$i:ident| $int:expr, float |$v:ident| $float:expr) => {
+    ($name:ident, $op:tt, int |$i:ident| $int:expr, float |$v:ident| $float:expr, $kind:ident = $($d:tt)*) => {
         pub(crate) mod $name {
             use super::*;
             use crate::{batching_rule, kernel, meta};
@@ -250,13 +254,41 @@ macro_rules! numeric_unary {
             fn rule(x: &Tensor, bdim: Option<usize>) -> Result<(Tensor, Option<usize>)> {
                 crate::batching::unary_pointwise(crate::ops::$name, x, bdim)
             }
+
+            unary_derivative!($op, $kind = $($d)*);
         }
     };
 }
 
-numeric_unary!(neg, "neg", int | v | v.wrapping_neg(), float | v | -v);
-numeric_unary!(abs, "abs", int | v | v.wrapping_abs(), float | v | v.abs());
-numeric_unary!(relu, "relu", int | v | v.max(0), float | v | relu_value(v));
+// Each op: its name, the kernel's scalar function, and `derivative`, the
+// factor `v * f'(x)` from which `unary_derivative!` writes its vjp and jvp
+// (`linear_derivative`: the vjp only, for an op the table marks linear).
+numeric_unary!(
+    neg,
+    "neg",
+    int | v | v.wrapping_neg(),
+    float | v | -v,
+    linear_derivative = |_x, _y, v| ops::neg(v)
+);
+numeric_unary!(
+    abs,
+    "abs",
+    int | v | v.wrapping_abs(),
+    float | v | v.abs(),
+    // The sign of x as gt - lt: 0 at 0, as PyTorch's `sgn`.
+    derivative = |x, _y, v| {
+        let zero = scalar(x, 0.0)?;
+        ops::mul(v, &ops::sub(&ops::gt(x, &zero)?, &ops::lt(x, &zero)?)?)
+    }
+);
+numeric_unary!(
+    relu,
+    "relu",
+    int | v | v.max(0),
+    float | v | relu_value(v),
+    // Through where the result is positive: 0 at 0, as PyTorch.
+    derivative = |_x, y, v| ops::where_(&ops::gt(y, &scalar(y, 0.0)?)?, v, &scalar(v, 0.0)?)
+);
 
 /// `relu` of one float: the value times 1 where it is positive, else times 0,
 /// so NaN stays NaN (and -0.0 for negative values). `addmm`'s fused
@@ -274,13 +306,48 @@ pub(super) fn relu_value<T: ndarray::LinalgScalar + PartialOrd>(v: T) -> T {
 }
 // exp, log, tanh and sigmoid: the vectorized functions of `core::vmath`
 // (the same bits on every CPU; accuracy in ulp in that module's docs).
-float_unary!(exp, "exp", |v| v.v_exp());
-float_unary!(log, "log", |v| v.v_ln());
-float_unary!(sqrt, "sqrt", |v| v.sqrt());
-float_unary!(sin, "sin", |v| v.sin());
-float_unary!(cos, "cos", |v| v.cos());
-float_unary!(tanh, "tanh", |v| v.v_tanh());
-float_unary!(sigmoid, "sigmoid", |v| v.v_sigmoid());
+float_unary!(
+    exp,
+    "exp",
+    |v| v.v_exp(),
+    derivative = |_x, y, v| ops::mul(v, y)
+);
+float_unary!(
+    log,
+    "log",
+    |v| v.v_ln(),
+    derivative = |x, _y, v| ops::div(v, x)
+);
+float_unary!(
+    sqrt,
+    "sqrt",
+    |v| v.sqrt(),
+    derivative = |_x, y, v| ops::div(v, &ops::mul(y, &scalar(y, 2.0)?)?)
+);
+float_unary!(
+    sin,
+    "sin",
+    |v| v.sin(),
+    derivative = |x, _y, v| ops::mul(v, &ops::cos(x)?)
+);
+float_unary!(
+    cos,
+    "cos",
+    |v| v.cos(),
+    derivative = |x, _y, v| ops::neg(&ops::mul(v, &ops::sin(x)?)?)
+);
+float_unary!(
+    tanh,
+    "tanh",
+    |v| v.v_tanh(),
+    derivative = |_x, y, v| ops::mul(v, &ops::sub(&scalar(y, 1.0)?, &ops::mul(y, y)?)?)
+);
+float_unary!(
+    sigmoid,
+    "sigmoid",
+    |v| v.v_sigmoid(),
+    derivative = |_x, y, v| ops::mul(&ops::mul(v, y)?, &ops::sub(&scalar(y, 1.0)?, y)?)
+);
 
 // ---------------------------------------------------------------------------
 // detach and to_dtype: the identity under grad's stop, and a dtype conversion

@@ -15,7 +15,7 @@ use super::dims::{show_dim, InDim, InDims, OutDims};
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
 use super::join::Joiner;
 use super::level::{FallbackPolicy, LevelConfig, Randomness, VmapInterpreter};
-use crate::ops::internal;
+use crate::ops::usize_args;
 
 /// The number of vmap levels active on this thread.
 pub fn vmap_depth() -> usize {
@@ -291,7 +291,7 @@ impl<F, A> Vmap<F, A> {
                 .iter()
                 .zip(dims)
                 .map(|(t, d)| match d {
-                    Some(d) => internal::narrow(t, *d, start, len),
+                    Some(d) => usize_args::narrow(t, *d, start, len),
                     None => Ok(t.clone()),
                 })
                 .collect::<Result<_>>()?;

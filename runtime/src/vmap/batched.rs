@@ -166,7 +166,7 @@ pub(crate) fn stack(
     if ts.iter().all(|t| t.downcast_level::<Batched>().is_none()) {
         // The top level is another transform's (grad's tracked tensors, say):
         // stack through the `stack` op, so that transform sees the call.
-        return crate::ops::internal::stack(ts, dim);
+        return crate::ops::usize_args::stack(ts, dim);
     }
     if ts.iter().any(|t| {
         t.level().is_some_and(|l| l.depth() == level.depth()) && Batched::at(t, level).is_none()

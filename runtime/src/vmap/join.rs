@@ -14,7 +14,7 @@ use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
 use crate::core::alloc::check_alloc_in;
 use crate::core::buffers::filled;
-use crate::ops::internal::cat;
+use crate::ops::usize_args::cat;
 use crate::{each_dtype, Data, Element, Result, Tensor};
 
 /// The join of chunk results along `dim` into `total` entries.

@@ -36,7 +36,7 @@ fn addmm_jvp(
     )?;
     let sum = add_tangents(through(y, bias_tangent, |t| Ok(t.clone()))?, product)?;
     let sum = match sum {
-        Some(t) if relu => Some(crate::library::derivative::relu(y, y, &t)?),
+        Some(t) if relu => Some(crate::library::unary::relu::derivative(y, y, &t)?),
         other => other,
     };
     output(y, sum)

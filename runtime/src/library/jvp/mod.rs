@@ -53,7 +53,7 @@ fn add_tangents(a: Option<Tensor>, b: Option<Tensor>) -> Result<Option<Tensor>> 
 /// The contribution of one operand's tangent to the tangent of `result`:
 /// `f` applied to the tangent converted to `result`'s dtype; `None` when the
 /// tangent is zero or `result` is not a float tensor (nothing varies there).
-fn through(
+pub(crate) fn through(
     result: &Tensor,
     tangent: Option<&Tensor>,
     f: impl FnOnce(&Tensor) -> Result<Tensor>,
@@ -66,7 +66,7 @@ fn through(
 
 /// The tangent `t` of `result` as the interpreter takes it: broadcast to
 /// `result`'s (logical) shape and converted to its dtype.
-fn output(result: &Tensor, t: Option<Tensor>) -> Result<Option<Tensor>> {
+pub(crate) fn output(result: &Tensor, t: Option<Tensor>) -> Result<Option<Tensor>> {
     let Some(mut t) = t else {
         return Ok(None);
     };

@@ -11,36 +11,8 @@ use crate::library::derivative::{
 };
 use crate::{jvp, ops, Result, Tensor};
 
-/// The jvp of a pointwise unary op `y = f(x)`: the tangent times the op's
-/// diagonal factor (`derivative::<op>(x, y, t)` is `t * f'(x)`).
-macro_rules! unary_jvp {
-    ($($name:ident $op:tt => $factor:path;)*) => {
-        $(
-            mod $name {
-                use super::*;
-
-                #[jvp(op = $op)]
-                fn jvp(x: &Tensor, y: &Tensor, x_tangent: Option<&Tensor>) -> Result<Option<Tensor>> {
-                    output(y, through(y, x_tangent, |t| $factor(x, y, t))?)
-                }
-            }
-        )*
-    };
-}
-
-unary_jvp! {
-    abs_jvp "abs" => derivative::abs;
-    relu_jvp "relu" => derivative::relu;
-    exp_jvp "exp" => derivative::exp;
-    log_jvp "log" => derivative::log;
-    sqrt_jvp "sqrt" => derivative::sqrt;
-    sin_jvp "sin" => derivative::sin;
-    cos_jvp "cos" => derivative::cos;
-    tanh_jvp "tanh" => derivative::tanh;
-    sigmoid_jvp "sigmoid" => derivative::sigmoid;
-    erf_jvp "erf" => derivative::erf;
-    logsigmoid_jvp "logsigmoid" => derivative::logsigmoid;
-}
+// The jvps of the pointwise unary ops with one scalar factor (`exp`, `tanh`,
+// `erf`, ...) are declared with the op, by `unary_derivative!`.
 
 /// `softplus`: the tangent times the vjp's factor ([`derivative::softplus`]).
 #[jvp(op = "softplus")]

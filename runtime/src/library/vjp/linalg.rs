@@ -5,7 +5,6 @@
 
 use super::grad_for;
 use crate::batching::shape_arg;
-use crate::library::derivative;
 use crate::{ops, vjp, Result, Tensor};
 
 #[vjp(op = "triu")]
@@ -119,7 +118,7 @@ fn addmm_vjp(
     g: &Tensor,
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
     let g = if relu {
-        derivative::relu(y, y, g)?
+        crate::library::unary::relu::derivative(y, y, g)?
     } else {
         g.clone()
     };

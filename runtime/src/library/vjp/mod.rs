@@ -34,7 +34,10 @@ mod views;
 /// pass keeps ([`needs_gradient`](crate::needs_gradient)), then summed down to
 /// `input`'s (logical) shape if it was broadcast and converted to its dtype if
 /// the op promoted it.
-fn grad_for(input: &Tensor, grad: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+pub(crate) fn grad_for(
+    input: &Tensor,
+    grad: impl FnOnce() -> Result<Tensor>,
+) -> Result<Option<Tensor>> {
     if !input.dtype().is_float() || !crate::needs_gradient(input) {
         return Ok(None);
     }

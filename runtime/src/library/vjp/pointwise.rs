@@ -9,37 +9,8 @@ use crate::library::derivative::{
 };
 use crate::{ops, vjp, DType, Result, Tensor};
 
-/// The vjp of a pointwise unary op `y = f(x)` from its diagonal factor
-/// (`derivative::<op>(x, y, g)` is `g * f'(x)`), for a float `x`.
-macro_rules! unary_vjp {
-    ($($name:ident $op:tt => $factor:path;)*) => {
-        $(
-            mod $name {
-                use super::*;
-
-                #[vjp(op = $op)]
-                fn vjp(x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
-                    grad_for(x, || $factor(x, y, g))
-                }
-            }
-        )*
-    };
-}
-
-unary_vjp! {
-    neg_vjp "neg" => derivative::neg;
-    abs_vjp "abs" => derivative::abs;
-    relu_vjp "relu" => derivative::relu;
-    exp_vjp "exp" => derivative::exp;
-    log_vjp "log" => derivative::log;
-    sqrt_vjp "sqrt" => derivative::sqrt;
-    sin_vjp "sin" => derivative::sin;
-    cos_vjp "cos" => derivative::cos;
-    tanh_vjp "tanh" => derivative::tanh;
-    sigmoid_vjp "sigmoid" => derivative::sigmoid;
-    erf_vjp "erf" => derivative::erf;
-    logsigmoid_vjp "logsigmoid" => derivative::logsigmoid;
-}
+// The vjps of the pointwise unary ops with one scalar factor (`exp`, `tanh`,
+// `erf`, ...) are declared with the op, by `unary_derivative!`.
 
 /// `softplus`: `sigmoid(beta * x)`, 1 above the threshold
 /// ([`derivative::softplus`]).

@@ -147,19 +147,19 @@ macro_rules! level_tensor_through_ops {
             }
 
             fn permuted(&self, perm: &[usize]) -> $crate::Result<$crate::Tensor> {
-                $crate::ops::internal::permuted(&self.handle(), perm)
+                $crate::ops::usize_args::permuted(&self.handle(), perm)
             }
 
             fn unsqueezed(&self, dim: usize) -> $crate::Result<$crate::Tensor> {
-                $crate::ops::internal::unsqueezed(&self.handle(), dim)
+                $crate::ops::usize_args::unsqueezed(&self.handle(), dim)
             }
 
             fn select(&self, dim: usize, index: usize) -> $crate::Result<$crate::Tensor> {
-                $crate::ops::internal::select(&self.handle(), dim, index)
+                $crate::ops::usize_args::select(&self.handle(), dim, index)
             }
 
             fn broadcast_new_dim(&self, dim: usize, size: usize) -> $crate::Result<$crate::Tensor> {
-                $crate::ops::internal::broadcast_new_dim(&self.handle(), dim, size)
+                $crate::ops::usize_args::broadcast_new_dim(&self.handle(), dim, size)
             }
         }
     };
