@@ -153,6 +153,13 @@ pub struct OpSchema {
     /// it takes its stream as an `int seed` argument, and under vmap it
     /// follows the level's randomness policy (see `Vmap::randomness`).
     pub random: bool,
+    /// The shared sample set the tests run the op on (`samples = "float"` in
+    /// the table): the sample and error inputs a
+    /// [`sample_set!`](crate::sample_set) of that name declares for the
+    /// table, which [`testing::op_infos`](crate::testing::op_infos) gives as
+    /// the op's [`OpInfo`](crate::testing::OpInfo). `None` when the op
+    /// declares inputs of its own with [`op_samples!`](crate::op_samples).
+    pub samples: Option<&'static str>,
 }
 
 impl OpSchema {

@@ -30,19 +30,18 @@ fn numeric_errors() -> Vec<Sample> {
     vec![args![&bools(&[3])]]
 }
 
-// The pointwise ops of `float_unary!` and `numeric_unary!`.
-register_samples! {
-    "neg" => numeric_samples, numeric_errors;
-    "abs" => numeric_samples, numeric_errors;
-    "relu" => numeric_samples, numeric_errors;
-    "exp" => float_samples, float_errors;
-    "log" => float_samples, float_errors;
-    "sqrt" => float_samples, float_errors;
-    "sin" => float_samples, float_errors;
-    "cos" => float_samples, float_errors;
-    "tanh" => float_samples, float_errors;
-    "sigmoid" => float_samples, float_errors;
-}
+// The pointwise ops of `float_unary!` and `numeric_unary!` name these sets in
+// their table entries (`samples = "float"`, `samples = "numeric"`).
+batchrules::sample_set!(
+    name = "float",
+    samples = float_samples,
+    errors = float_errors
+);
+batchrules::sample_set!(
+    name = "numeric",
+    samples = numeric_samples,
+    errors = numeric_errors
+);
 
 fn detach_samples() -> Vec<Sample> {
     let mut s = float_samples();

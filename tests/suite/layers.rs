@@ -86,6 +86,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("Randomness", "vmap"),
     ("args", "testing"),
     ("op_samples", "testing"),
+    ("sample_set", "testing"),
     // The attribute macros expand to `__private` paths.
     ("kernel", "macro_support"),
     ("meta", "macro_support"),

@@ -28,10 +28,51 @@ const ACCEPTS_EVERY_INPUT: &[&str] = &["detach", "random_key"];
 /// crate's, which calling its `op_infos` links in (without it, no op would
 /// have inputs, and `every_op_has_sample_and_error_inputs` would fail).
 fn infos() -> BTreeMap<&'static str, &'static OpInfo> {
-    batchrules_samples::op_infos()
-        .filter(|i| i.table.path == TABLE)
-        .map(|i| (i.op, i))
-        .collect()
+    let mut infos = BTreeMap::new();
+    for info in batchrules_samples::op_infos().filter(|i| i.table.path == TABLE) {
+        // One source of inputs per op: its own `op_samples!`, or the sample
+        // set its table entry names, never both.
+        let before = infos.insert(info.op, info);
+        assert!(
+            before.is_none(),
+            "`{}` has inputs twice: an op_samples! and a sample set?",
+            info.op
+        );
+    }
+    infos
+}
+
+#[test]
+fn every_sample_set_an_op_names_is_declared_once() {
+    let sets: Vec<_> = batchrules::testing::sample_sets()
+        .filter(|s| s.table.path == TABLE)
+        .collect();
+    for (i, set) in sets.iter().enumerate() {
+        assert!(
+            sets[..i].iter().all(|s| s.name != set.name),
+            "sample set `{}` is declared twice",
+            set.name
+        );
+    }
+    let reg = registry().unwrap();
+    for e in reg.ops().iter().filter(|e| e.table.path == TABLE) {
+        if let Some(name) = e.schema.samples {
+            assert!(
+                sets.iter().any(|s| s.name == name),
+                "`{}` names the sample set `{name}`, which no sample_set! declares",
+                e.name()
+            );
+        }
+    }
+    // The built-in float and numeric unary ops share their sets.
+    assert_eq!(
+        reg.find(TABLE, "tanh").unwrap().schema.samples,
+        Some("float")
+    );
+    assert_eq!(
+        reg.find(TABLE, "relu").unwrap().schema.samples,
+        Some("numeric")
+    );
 }
 
 /// The ops of the table that declare sample inputs, with their inputs.

@@ -47,6 +47,11 @@ struct Entry {
     /// own name, instead of) the default one; see [`super::methods`].
     #[serde(default)]
     methods: Option<toml::Spanned<Vec<String>>>,
+    /// `samples = "float"`: the tests run the op on the table's shared
+    /// sample set of that name (`batchrules::sample_set!`) instead of inputs
+    /// of its own (`op_samples!`).
+    #[serde(default)]
+    samples: Option<toml::Spanned<String>>,
 }
 
 pub struct Op {
@@ -64,6 +69,8 @@ pub struct Op {
     pub random: bool,
     /// The op's methods on `Tensor`.
     pub methods: Vec<Method>,
+    /// The name of the shared sample set the tests run the op on, if any.
+    pub samples: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -268,6 +275,22 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                 continue;
             };
             let random = random_flag(cx, name, source, lit, &entry.random, &schema);
+            let samples = entry.samples.as_ref().and_then(|set| {
+                let plain = !set.get_ref().is_empty()
+                    && set
+                        .get_ref()
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if plain {
+                    return Some(set.get_ref().clone());
+                }
+                let at = line_of(source, set.span().start);
+                cx.error_spanned_by(lit, format!(
+                    "op table {name}:{at}: `samples = \"{}\"` on `{op_name}`: a sample set's name is letters, digits and `_` (the name a `batchrules::sample_set!` declares, such as \"float\")",
+                    set.get_ref()
+                ));
+                None
+            });
             if let Some((_, first)) = ops.iter().find(|(o, _)| o.schema.name == schema.name) {
                 let first = first
                     .strip_prefix(&format!("{name}:"))
@@ -324,6 +347,7 @@ pub fn load(cx: &Ctxt, texts: &[Text<'_>]) -> Vec<Op> {
                     linear,
                     random,
                     methods: op_methods,
+                    samples,
                 },
                 format!("{name}:{entry_line}"),
             ));

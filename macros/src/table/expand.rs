@@ -107,6 +107,10 @@ fn schema_const(op: &Op) -> TokenStream {
     let linear = !op.linear.is_empty();
     let linear_in = &op.linear;
     let random = op.random;
+    let samples = match &op.samples {
+        Some(set) => quote!(::core::option::Option::Some(#set)),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         __rt::schema::OpSchema {
             name: #name,
@@ -124,6 +128,7 @@ fn schema_const(op: &Op) -> TokenStream {
             linear_in: &[#(#linear_in),*],
             jvp: #jvp,
             random: #random,
+            samples: #samples,
         }
     }
 }

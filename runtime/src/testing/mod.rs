@@ -57,9 +57,66 @@ pub struct OpInfo {
 
 inventory::collect!(OpInfo);
 
-/// Every [`OpInfo`] linked into the program.
+/// Sample and error inputs that several ops of one table share, declared
+/// once with [`sample_set!`](crate::sample_set) under a name; an op takes
+/// them with `samples = "<name>"` in its table entry (as every float
+/// pointwise unary op of the built-in table takes `"float"`), so adding such
+/// an op needs no inputs of its own.
+pub struct SampleSet {
+    /// The table whose ops may name the set.
+    pub table: &'static OpTable,
+    /// The set's name, as an op's `samples = "..."` writes it.
+    pub name: &'static str,
+    /// Valid inputs.
+    pub samples: fn() -> Vec<Sample>,
+    /// Inputs each op of the set must reject (with or without vmap).
+    pub errors: fn() -> Vec<Sample>,
+}
+
+inventory::collect!(SampleSet);
+
+/// The [`OpInfo`]s of the ops whose table entry names a sample set, each
+/// with that set's inputs (built once; an op whose set is not linked into
+/// the program gets none, which the suites that need every op's inputs
+/// report).
+fn set_infos() -> &'static [OpInfo] {
+    static INFOS: std::sync::OnceLock<Vec<OpInfo>> = std::sync::OnceLock::new();
+    INFOS.get_or_init(|| {
+        let sets: Vec<&SampleSet> = inventory::iter::<SampleSet>.into_iter().collect();
+        let mut infos = Vec::new();
+        for table in inventory::iter::<crate::schema::TableRegistration> {
+            let table = table.0;
+            for op in table.ops {
+                let set = op.samples.and_then(|name| {
+                    sets.iter()
+                        .find(|s| std::ptr::eq(s.table, table) && s.name == name)
+                });
+                if let Some(set) = set {
+                    infos.push(OpInfo {
+                        table,
+                        op: op.name,
+                        samples: set.samples,
+                        errors: set.errors,
+                    });
+                }
+            }
+        }
+        infos
+    })
+}
+
+/// Every [`OpInfo`] linked into the program: those registered with
+/// [`op_samples!`](crate::op_samples), then one for each op whose table entry
+/// names a linked [`SampleSet`].
 pub fn op_infos() -> impl Iterator<Item = &'static OpInfo> {
-    inventory::iter::<OpInfo>.into_iter()
+    inventory::iter::<OpInfo>
+        .into_iter()
+        .chain(set_infos().iter())
+}
+
+/// Every [`SampleSet`] linked into the program.
+pub fn sample_sets() -> impl Iterator<Item = &'static SampleSet> {
+    inventory::iter::<SampleSet>.into_iter()
 }
 
 /// Builds a [`Sample`]: each argument converted the way the typed op functions
@@ -104,6 +161,39 @@ macro_rules! op_samples {
             $crate::testing::OpInfo {
                 table: &$($table)::+::__TABLE,
                 op: $op,
+                samples: $samples,
+                errors: $errors,
+            }
+        }
+    };
+}
+
+/// Declares a [`SampleSet`]: sample and error inputs shared by the ops of a
+/// table whose entries say `samples = "<name>"`:
+///
+/// ```ignore
+/// batchrules::sample_set!(name = "float", samples = float_samples, errors = float_errors);
+/// ```
+///
+/// `samples` and `errors` are `fn() -> Vec<Sample>`. Add `table = path` for a
+/// set of another op table (the default is `batchrules::ops`).
+#[macro_export]
+macro_rules! sample_set {
+    (name = $name:literal, samples = $samples:path, errors = $errors:path $(,)?) => {
+        $crate::__private::inventory::submit! {
+            $crate::testing::SampleSet {
+                table: &$crate::ops::__TABLE,
+                name: $name,
+                samples: $samples,
+                errors: $errors,
+            }
+        }
+    };
+    (table = $($table:ident)::+, name = $name:literal, samples = $samples:path, errors = $errors:path $(,)?) => {
+        $crate::__private::inventory::submit! {
+            $crate::testing::SampleSet {
+                table: &$($table)::+::__TABLE,
+                name: $name,
                 samples: $samples,
                 errors: $errors,
             }
