@@ -7,7 +7,7 @@
 //! recorded by `scripts/reference/record_activations.py` into
 //! `tests/reference/torch_activations.json`.
 
-use crate::recorded::{floats, values};
+use crate::recorded::{disagreement, floats, values};
 use batchrules::prelude::*;
 
 /// The recorded values.
@@ -60,23 +60,6 @@ fn activation(name: &str, args: &[serde_json::Value], method: bool) -> Option<Ac
         ("hardtanh", true) if defaults(&[-1.0, 1.0]) => Box::new(|x| x.hardtanh()),
         (_, true) => return None,
         (other, false) => panic!("no activation {other}"),
-    })
-}
-
-/// `got` agrees with `want` to `tol`, relative where `|want| > 1`; NaN only
-/// with NaN, an infinity only with the same infinity. Returns the first
-/// disagreement.
-fn disagreement(got: &[f64], want: &[f64], tol: f64) -> Option<usize> {
-    assert_eq!(got.len(), want.len());
-    (0..got.len()).find(|&i| {
-        let (g, w) = (got[i], want[i]);
-        if w.is_nan() || g.is_nan() {
-            !(w.is_nan() && g.is_nan())
-        } else if w.is_infinite() || g.is_infinite() {
-            g != w
-        } else {
-            (g - w).abs() > tol * w.abs().max(1.0)
-        }
     })
 }
 

@@ -10,7 +10,7 @@
 //! `tests/reference/torch_manipulation.json`. The recorded-case harness here
 //! also serves `tests/suite/sorting.rs`.
 
-pub(crate) use crate::recorded::{assert_error, floats, values};
+pub(crate) use crate::recorded::{assert_error, disagreement, floats, values};
 use batchrules::prelude::*;
 use serde_json::Value;
 
@@ -38,25 +38,6 @@ pub(crate) fn tensor(shape: &[usize], values: &[f64], dtype: &str) -> Tensor {
         "f32" => Tensor::from_shape_vec(shape, values.iter().map(|&v| v as f32).collect()).unwrap(),
         other => panic!("unexpected dtype {other}"),
     }
-}
-
-/// The first index where `got` and `want` disagree beyond `tol` (relative
-/// where `|want| > 1`; NaN only with NaN, an infinity only with itself, and
-/// `-0.0` only with `-0.0` when `tol` is 0).
-pub(crate) fn disagreement(got: &[f64], want: &[f64], tol: f64) -> Option<usize> {
-    if got.len() != want.len() {
-        return Some(got.len().min(want.len()));
-    }
-    (0..got.len()).find(|&i| {
-        let (g, w) = (got[i], want[i]);
-        if w.is_nan() || g.is_nan() {
-            !(w.is_nan() && g.is_nan())
-        } else if w.is_infinite() || g.is_infinite() || tol == 0.0 {
-            g != w || g.is_sign_negative() != w.is_sign_negative()
-        } else {
-            (g - w).abs() > tol * w.abs().max(1.0)
-        }
-    })
 }
 
 /// An op with its recorded arguments applied, returning all its outputs.

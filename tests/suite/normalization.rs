@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-pub(crate) use crate::recorded::{floats, values};
+pub(crate) use crate::recorded::{disagreement, floats, values};
 use batchrules::prelude::*;
 use batchrules::{jvp, vjp, FallbackPolicy};
 
@@ -47,22 +47,6 @@ fn tensor(v: &serde_json::Value) -> Option<Tensor> {
             Tensor::from_shape_vec(&shape, v).unwrap()
         }
         _ => Tensor::from_shape_vec(&shape, floats(values)).unwrap(),
-    })
-}
-
-/// The first index where `got` and `want` disagree beyond `tol` (relative
-/// where `|want| > 1`; NaN only with NaN, infinities only with themselves).
-pub(crate) fn disagreement(got: &[f64], want: &[f64], tol: f64) -> Option<usize> {
-    assert_eq!(got.len(), want.len());
-    (0..got.len()).find(|&i| {
-        let (g, w) = (got[i], want[i]);
-        if w.is_nan() || g.is_nan() {
-            !(w.is_nan() && g.is_nan())
-        } else if w.is_infinite() || g.is_infinite() {
-            g != w
-        } else {
-            (g - w).abs() > tol * w.abs().max(1.0)
-        }
     })
 }
 

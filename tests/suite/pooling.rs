@@ -12,7 +12,7 @@
 //! max-pooled loss under `vmap(grad)` with `FallbackPolicy::Error`, and the
 //! errors.
 
-use crate::recorded::{floats, values};
+use crate::recorded::{disagreement, floats, values};
 use batchrules::prelude::*;
 
 /// The recorded values.
@@ -43,23 +43,6 @@ fn tensor(shape: &[usize], values: &[f64], dtype: &str) -> Tensor {
             Tensor::from_shape_vec(shape, v).unwrap()
         }
     }
-}
-
-/// `got` agrees with `want` to `tol`, relative where `|want| > 1`; NaN only
-/// with NaN, an infinity only with the same infinity. The first
-/// disagreement.
-fn disagreement(got: &[f64], want: &[f64], tol: f64) -> Option<usize> {
-    assert_eq!(got.len(), want.len());
-    (0..got.len()).find(|&i| {
-        let (g, w) = (got[i], want[i]);
-        if w.is_nan() || g.is_nan() {
-            !(w.is_nan() && g.is_nan())
-        } else if w.is_infinite() || g.is_infinite() {
-            g != w
-        } else {
-            (g - w).abs() > tol * w.abs().max(1.0)
-        }
-    })
 }
 
 /// A pooling op with its recorded arguments applied.

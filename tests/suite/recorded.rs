@@ -46,6 +46,24 @@ pub(crate) fn values(t: &Tensor) -> Vec<f64> {
     t.to_array::<f64>().unwrap().iter().copied().collect()
 }
 
+/// The first index where `got` and `want` disagree beyond `tol` (relative
+/// where `|want| > 1`; NaN only with NaN, an infinity only with itself, and
+/// `-0.0` only with `-0.0` when `tol` is 0). `got` and `want` must have the
+/// same length.
+pub(crate) fn disagreement(got: &[f64], want: &[f64], tol: f64) -> Option<usize> {
+    assert_eq!(got.len(), want.len(), "number of values");
+    (0..got.len()).find(|&i| {
+        let (g, w) = (got[i], want[i]);
+        if w.is_nan() || g.is_nan() {
+            !(w.is_nan() && g.is_nan())
+        } else if w.is_infinite() || g.is_infinite() || tol == 0.0 {
+            g != w || g.is_sign_negative() != w.is_sign_negative()
+        } else {
+            (g - w).abs() > tol * w.abs().max(1.0)
+        }
+    })
+}
+
 /// The error of `result`, which must name the op and contain `word`.
 pub(crate) fn assert_error<T: std::fmt::Debug>(op: &str, word: &str, result: Result<T>) {
     let e = result
