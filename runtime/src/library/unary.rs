@@ -168,7 +168,10 @@ macro_rules! map_float_in_place {
 macro_rules! pointwise_in_place {
     ($name:ident) => {
         /// How the op writes its result over its operand ([`crate::owned`]).
-        #[allow(dead_code, reason = "read by the op's by-value form in `owned`, if it has one")]
+        #[allow(
+            dead_code,
+            reason = "read by the op's by-value form in `owned`, if it has one"
+        )]
         pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
             write: in_place,
             form: crate::dispatch::Form::Unary,
