@@ -19,6 +19,8 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import encode
+
 INPUTS = [0.0, -0.0, 1e-8, -1e-8, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 6.0, 19.9, -19.9,
           20.1, -20.1, 30.0, -30.0, 100.0, -100.0, 800.0, -800.0,
           math.inf, -math.inf, math.nan]
@@ -40,18 +42,6 @@ CASES = [
     ("hardtanh", [-1.0, 1.0], lambda x: F.hardtanh(x, min_val=-1.0, max_val=1.0)),
     ("hardtanh", [0.0, 6.0], lambda x: F.hardtanh(x, min_val=0.0, max_val=6.0)),
 ]
-
-
-def encode(values):
-    out = []
-    for v in values:
-        if math.isnan(v):
-            out.append("nan")
-        elif math.isinf(v):
-            out.append("inf" if v > 0 else "-inf")
-        else:
-            out.append(v)
-    return out
 
 
 cases = []

@@ -22,6 +22,8 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import encode
+
 gen = torch.Generator().manual_seed(28)
 
 
@@ -29,16 +31,9 @@ def randn(*shape):
     return torch.randn(tuple(shape), generator=gen, dtype=torch.float64)
 
 
-def encode(t):
-    out = []
-    for v in t.detach().double().flatten().tolist():
-        if math.isnan(v):
-            out.append("nan")
-        elif math.isinf(v):
-            out.append("inf" if v > 0 else "-inf")
-        else:
-            out.append(v)
-    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "values": out}
+def encode_tensor(t):
+    values = encode(t.detach().double().flatten().tolist())
+    return {"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""), "values": values}
 
 
 INF = float("inf")
@@ -155,10 +150,10 @@ for op, inputs, args, f, note in CASES:
             "note": note,
             "dtype": "f64" if dtype == torch.float64 else "f32",
             "args": encode_args(args),
-            "inputs": [encode(t) for t in xs],
-            "forward": encode(y),
-            "cotangent": encode(w),
-            "grads": [encode(g) for g in grads],
+            "inputs": [encode_tensor(t) for t in xs],
+            "forward": encode_tensor(y),
+            "cotangent": encode_tensor(w),
+            "grads": [encode_tensor(g) for g in grads],
         })
 
 out = {"torch_version": torch.__version__, "cases": cases}

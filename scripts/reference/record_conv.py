@@ -22,6 +22,8 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import shape_and_values as flat
+
 gen = torch.Generator().manual_seed(28)
 
 
@@ -70,10 +72,6 @@ CASES = [
 ]
 
 FNS = {"conv1d": F.conv1d, "conv2d": F.conv2d, "unfold": F.unfold, "fold": F.fold}
-
-
-def flat(t):
-    return {"shape": list(t.shape), "values": t.detach().double().reshape(-1).tolist()}
 
 
 cases = []

@@ -24,6 +24,8 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import shape_and_values as flat
+
 gen = torch.Generator().manual_seed(44)
 
 
@@ -64,10 +66,6 @@ CASES = [
 ]
 
 FNS = {"conv_transpose1d": F.conv_transpose1d, "conv_transpose2d": F.conv_transpose2d}
-
-
-def flat(t):
-    return {"shape": list(t.shape), "values": t.detach().double().reshape(-1).tolist()}
 
 
 cases = []

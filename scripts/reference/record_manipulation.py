@@ -22,21 +22,9 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import encode
+
 NAN, INF = math.nan, math.inf
-
-
-def encode(values):
-    out = []
-    for v in values:
-        if isinstance(v, bool) or isinstance(v, int):
-            out.append(int(v))
-        elif math.isnan(v):
-            out.append("nan")
-        elif math.isinf(v):
-            out.append("inf" if v > 0 else "-inf")
-        else:
-            out.append(v)
-    return out
 
 
 def quarters(n, start):

@@ -33,6 +33,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+from recording import encode
+
 
 def values(n, start=0, scale=1.0):
     """Deterministic, distinct, non-integer values, as the op samples' (samples/src/values.rs)."""
@@ -44,18 +46,6 @@ def seq(shape, start=0, scale=1.0):
     for s in shape:
         n *= s
     return torch.tensor(values(n, start, scale), dtype=torch.float64).reshape(shape)
-
-
-def encode(vs):
-    out = []
-    for v in vs:
-        if math.isnan(v):
-            out.append("nan")
-        elif math.isinf(v):
-            out.append("inf" if v > 0 else "-inf")
-        else:
-            out.append(v)
-    return out
 
 
 def tensor_json(t):

@@ -24,6 +24,8 @@ import pathlib
 import torch
 import torch.nn.functional as F
 
+from recording import encode
+
 
 def distinct(n):
     # Distinct values in about [-2, 2], no ties.
@@ -106,18 +108,6 @@ def torch_call(op, kw):
     # One value for both dims: PyTorch's int.
     kw = {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in kw.items()}
     return lambda x: getattr(F, op)(x, **kw)
-
-
-def encode(values):
-    out = []
-    for v in values:
-        if math.isnan(v):
-            out.append("nan")
-        elif math.isinf(v):
-            out.append("inf" if v > 0 else "-inf")
-        else:
-            out.append(v)
-    return out
 
 
 def flat(t):
