@@ -172,8 +172,9 @@ pub use jacobian::{
     JacfwdWithAux, Jacobian, JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, NoAux, WithAux,
 };
 pub use vmap::{
-    fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy, FieldDims, InDim,
-    InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap, VmapInputs, VmapOutputs,
+    fallback_policy, scoped_fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy,
+    FallbackPolicyScope, FieldDims, InDim, InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap,
+    VmapInputs, VmapOutputs,
 };
 
 // The crate's own code names these at the root, as it always has.

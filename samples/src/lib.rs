@@ -4,7 +4,7 @@
 //! Each op of the built-in table (`batchrules::ops`) declares here inputs it
 //! must accept and inputs it must reject, registered with the public
 //! [`batchrules::op_samples!`] as a [`batchrules::testing::OpInfo`]. The
-//! workspace's sweeps (`tests/sweeps/`, `tests/suite/`) run every op on its
+//! workspace's sweeps (in `tests/suite/`) run every op on its
 //! samples under every transform, and check that every error input also
 //! errors under `vmap`. One module per op family, named as the runtime's
 //! `library/` module that implements it (`unary` for `library/unary.rs`), and

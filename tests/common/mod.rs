@@ -7,7 +7,7 @@ use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::OpKind;
 use batchrules::testing::{sample_tensors, with_tensors, Mismatch};
-use batchrules::{set_fallback_policy, FallbackPolicy, Result, Tensor};
+use batchrules::{FallbackPolicy, Result, Tensor};
 use batchrules_samples::op_infos;
 use ndarray::{ArrayD, IxDyn};
 
@@ -83,7 +83,7 @@ pub fn sweep_differentiable_ops(
         &[Tensor],
     ) -> std::result::Result<usize, Mismatch>,
 ) {
-    set_fallback_policy(FallbackPolicy::Error);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
     let reg = registry().expect("registry");
     let mut failures = Vec::new();
     let mut checked = 0usize;

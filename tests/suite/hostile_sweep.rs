@@ -21,7 +21,7 @@ use batchrules::registry::{registry, OpEntry};
 use batchrules::rules::Arg;
 use batchrules::schema::ArgType;
 use batchrules::testing::{check_op, check_op_errors, describe, Sample};
-use batchrules::{set_fallback_policy, vmap, DType, Error, FallbackPolicy, Tensor};
+use batchrules::{vmap, DType, Error, FallbackPolicy, Tensor};
 use batchrules_samples::op_infos;
 use proptest::prelude::*;
 
@@ -135,7 +135,7 @@ fn probe(entry: &'static OpEntry, sample: &Sample, tally: &mut Tally) {
 
 #[test]
 fn every_scalar_argument_at_hostile_values() {
-    set_fallback_policy(FallbackPolicy::Silent);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Silent);
     let reg = registry().unwrap();
     let mut tally = Tally::default();
     let mut variants_tried = 0;
@@ -277,7 +277,7 @@ proptest! {
 
     #[test]
     fn random_calls_never_panic_and_name_the_op((entry, args) in any_call()) {
-        set_fallback_policy(FallbackPolicy::Silent);
+        let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Silent);
         let name = entry.name();
         let dense = catch_unwind(AssertUnwindSafe(|| call_op(entry, &args)));
         prop_assert!(dense.is_ok(), "{} {} panicked", name, describe(&args));

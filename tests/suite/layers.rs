@@ -83,6 +83,8 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("FallbackPolicy", "vmap"),
     ("fallback_policy", "vmap"),
     ("set_fallback_policy", "vmap"),
+    ("scoped_fallback_policy", "vmap"),
+    ("FallbackPolicyScope", "vmap"),
     ("Randomness", "vmap"),
     ("args", "testing"),
     ("op_samples", "testing"),

@@ -1,7 +1,8 @@
 //! The integration suite: one test binary (linked once) holding the suites
-//! that share the process's default settings. The fallback policy may be left
-//! at `Warn` or set to `Silent` here, never to `Error`: the suites that need
-//! `Error` globally are in `tests/sweeps`, and those that change other
+//! that share the process's default settings, one module per subject. A
+//! suite that needs another fallback policy (the exhaustive sweeps require
+//! batching rules: `FallbackPolicy::Error`) sets it for its own thread with
+//! `scoped_fallback_policy`, never process-wide; the suites that change other
 //! process-wide settings (allocation limit, buffer cache limit, logger, spin
 //! window) are in `tests/process`.
 
@@ -22,17 +23,21 @@ mod edge_cases;
 mod einsum_broadcast;
 mod func_api;
 mod grad;
+mod grad_library;
 mod grad_macro_hygiene;
 mod hostile;
 mod hostile_sweep;
 mod hostile_transforms;
 mod io_hostile;
+mod jvp;
+mod jvp_library;
 mod layers;
 mod linalg;
 mod losses;
 mod manipulation;
 mod model_api;
 mod normalization;
+mod op_library;
 mod op_table;
 mod owned;
 mod parallel;
@@ -50,6 +55,7 @@ mod transform_stack;
 mod tree_utils;
 mod trees;
 mod unit;
+mod vjps;
 mod vmap;
 mod weights;
 mod window_limits;

@@ -531,3 +531,39 @@ fn rule_structural_checks_run_in_every_build() {
         "{err}"
     );
 }
+
+/// `scoped_fallback_policy` holds for the vmaps of its own thread while it
+/// lives, and nowhere else: the other threads keep the global policy. (The
+/// exhaustive sweeps rely on it to require batching rules without changing
+/// the policy of the rest of this test binary.) `downstream_ops::cumsum` has
+/// no batching rule, so vmap runs it in the fallback loop.
+#[test]
+fn a_scoped_fallback_policy_holds_on_its_own_thread_only() {
+    use batchrules::{scoped_fallback_policy, FallbackPolicy};
+    let x = Tensor::from(ndarray::array![[1.0f64, 2.0], [3.0, 4.0]].into_dyn());
+    let looped = |x: &Tensor| vmap(|x: Tensor| downstream_ops::ops::cumsum(&x, 0)).call(x);
+    let want = looped(&x).expect("the fallback loop runs under the global policy");
+    {
+        let _policy = scoped_fallback_policy(FallbackPolicy::Error);
+        let err = looped(&x).expect_err("the scope refuses the fallback loop");
+        assert!(err.to_string().contains("cumsum"), "{err}");
+        // Another thread is not in the scope.
+        let there = std::thread::scope(|s| s.spawn(|| looped(&x)).join().unwrap());
+        assert_eq!(
+            there.unwrap().to_array::<f64>().unwrap(),
+            want.to_array::<f64>().unwrap()
+        );
+        {
+            let _inner = scoped_fallback_policy(FallbackPolicy::Silent);
+            assert!(looped(&x).is_ok(), "the inner scope allows it again");
+        }
+        assert!(
+            looped(&x).is_err(),
+            "dropping the inner scope restores the outer one"
+        );
+    }
+    assert!(
+        looped(&x).is_ok(),
+        "dropping the scope restores the global policy"
+    );
+}

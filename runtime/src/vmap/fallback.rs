@@ -29,12 +29,65 @@ pub fn set_fallback_policy(policy: FallbackPolicy) {
     GLOBAL_POLICY.store(v, Ordering::Relaxed);
 }
 
-/// The global fallback policy.
+std::thread_local! {
+    /// This thread's fallback policy while a [`FallbackPolicyScope`] lives.
+    static SCOPED_POLICY: std::cell::Cell<Option<FallbackPolicy>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The fallback policy of a vmap that does not set its own: this thread's
+/// scoped one ([`scoped_fallback_policy`]) while a scope lives, else the
+/// global one ([`set_fallback_policy`]).
 pub fn fallback_policy() -> FallbackPolicy {
+    if let Some(policy) = SCOPED_POLICY.with(std::cell::Cell::get) {
+        return policy;
+    }
     match GLOBAL_POLICY.load(Ordering::Relaxed) {
         1 => FallbackPolicy::Silent,
         2 => FallbackPolicy::Error,
         _ => FallbackPolicy::Warn,
+    }
+}
+
+/// Sets the fallback policy of this thread's vmaps that do not set their own
+/// (`Vmap::fallback`) until the returned scope is dropped, whatever the
+/// global one: a test can require batching rules (`FallbackPolicy::Error`)
+/// without changing the policy of the other tests of its process. Scopes
+/// nest; dropping one restores the policy it replaced.
+///
+/// ```
+/// use batchrules::{fallback_policy, scoped_fallback_policy, FallbackPolicy};
+///
+/// let outer = fallback_policy();
+/// {
+///     let _scope = scoped_fallback_policy(FallbackPolicy::Error);
+///     assert_eq!(fallback_policy(), FallbackPolicy::Error);
+///     // Another thread still has the global policy.
+///     let there = std::thread::spawn(fallback_policy).join().unwrap();
+///     assert_eq!(there, outer);
+/// }
+/// assert_eq!(fallback_policy(), outer);
+/// ```
+pub fn scoped_fallback_policy(policy: FallbackPolicy) -> FallbackPolicyScope {
+    let previous = SCOPED_POLICY.with(|p| p.replace(Some(policy)));
+    FallbackPolicyScope {
+        previous,
+        _this_thread: std::marker::PhantomData,
+    }
+}
+
+/// This thread's fallback policy until dropped: see [`scoped_fallback_policy`].
+#[must_use = "the policy holds only while the scope lives: bind it with `let _scope = ...`"]
+#[derive(Debug)]
+pub struct FallbackPolicyScope {
+    previous: Option<FallbackPolicy>,
+    /// A scope sets its own thread's policy, so it stays on that thread.
+    _this_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for FallbackPolicyScope {
+    fn drop(&mut self) {
+        SCOPED_POLICY.with(|p| p.set(self.previous));
     }
 }
 

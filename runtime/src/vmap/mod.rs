@@ -35,6 +35,8 @@ pub(crate) mod rules;
 
 pub use api::{vmap, vmap_depth, Vmap};
 pub use dims::{FieldDims, InDim, InDims, OutDims};
-pub use fallback::{fallback_policy, set_fallback_policy};
+pub use fallback::{
+    fallback_policy, scoped_fallback_policy, set_fallback_policy, FallbackPolicyScope,
+};
 pub use inputs::{Inputs, LeafCounts, VmapInputs, VmapOutputs};
 pub use level::{FallbackPolicy, Randomness};

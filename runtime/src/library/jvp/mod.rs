@@ -527,7 +527,7 @@ pub(crate) mod tests {
         // Every op with a written jvp is checked here, but an op that runs on
         // a shared sample set (`samples = "float"`: a pointwise op whose vjp
         // and jvp `unary_derivative!` writes from one factor), whose jvp the
-        // library sweep (`tests/sweeps/jvp_library.rs`) checks on the set's
+        // library sweep (`tests/suite/jvp_library.rs`) checks on the set's
         // inputs against central differences and against its vjp.
         let reg = registry().expect("registry");
         let checked: BTreeSet<&str> = cases.iter().map(|c| c.op).collect();

@@ -215,7 +215,7 @@ fn the_checks_pass_on_a_composed_function() {
 }
 
 fn set_policy_error() {
-    batchrules::set_fallback_policy(FallbackPolicy::Error);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! differentiable primitive and none elsewhere, and every vjp under vmap
 //! against the loop with the fallback loop forbidden.
 //!
-//! `tests/sweeps/grad_library.rs` checks the same vjps through `grad` (check_grad and
+//! `tests/suite/grad_library.rs` checks the same vjps through `grad` (check_grad and
 //! the composition matrix); this suite pins each formula on its own, so a
 //! wrong derivative is reported at its op, not at the first function using it.
 
@@ -15,7 +15,7 @@ use batchrules::registry::{registry, OpEntry};
 use batchrules::schema::OpKind;
 use batchrules::testing::{check_vmap, describe, sample_tensors, with_tensors, Sample};
 use batchrules::transform::{vjps, VjpRuleFn};
-use batchrules::{ops, set_fallback_policy, DType, FallbackPolicy, Tensor};
+use batchrules::{ops, DType, FallbackPolicy, Tensor};
 use batchrules_samples::op_infos;
 
 const TABLE: &str = "batchrules::ops";
@@ -246,7 +246,7 @@ fn vjps_match_central_differences_and_fit_their_inputs() {
 /// with ops that all have batching rules, so per-sample gradients never loop.
 #[test]
 fn vjps_batch_under_vmap_without_the_fallback() {
-    set_fallback_policy(FallbackPolicy::Error);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
     let vjps = vjps();
     let mut failures = Vec::new();
     let mut cases = 0;

@@ -15,7 +15,7 @@ use batchrules::testing::{
     check_op, check_op_errors, describe, sample_tensors, with_tensors, OpInfo,
 };
 use batchrules::transform::batching_rules;
-use batchrules::{set_fallback_policy, vmap, FallbackPolicy, Randomness, Tensor};
+use batchrules::{vmap, FallbackPolicy, Randomness, Tensor};
 
 const TABLE: &str = "batchrules::ops";
 
@@ -152,7 +152,7 @@ fn check_empty_batch(
 
 #[test]
 fn every_op_batches_an_empty_batch() {
-    set_fallback_policy(FallbackPolicy::Error);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
     let mut failures = Vec::new();
     for (entry, info) in ops_with_inputs() {
         for sample in (info.samples)() {
@@ -194,7 +194,7 @@ fn every_op_has_a_rule_or_a_decomposition() {
 fn every_op_matches_the_loop_and_rejects_its_error_inputs() {
     // Any op reaching the fallback loop fails the call: this proves every
     // primitive is batched by its rule and every composite by its decomposition.
-    set_fallback_policy(FallbackPolicy::Error);
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
     let mut failures = Vec::new();
     let (mut ops, mut cases, mut error_cases) = (0, 0, 0);
     for (entry, info) in ops_with_inputs() {
