@@ -470,6 +470,6 @@ pub fn shape_arg(leading: Option<usize>, shape: &[usize]) -> Vec<i64> {
     leading
         .into_iter()
         .chain(shape.iter().copied())
-        .map(|s| i64::try_from(s).unwrap_or(i64::MAX))
+        .map(crate::ops::usize_args::int)
         .collect()
 }

@@ -13,7 +13,7 @@
 
 use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
-use crate::batching::{bdim_to_front, logical_rank, physical_dim};
+use crate::batching::{bdim_to_front, logical_rank, physical_dim, shape_arg};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::scalar_like;
@@ -27,11 +27,6 @@ use crate::{
 /// A 0-d tensor holding `value` in the dtype of `x` (it does not promote `x`).
 fn like(x: &Tensor, value: f64) -> Tensor {
     scalar_like(&TensorMeta::of(x), value)
-}
-
-/// A logical shape as the `int[]` argument of an op.
-fn shape_arg(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&d| d as i64).collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -492,17 +487,17 @@ fn vector_norm_decomposition(
     let moved = if order.iter().enumerate().all(|(i, &d)| i == d) {
         x.clone()
     } else {
-        ops::permute(x, &shape_arg(&order))?
+        ops::permute(x, &shape_arg(None, &order))?
     };
     let mut flat_shape: Vec<usize> = kept.iter().map(|&d| shape[d]).collect();
     flat_shape.push(count);
-    let flat = ops::reshape(&moved, &shape_arg(&flat_shape))?;
+    let flat = ops::reshape(&moved, &shape_arg(None, &flat_shape))?;
     let norms = row_norms(&flat, ord)?;
     let out = norm_shape(&shape, &dims, keepdim);
     if norms.shape() == out.as_slice() {
         Ok(norms)
     } else {
-        ops::reshape(&norms, &shape_arg(&out))
+        ops::reshape(&norms, &shape_arg(None, &out))
     }
 }
 
@@ -817,11 +812,11 @@ impl Labelled {
             let n = shape[repeated[0]];
             let mut order = rest.clone();
             order.extend(&repeated);
-            let moved = ops::permute(&cur.t, &shape_arg(&order))?;
+            let moved = ops::permute(&cur.t, &shape_arg(None, &order))?;
             let mut flat: Vec<usize> = rest.iter().map(|&d| shape[d]).collect();
             let flat_len = checked_numel(&vec![n; repeated.len()])?;
             flat.push(flat_len);
-            let moved = ops::reshape(&moved, &shape_arg(&flat))?;
+            let moved = ops::reshape(&moved, &shape_arg(None, &flat))?;
             let step: usize = (0..repeated.len()).map(|j| n.pow(j as u32)).sum();
             let index: Vec<i64> = (0..n).map(|k| (k * step) as i64).collect();
             let index = Tensor::from_shape_vec(&[n], index)?;
@@ -847,17 +842,17 @@ impl Labelled {
         let mut t = if dims.iter().enumerate().all(|(i, &d)| i == d) {
             self.t.clone()
         } else {
-            ops::permute(&self.t, &shape_arg(&dims))?
+            ops::permute(&self.t, &shape_arg(None, &dims))?
         };
         let full: Vec<usize> = order.iter().map(|&l| size(l)).collect();
         if t.shape() != full.as_slice() {
-            t = ops::expand(&t, &shape_arg(&full))?;
+            t = ops::expand(&t, &shape_arg(None, &full))?;
         }
         let grouped: Vec<usize> = groups
             .iter()
             .map(|g| g.iter().map(|&l| size(l)).product())
             .collect();
-        ops::reshape(&t, &shape_arg(&grouped))
+        ops::reshape(&t, &shape_arg(None, &grouped))
     }
 
     /// `[batch, rows, cols]`, as [`Labelled::grouped`] gives it, or, when the
@@ -976,7 +971,7 @@ fn contract(a: Labelled, b: Labelled, needed: &[Label]) -> Result<Labelled> {
     labels.extend(right);
     let shape: Vec<usize> = labels.iter().map(|&l| size(l)).collect();
     Ok(Labelled {
-        t: ops::reshape(&product, &shape_arg(&shape))?,
+        t: ops::reshape(&product, &shape_arg(None, &shape))?,
         labels,
     })
 }

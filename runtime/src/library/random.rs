@@ -182,11 +182,6 @@ fn randn(size: &[i64], seed: i64, dtype: DType) -> Result<Tensor> {
     ops::random_normal(&ops::random_key(seed)?, size, dtype)
 }
 
-/// A shape as the `int[]` argument of an op.
-fn size_arg(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&d| d as i64).collect()
-}
-
 #[meta(op = "bernoulli")]
 fn bernoulli_meta(p: &TensorMeta, _seed: i64) -> Result<TensorMeta> {
     float_dtype(p.dtype()).map_err(|_| {
@@ -203,7 +198,11 @@ fn bernoulli_meta(p: &TensorMeta, _seed: i64) -> Result<TensorMeta> {
 /// with `p`.
 #[decompose(op = "bernoulli")]
 fn bernoulli(p: &Tensor, seed: i64) -> Result<Tensor> {
-    let u = ops::random_uniform(&ops::random_key(seed)?, &size_arg(p.shape()), p.dtype())?;
+    let u = ops::random_uniform(
+        &ops::random_key(seed)?,
+        &crate::batching::shape_arg(None, p.shape()),
+        p.dtype(),
+    )?;
     ops::to_dtype(&ops::lt(&u, p)?, p.dtype())
 }
 
@@ -227,7 +226,7 @@ fn dropout_meta(x: &TensorMeta, p: f64, _seed: i64) -> Result<TensorMeta> {
 /// through `mul` (the mask carries no gradient).
 #[decompose(op = "dropout")]
 fn dropout(x: &Tensor, p: f64, seed: i64) -> Result<Tensor> {
-    let shape = size_arg(x.shape());
+    let shape = crate::batching::shape_arg(None, x.shape());
     let dtype = x.dtype();
     if p == 0.0 {
         return Ok(x.clone());

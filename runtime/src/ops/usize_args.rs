@@ -16,7 +16,7 @@ use crate::{DType, Result, Tensor};
 
 /// A dim or size as an op argument (sizes of real tensors fit an `i64`; a
 /// larger one becomes `i64::MAX`, which the op's meta rejects).
-fn int(v: usize) -> i64 {
+pub(crate) fn int(v: usize) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
