@@ -30,6 +30,7 @@ crate::op_table!(
     "ops/random.toml",
     "ops/activations.toml",
     "ops/attention.toml",
+    "ops/einsum.toml",
     "ops/manipulation.toml",
     "ops/sorting.toml",
     "ops/normalization.toml",

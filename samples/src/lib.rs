@@ -28,6 +28,7 @@ mod composites;
 mod conv;
 mod conv_transpose;
 mod dims;
+mod einsum;
 mod embedding;
 mod factories;
 mod indexing;

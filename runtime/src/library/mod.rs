@@ -16,6 +16,7 @@ pub(crate) mod conv;
 mod conv_transpose;
 mod derivative;
 mod dims;
+mod einsum;
 mod embedding;
 mod factories;
 pub(crate) mod gemm;
