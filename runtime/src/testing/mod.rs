@@ -171,8 +171,21 @@ macro_rules! op_samples {
 /// Declares a [`SampleSet`]: sample and error inputs shared by the ops of a
 /// table whose entries say `samples = "<name>"`:
 ///
-/// ```ignore
-/// batchrules::sample_set!(name = "float", samples = float_samples, errors = float_errors);
+/// ```
+/// use batchrules::testing::{sample_sets, Sample};
+/// use batchrules::{args, Tensor};
+///
+/// fn tiny_samples() -> Vec<Sample> {
+///     vec![args![&Tensor::scalar(0.5f64)]]
+/// }
+/// fn tiny_errors() -> Vec<Sample> {
+///     vec![args![&Tensor::scalar(true)]]
+/// }
+/// batchrules::sample_set!(name = "tiny", samples = tiny_samples, errors = tiny_errors);
+///
+/// let set = sample_sets().find(|s| s.name == "tiny").unwrap();
+/// assert_eq!(set.table.path, "batchrules::ops");
+/// assert_eq!((set.samples)().len(), 1);
 /// ```
 ///
 /// `samples` and `errors` are `fn() -> Vec<Sample>`. Add `table = path` for a
