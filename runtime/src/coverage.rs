@@ -44,13 +44,7 @@ pub fn audit() -> Result<()> {
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn missing_vjps() -> Result<Vec<&'static OpEntry>> {
-    let mut missing = Vec::new();
-    for e in registry()?.ops() {
-        if vjp_status(e)? == VjpStatus::Missing {
-            missing.push(e);
-        }
-    }
-    Ok(missing)
+    ops_where(|e| Ok(vjp_status(e)? == VjpStatus::Missing))
 }
 
 /// The differentiable primitives that are neither marked `linear` nor have a
@@ -64,13 +58,21 @@ pub fn missing_vjps() -> Result<Vec<&'static OpEntry>> {
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn missing_jvps() -> Result<Vec<&'static OpEntry>> {
-    let mut missing = Vec::new();
+    ops_where(|e| Ok(jvp_status(e)? == JvpStatus::Missing))
+}
+
+/// One op and what vmap, grad and jvp do with it.
+type Statuses<'a> = (&'a OpEntry, VmapStrategy, VjpStatus, JvpStatus);
+
+/// The ops of the program's registry for which `pick` holds.
+fn ops_where(pick: impl Fn(&OpEntry) -> Result<bool>) -> Result<Vec<&'static OpEntry>> {
+    let mut picked = Vec::new();
     for e in registry()?.ops() {
-        if jvp_status(e)? == JvpStatus::Missing {
-            missing.push(e);
+        if pick(e)? {
+            picked.push(e);
         }
     }
-    Ok(missing)
+    Ok(picked)
 }
 
 /// A table with one row per op of every linked op table: kind, kernel, meta,
@@ -95,11 +97,19 @@ pub fn missing_jvps() -> Result<Vec<&'static OpEntry>> {
 /// ```
 pub fn report() -> Result<String> {
     let reg = registry()?;
+    // Each op's statuses, read once: the rows show them, the summaries count them.
+    let mut statuses: Vec<Statuses> = Vec::new();
     let rows: Vec<[String; 8]> = reg
         .ops()
         .iter()
         .map(|e| {
             let has_rule = crate::vmap::rules::batching_rules::TABLE.get(e)?.is_some();
+            let (strategy, vjp, jvp) = (
+                VmapStrategy::of(e, has_rule),
+                vjp_status(e)?,
+                jvp_status(e)?,
+            );
+            statuses.push((e, strategy, vjp, jvp));
             let yes = |b: bool| if b { "yes" } else { "-" }.to_string();
             let impl_col = match e.schema.kind {
                 OpKind::Primitive => format!("rule: {}", yes(has_rule)),
@@ -114,7 +124,7 @@ pub fn report() -> Result<String> {
             // A random op reaches every vmap level, whose randomness policy
             // applies before the op is batched.
             let vmap_col = match (e.schema.random, e.decomposition) {
-                (false, _) => VmapStrategy::of(e, has_rule).to_string(),
+                (false, _) => strategy.to_string(),
                 (true, Some((_, crate::registry::DecomposeVmap::Decompose))) => {
                     "randomness policy, then decomposition".to_string()
                 }
@@ -127,8 +137,8 @@ pub fn report() -> Result<String> {
                 yes(e.meta.is_some()),
                 impl_col,
                 vmap_col,
-                vjp_status(e)?.to_string(),
-                jvp_status(e)?.to_string(),
+                vjp.to_string(),
+                jvp.to_string(),
             ])
         })
         .collect::<Result<_>>()?;
@@ -165,30 +175,37 @@ pub fn report() -> Result<String> {
     for row in &rows {
         line(&mut out, row.each_ref().map(String::as_str));
     }
-    let fallback = rows.iter().filter(|r| r[5] == "fallback").count();
+    let count = |pick: &dyn Fn(&Statuses) -> bool| statuses.iter().filter(|s| pick(s)).count();
+    let missing = |pick: &dyn Fn(&Statuses) -> bool| {
+        statuses
+            .iter()
+            .filter(|s| pick(s))
+            .map(|s| s.0)
+            .collect::<Vec<_>>()
+    };
+    let fallback = count(&|s| s.1 == VmapStrategy::Fallback);
     let _ = writeln!(
         out,
         "\n{} ops; {} use the fallback loop under vmap",
         rows.len(),
         fallback
     );
-    let count = |column: usize, status: &str| rows.iter().filter(|r| r[column] == status).count();
-    let with_vjp = count(6, &VjpStatus::Vjp.to_string());
+    let with_vjp = count(&|s| s.2 == VjpStatus::Vjp);
     derivative_summary(
         &mut out,
         "vjp",
         "grad",
         &[(with_vjp, "with a vjp")],
-        &missing_vjps()?,
+        &missing(&|s| s.2 == VjpStatus::Missing),
     );
-    let with_jvp = count(7, &JvpStatus::Jvp.to_string());
-    let linear = count(7, &JvpStatus::Linear.to_string());
+    let with_jvp = count(&|s| s.3 == JvpStatus::Jvp);
+    let linear = count(&|s| s.3 == JvpStatus::Linear);
     derivative_summary(
         &mut out,
         "jvp",
         "jvp",
         &[(with_jvp, "with a jvp"), (linear, "linear")],
-        &missing_jvps()?,
+        &missing(&|s| s.3 == JvpStatus::Missing),
     );
     Ok(out)
 }

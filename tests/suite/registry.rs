@@ -508,6 +508,18 @@ fn coverage_report_has_vjp_and_jvp_columns_and_lists_what_is_missing() {
         assert_eq!(cells[6], vjp_status(entry).unwrap().to_string(), "{line}");
         assert_eq!(cells[7], jvp_status(entry).unwrap().to_string(), "{line}");
     }
+    // The fallback count counts what vmap runs, random ops included (their
+    // row shows the randomness policy instead of "fallback").
+    let fallback = registry
+        .ops()
+        .iter()
+        .filter(|e| vmap_strategy(e).unwrap() == VmapStrategy::Fallback)
+        .count();
+    let summary = format!(
+        "{} ops; {fallback} use the fallback loop under vmap",
+        registry.ops().len()
+    );
+    assert!(report.lines().any(|l| l == summary), "{summary}\n{report}");
     let downstream = report
         .lines()
         .find(|l| l.starts_with("downstream_ops::ops::cumsum "))
