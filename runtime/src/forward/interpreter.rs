@@ -139,10 +139,7 @@ fn check_tangents(entry: &OpEntry, outs: &[Tensor], tangents: &[Option<Tensor>])
         rule: if entry.schema.linear {
             "linear jvp (the op applied to the tangents)".to_string()
         } else {
-            match jvps::TABLE.location(entry) {
-                Ok(Some(l)) => format!("jvp {l}"),
-                _ => "jvp".to_string(),
-            }
+            jvps::TABLE.describe(entry, "jvp")
         },
         message,
     };

@@ -213,10 +213,7 @@ fn check_grads(op: &OpNode, grads: &[Option<Tensor>]) -> Result<()> {
     let entry = op.entry;
     let bug = |message: String| Error::RuleBug {
         op: entry.name().to_string(),
-        rule: match vjps::TABLE.location(entry) {
-            Ok(Some(l)) => format!("vjp {l}"),
-            _ => "vjp".to_string(),
-        },
+        rule: vjps::TABLE.describe(entry, "vjp"),
         message,
     };
     let inputs = slots(&op.args);

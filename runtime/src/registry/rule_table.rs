@@ -132,6 +132,16 @@ impl<F: Copy + 'static> RuleTable<F> {
             .map(|(_, l)| l))
     }
 
+    /// `what` followed by where op `entry`'s rule was written
+    /// (``"vjp `exp_vjp` at src/lib.rs:12"``), or `what` alone when that is
+    /// not known: how a rule's self-check names the rule it caught.
+    pub fn describe(&self, entry: &OpEntry, what: &str) -> String {
+        match self.location(entry) {
+            Ok(Some(l)) => format!("{what} {l}"),
+            _ => what.to_string(),
+        }
+    }
+
     fn rules(&self) -> Result<&[Option<(F, Location)>]> {
         self.built
             .get_or_init(|| self.build())

@@ -206,10 +206,7 @@ impl VmapInterpreter {
     fn rule_bug(entry: &OpEntry, message: String) -> Error {
         Error::RuleBug {
             op: entry.name().to_string(),
-            rule: match batching_rules::TABLE.location(entry) {
-                Ok(Some(l)) => format!("batching rule {l}"),
-                _ => "batching rule".to_string(),
-            },
+            rule: batching_rules::TABLE.describe(entry, "batching rule"),
             message,
         }
     }
