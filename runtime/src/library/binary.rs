@@ -60,6 +60,24 @@ fn zip_in_place<T: crate::Element>(
     }
 }
 
+/// The batching rule of an op of two tensors, `fn rule(a, a_bdim, b,
+/// b_bdim)`, whose body is `$body` (the broadcasting ops here, the matrix
+/// products of `linalg.rs`).
+macro_rules! two_tensor_rule {
+    ($op:tt, |$a:ident, $a_bdim:ident, $b:ident, $b_bdim:ident| $body:expr) => {
+        #[batching_rule(op = $op)]
+        fn rule(
+            $a: &Tensor,
+            $a_bdim: Option<usize>,
+            $b: &Tensor,
+            $b_bdim: Option<usize>,
+        ) -> Result<(Tensor, Option<usize>)> {
+            $body
+        }
+    };
+}
+pub(crate) use two_tensor_rule;
+
 /// Casts `b` to `a`'s dtype (i64, f32 or f64) and writes the operator over
 /// `a`, instantiated once for integers and once per float type.
 macro_rules! zip_numeric_in_place {
@@ -91,7 +109,7 @@ fn arith_meta(a: &TensorMeta, b: &TensorMeta, floor: DType) -> Result<TensorMeta
 /// A broadcasting arithmetic op computing in the promoted dtype (at least
 /// `$floor`), with one expression for i64 and one for floats.
 macro_rules! arith {
-    ($name:ident, $op:tt, $floor:expr, int |$i:ident, $j:ident| $int:expr, float |$x:ident, $y:ident| $float:expr) => {
+    ($name:ident, $op:tt, $floor:expr, int = |$i:ident, $j:ident| $int:expr, float = |$x:ident, $y:ident| $float:expr) => {
         pub(crate) mod $name {
             use super::*;
 
@@ -116,15 +134,9 @@ macro_rules! arith {
                 form: crate::dispatch::Form::Broadcasting,
             };
 
-            #[batching_rule(op = $op)]
-            fn rule(
-                a: &Tensor,
-                a_bdim: Option<usize>,
-                b: &Tensor,
-                b_bdim: Option<usize>,
-            ) -> Result<(Tensor, Option<usize>)> {
+            two_tensor_rule!($op, |a, a_bdim, b, b_bdim| {
                 crate::batching::binary_broadcast(ops::$name, a, a_bdim, b, b_bdim)
-            }
+            });
         }
     };
 }
@@ -152,15 +164,9 @@ macro_rules! compare {
                 })
             }
 
-            #[batching_rule(op = $op)]
-            fn rule(
-                a: &Tensor,
-                a_bdim: Option<usize>,
-                b: &Tensor,
-                b_bdim: Option<usize>,
-            ) -> Result<(Tensor, Option<usize>)> {
+            two_tensor_rule!($op, |a, a_bdim, b, b_bdim| {
                 crate::batching::binary_broadcast(ops::$name, a, a_bdim, b, b_bdim)
-            }
+            });
         }
     };
 }
@@ -187,70 +193,14 @@ fn fmin<T: PartialOrd + Copy>(x: T, y: T) -> T {
     }
 }
 
-arith!(
-    add,
-    "add",
-    DType::I64,
-    int | x,
-    y | x.wrapping_add(y),
-    float | x,
-    y | x + y
-);
-arith!(
-    sub,
-    "sub",
-    DType::I64,
-    int | x,
-    y | x.wrapping_sub(y),
-    float | x,
-    y | x - y
-);
-arith!(
-    mul,
-    "mul",
-    DType::I64,
-    int | x,
-    y | x.wrapping_mul(y),
-    float | x,
-    y | x * y
-);
+arith! { add, "add", DType::I64, int = |x, y| x.wrapping_add(y), float = |x, y| x + y }
+arith! { sub, "sub", DType::I64, int = |x, y| x.wrapping_sub(y), float = |x, y| x - y }
+arith! { mul, "mul", DType::I64, int = |x, y| x.wrapping_mul(y), float = |x, y| x * y }
 // True division and pow compute in floats: the integer arm is never taken.
-arith!(
-    div,
-    "div",
-    DType::F32,
-    int | x,
-    _y | x,
-    float | x,
-    y | x / y
-);
-arith!(
-    pow,
-    "pow",
-    DType::F32,
-    int | x,
-    _y | x,
-    float | x,
-    y | x.powf(y)
-);
-arith!(
-    maximum,
-    "maximum",
-    DType::I64,
-    int | x,
-    y | x.max(y),
-    float | x,
-    y | fmax(x, y)
-);
-arith!(
-    minimum,
-    "minimum",
-    DType::I64,
-    int | x,
-    y | x.min(y),
-    float | x,
-    y | fmin(x, y)
-);
+arith! { div, "div", DType::F32, int = |x, _y| x, float = |x, y| x / y }
+arith! { pow, "pow", DType::F32, int = |x, _y| x, float = |x, y| x.powf(y) }
+arith! { maximum, "maximum", DType::I64, int = |x, y| x.max(y), float = |x, y| fmax(x, y) }
+arith! { minimum, "minimum", DType::I64, int = |x, y| x.min(y), float = |x, y| fmin(x, y) }
 compare!(eq, "eq", |x, y| x == y);
 compare!(lt, "lt", |x, y| x < y);
 compare!(gt, "gt", |x, y| x > y);

@@ -33,13 +33,46 @@ fn require_i64_index(index: &TensorMeta) -> Result<()> {
 /// The i64 values of `index` as positions in a dim of `size`; errors on a
 /// value out of `0..size`.
 fn positions(index: &Tensor, size: usize) -> Result<Vec<usize>> {
-    let Data::I64(ix) = index.data()? else {
-        return Err(Error::invalid(format!(
+    i64_values(index)?
+        .iter()
+        .map(|&v| checked_position(v, size))
+        .collect()
+}
+
+/// The values of `index`, which must be an i64 tensor.
+fn i64_values(index: &Tensor) -> Result<&ArcArray<i64, IxDyn>> {
+    match index.data()? {
+        Data::I64(ix) => Ok(ix),
+        _ => Err(Error::invalid(format!(
             "index must be an i64 tensor, got dtype {}",
             index.dtype()
+        ))),
+    }
+}
+
+/// `a` as the gather and scatter kernels read it: a 0-d array as shape [1].
+fn view_at_least_1d<T>(a: &ArcArray<T, IxDyn>) -> ndarray::ArrayViewD<'_, T> {
+    match a.ndim() {
+        0 => a.view().insert_axis(Axis(0)),
+        _ => a.view(),
+    }
+}
+
+/// Checks that an index of rank `index_rank` fits `self` of rank `rank` at
+/// dim `d` (the shapes as the user gave them, for the message).
+fn check_fits(
+    rank: usize,
+    index_rank: usize,
+    d: usize,
+    index: &[usize],
+    x: &[usize],
+) -> Result<()> {
+    if rank != index_rank || d >= rank {
+        return Err(Error::invalid(format!(
+            "index of shape {index:?} does not fit self of shape {x:?} at dim {d}"
         )));
-    };
-    ix.iter().map(|&v| checked_position(v, size)).collect()
+    }
+    Ok(())
 }
 
 /// For the gather and scatter kernels' plain-slice path: if `index` has
@@ -235,22 +268,8 @@ fn gather_array<T: Element>(
     d: usize,
     index: &ArcArray<i64, IxDyn>,
 ) -> Result<Tensor> {
-    // 0-d arrays are read as shape [1].
-    let src = match a.ndim() {
-        0 => a.view().insert_axis(Axis(0)),
-        _ => a.view(),
-    };
-    let idx = match index.ndim() {
-        0 => index.view().insert_axis(Axis(0)),
-        _ => index.view(),
-    };
-    if src.ndim() != idx.ndim() || d >= src.ndim() {
-        return Err(Error::invalid(format!(
-            "index of shape {:?} does not fit self of shape {:?} at dim {d}",
-            index.shape(),
-            a.shape()
-        )));
-    }
+    let (src, idx) = (view_at_least_1d(a), view_at_least_1d(index));
+    check_fits(src.ndim(), idx.ndim(), d, index.shape(), a.shape())?;
     let size = src.shape()[d];
     if let (Some(x), Some(ix), Some((n, inner))) = (
         src.as_slice(),
@@ -291,12 +310,7 @@ fn gather_array<T: Element>(
 #[kernel(op = "gather")]
 fn gather_kernel(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = dim_in(dim, x.shape())?;
-    let Data::I64(ix) = index.data()? else {
-        return Err(Error::invalid(format!(
-            "index must be an i64 tensor, got dtype {}",
-            index.dtype()
-        )));
-    };
+    let ix = i64_values(index)?;
     each_dtype!(x.data()?, a => gather_array(a, d, ix))
 }
 
@@ -673,15 +687,7 @@ fn scatter_add_array<T: Summand>(
     index: &ArcArray<i64, IxDyn>,
     src: &ArcArray<T, IxDyn>,
 ) -> Result<Tensor> {
-    // 0-d arrays are read as shape [1].
-    let src = match src.ndim() {
-        0 => src.view().insert_axis(Axis(0)),
-        _ => src.view(),
-    };
-    let idx = match index.ndim() {
-        0 => index.view().insert_axis(Axis(0)),
-        _ => index.view(),
-    };
+    let (src, idx) = (view_at_least_1d(src), view_at_least_1d(index));
     // The fast path's blocks, from the shape `self` is read as (a 0-d one as
     // [1]): `around_dim` checks the ranks and the dim, and that no size is 0.
     let shape: &[usize] = if a.ndim() == 0 { &[1] } else { a.shape() };
@@ -699,13 +705,7 @@ fn scatter_add_array<T: Summand>(
         0 => out.view_mut().insert_axis(Axis(0)),
         _ => out.view_mut(),
     };
-    if dest.ndim() != idx.ndim() || d >= dest.ndim() {
-        return Err(Error::invalid(format!(
-            "index of shape {:?} does not fit self of shape {:?} at dim {d}",
-            index.shape(),
-            a.shape()
-        )));
-    }
+    check_fits(dest.ndim(), idx.ndim(), d, index.shape(), a.shape())?;
     let size = dest.shape()[d];
     if let (Some(s), Some(ix), Some(to), Some((n, inner))) =
         (src.as_slice(), idx.as_slice(), dest.as_slice_mut(), fast)
@@ -734,12 +734,7 @@ fn scatter_add_array<T: Summand>(
 #[kernel(op = "scatter_add")]
 fn scatter_add_kernel(x: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let d = dim_in(dim, x.shape())?;
-    let Data::I64(ix) = index.data()? else {
-        return Err(Error::invalid(format!(
-            "index must be an i64 tensor, got dtype {}",
-            index.dtype()
-        )));
-    };
+    let ix = i64_values(index)?;
     summable_pair!(x, src, |a, s| scatter_add_array(a, d, ix, s))
 }
 

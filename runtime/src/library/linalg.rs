@@ -387,15 +387,9 @@ macro_rules! matrix_product {
                 matmul_dense(a, b)
             }
 
-            #[batching_rule(op = $op)]
-            fn rule(
-                a: &Tensor,
-                a_bdim: Option<usize>,
-                b: &Tensor,
-                b_bdim: Option<usize>,
-            ) -> Result<(Tensor, Option<usize>)> {
+            crate::library::binary::two_tensor_rule!($op, |a, a_bdim, b, b_bdim| {
                 matmul_batched(a, a_bdim, b, b_bdim)
-            }
+            });
         }
     };
 }

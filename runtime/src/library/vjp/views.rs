@@ -150,86 +150,79 @@ fn stack_vjp(tensors: &[Tensor], dim: i64, _y: &Tensor, g: &Tensor) -> Result<Ve
         .collect()
 }
 
-type IndexedGrads = (Option<Tensor>, Option<Tensor>);
-
-/// `index_select`: the cotangent's slices added back at their indices.
-#[vjp(op = "index_select")]
-fn index_select_vjp(
-    x: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<IndexedGrads> {
-    let gx = grad_for(x, || ops::index_add(&zeros_like(x)?, dim, index, g))?;
-    Ok((gx, None))
-}
-
-/// `gather`: the cotangent's elements added back at their indices.
-#[vjp(op = "gather")]
-fn gather_vjp(
-    x: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<IndexedGrads> {
-    let gx = grad_for(x, || ops::scatter_add(&zeros_like(x)?, dim, index, g))?;
-    Ok((gx, None))
-}
-
-type AccumulatedGrads = (Option<Tensor>, Option<Tensor>, Option<Tensor>);
-
-/// `index_add`: `self` passes the cotangent through; `source` gets the
-/// cotangent's slices at the indices (`index_select`).
-#[vjp(op = "index_add")]
-fn index_add_vjp(
-    x: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    source: &Tensor,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<AccumulatedGrads> {
-    let gx = grad_for(x, || Ok(g.clone()))?;
-    let gs = grad_for(source, || ops::index_select(g, dim, index))?;
-    Ok((gx, None, gs))
-}
-
-/// `scatter_add`: `self` passes the cotangent through; `src` gets the
-/// cotangent's elements at the indices (`gather`), and zeros where `src`
-/// extends beyond the index (those elements were not added).
-#[vjp(op = "scatter_add")]
-fn scatter_add_vjp(
-    x: &Tensor,
-    dim: i64,
-    index: &Tensor,
-    src: &Tensor,
-    _y: &Tensor,
-    g: &Tensor,
-) -> Result<AccumulatedGrads> {
-    let gx = grad_for(x, || Ok(g.clone()))?;
-    let gs = grad_for(src, || {
-        if index.shape().contains(&0) {
-            return zeros_like(src);
+/// An indexed read (`index_select`, `gather`) and the accumulation that is
+/// its transpose (`index_add`, `scatter_add`): the vjp of each is the other.
+/// The read's cotangent is accumulated into zeros of `self`'s shape. The
+/// accumulation passes its cotangent through to `self`, and its source gets
+/// the cotangent read at the indices, which `$fit` fits to the source's shape.
+macro_rules! transposed_pair {
+    (
+        $read:literal: $read_vjp:ident by $add_fn:path,
+        $add:literal: $add_vjp:ident by $read_fn:path, $fit:path
+    ) => {
+        #[vjp(op = $read)]
+        fn $read_vjp(
+            x: &Tensor,
+            dim: i64,
+            index: &Tensor,
+            _y: &Tensor,
+            g: &Tensor,
+        ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+            let gx = grad_for(x, || $add_fn(&zeros_like(x)?, dim, index, g))?;
+            Ok((gx, None))
         }
-        // 0-d tensors count as shape [1]; the picked values sit at the front
-        // of each dim of src, zeros after them.
-        let as_1d = |t: &Tensor| {
-            if t.ndim() == 0 {
-                vec![1]
-            } else {
-                t.shape().to_vec()
-            }
-        };
-        let (have, want) = (as_1d(index), as_1d(src));
-        let mut picked = ops::reshape(&ops::gather(g, dim, index)?, &shape_arg(None, &have))?;
-        for (k, (&h, &w)) in have.iter().zip(&want).enumerate() {
-            if h < w {
-                picked = ops::pad_dim(&picked, k as i64, 0, (w - h) as i64)?;
-            }
+
+        #[vjp(op = $add)]
+        fn $add_vjp(
+            x: &Tensor,
+            dim: i64,
+            index: &Tensor,
+            source: &Tensor,
+            _y: &Tensor,
+            g: &Tensor,
+        ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+            let gx = grad_for(x, || Ok(g.clone()))?;
+            let gs = grad_for(source, || $fit($read_fn(g, dim, index)?, index, source))?;
+            Ok((gx, None, gs))
         }
-        ops::reshape(&picked, &shape_arg(None, src.shape()))
-    })?;
-    Ok((gx, None, gs))
+    };
+}
+
+transposed_pair! {
+    "index_select": index_select_vjp by ops::index_add,
+    "index_add": index_add_vjp by ops::index_select, as_read
+}
+transposed_pair! {
+    "gather": gather_vjp by ops::scatter_add,
+    "scatter_add": scatter_add_vjp by ops::gather, padded_to_src
+}
+
+/// `index_add`'s source has the shape `index_select` reads.
+fn as_read(read: Tensor, _index: &Tensor, _source: &Tensor) -> Result<Tensor> {
+    Ok(read)
+}
+
+/// `scatter_add`'s `src` may extend beyond the index (those elements were
+/// not added, so their cotangent is zero): the values `gather` read sit at
+/// the front of each dim of `src`, zeros after them. 0-d tensors count as
+/// shape [1].
+fn padded_to_src(read: Tensor, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    if index.shape().contains(&0) {
+        return zeros_like(src);
+    }
+    let as_1d = |t: &Tensor| {
+        if t.ndim() == 0 {
+            vec![1]
+        } else {
+            t.shape().to_vec()
+        }
+    };
+    let (have, want) = (as_1d(index), as_1d(src));
+    let mut picked = ops::reshape(&read, &shape_arg(None, &have))?;
+    for (k, (&h, &w)) in have.iter().zip(&want).enumerate() {
+        if h < w {
+            picked = ops::pad_dim(&picked, k as i64, 0, (w - h) as i64)?;
+        }
+    }
+    ops::reshape(&picked, &shape_arg(None, src.shape()))
 }
