@@ -80,66 +80,76 @@
 
 extern crate self as batchrules;
 
-// The modules by layer, bottom up, as `tests/suite/layers.rs` enforces it: a
-// module imports only from modules of lower layers, never from its own layer
-// or one above.
-// Layer 0:
-// core: tensor, dtypes, errors, dims, broadcasting, casting, size checks
+// The modules by layer, bottom up, as `tests/suite/layers.rs` enforces it.
+// Each layer is a folder of `runtime/src/`, and its modules are listed here
+// in order: a module imports only from the layers below its own and from the
+// modules listed before it in its layer (on one line, two modules of one rank
+// import neither from the other). The `#[path]`s put each module in its
+// layer's folder while its path in the crate stays what users write
+// (`batchrules::ops`, `batchrules::schema`, ...).
+//
+// Layer core: tensors, dtypes, errors, dims, broadcasting, casting, size checks
 mod core;
-// Layer 1:
-// io: weights in and out: safetensors, npy, npz
-pub mod io;
+// Layer table: op schemas, compile-time checks of registrations, the registry
 // schema: op schemas as generated from op tables
+#[path = "table/schema.rs"]
 pub mod schema;
-// Layer 2:
 // checks: compile-time checks of registrations against a schema
+#[path = "table/checks.rs"]
 mod checks;
-// Layer 3:
 // registry: the registrations of every op, audited, and the rule tables transforms own
+#[path = "table/registry/mod.rs"]
 pub mod registry;
-// Layer 4:
+// Layer dispatch: calling an op, and the interface of the built-in ops
 // dispatch: op calls: meta, dense path, hand-off to a level's interpreter
+#[path = "dispatch/dispatcher/mod.rs"]
 pub mod dispatch;
-// Layer 5:
 // macro_support: what the macros' generated code names
 #[doc(hidden)]
+#[path = "dispatch/macro_support.rs"]
 pub mod macro_support;
-// transform_fn: the functions transforms run: one argument, returning Result
-pub mod transform_fn;
-// Layer 6:
 // ops: the built-in ops' typed functions and methods (their interface)
+#[path = "dispatch/ops/mod.rs"]
 pub mod ops;
-// Layer 7:
-// batching: helpers and generators for batching rules
+// Layer transforms: vmap, reverse mode, forward mode, Jacobians
+// transform_fn: the functions transforms run: one argument, returning Result
+#[path = "transforms/transform_fn.rs"]
+pub mod transform_fn;
+// vmap: the vmap transform: its interpreter, fallback loop and API; batching:
+// helpers and generators for batching rules
+#[path = "transforms/batching.rs"]
 pub mod batching;
-// vmap: the vmap transform: its interpreter, fallback loop and API
+#[path = "transforms/vmap/mod.rs"]
 mod vmap;
-// Layer 8:
 // grad: reverse mode: tracked tensors, the graph, grad/vjp
+#[path = "transforms/grad/mod.rs"]
 mod grad;
-// Layer 9:
 // forward: forward mode: dual tensors, jvp/hvp
+#[path = "transforms/forward/mod.rs"]
 mod forward;
-// Layer 10:
 // jacobian: Jacobians in both modes (one builder) and the Hessian
+#[path = "transforms/jacobian.rs"]
 pub mod jacobian;
-// Layer 11:
-// testing: vmap against the per-example loop, gradients against differences
-pub mod testing;
-// Layer 12:
-// library: the built-in op library
+// Layer library: the built-in op library
 mod library;
-// Layer 13:
-// coverage: what each op has, and what vmap uses
+// Layer api: weights files, testing helpers, coverage, owned ops, operators
+// io: weights in and out: safetensors, npy, npz; testing: vmap against the
+// per-example loop, gradients against differences
+#[path = "api/io/mod.rs"]
+pub mod io;
+#[path = "api/testing/mod.rs"]
+pub mod testing;
+// coverage: what each op has, and what vmap uses; owned: pointwise ops that
+// reuse the buffer of an operand given by value
+#[path = "api/coverage.rs"]
 pub mod coverage;
-// owned: pointwise ops that reuse the buffer of an operand given by value
+#[path = "api/owned.rs"]
 pub mod owned;
-// Layer 14:
 // operators: `+ - * /` and unary `-` on tensors and scalars
+#[path = "api/operators.rs"]
 mod operators;
-// Layer 15:
-// unit_tests: every module's unit tests (feature `unit-tests`, for the
-// workspace's test suite only)
+// Outside the layers: every module's unit tests (feature `unit-tests`, for the
+// workspace's test suite only), which may reach any module.
 #[cfg(feature = "unit-tests")]
 #[doc(hidden)]
 pub mod unit_tests;
@@ -156,8 +166,8 @@ pub use macro_support as __private;
 // (authors of transforms), `tuning` (process-wide limits and knobs).
 pub use crate::core::dtype::DType;
 pub use crate::core::error::{Error, Result};
-pub use crate::core::random::derive_seed;
 pub use crate::core::reduction::Reduction;
+pub use crate::core::rng::derive_seed;
 pub use crate::core::tensor::{Element, Tensor};
 pub use crate::core::tree::{
     push_key_segment, tree_leaves, tree_map, tree_zip_map, StructTree, TensorTree,

@@ -1,8 +1,8 @@
 //! The runtime's unit tests, every module's list (feature `unit-tests`, which
 //! only the workspace's test suite turns on; not API).
 //!
-//! Layer 15 of the runtime, above the library's 0 to 14 and only in builds
-//! with the feature: it reaches every module's tests.
+//! Outside the layers (`tests/suite/layers.rs`), and only in builds with the
+//! feature: it reaches every module's tests.
 //!
 //! `tests/suite/unit.rs` runs them, and checks that this list names every
 //! module of `runtime/src` that has tests. How a test is written and listed:
@@ -16,7 +16,7 @@ pub const MODULES: &[(&str, &[Test])] = &[
     ("core::alloc", crate::core::alloc::tests::ALL),
     ("core::broadcast", crate::core::broadcast::tests::ALL),
     ("core::buffers", crate::core::buffers::tests::ALL),
-    ("core::random", crate::core::random::tests::ALL),
+    ("core::rng", crate::core::rng::tests::ALL),
     ("core::simd", crate::core::simd::tests::ALL),
     ("core::tree", crate::core::tree::tests::ALL),
     ("core::vmath", crate::core::vmath::tests::ALL),
@@ -34,6 +34,6 @@ pub const MODULES: &[(&str, &[Test])] = &[
         crate::library::pooling::scan::tests::ALL,
     ),
     ("macro_support", crate::macro_support::tests::ALL),
+    ("vmap::chunks", crate::vmap::chunks::tests::ALL),
     ("vmap::interpreter", crate::vmap::interpreter::tests::ALL),
-    ("vmap::join", crate::vmap::join::tests::ALL),
 ];

@@ -1,7 +1,7 @@
 //! Shape rules shared by many metas: broadcasting, float-only ops, reductions.
 
 use crate::core::broadcast::broadcast_or_err;
-use crate::core::dims::check_dim;
+use crate::core::wrap_dim::check_dim;
 use crate::{Error, Result, TensorMeta};
 
 /// Meta of a broadcasting binary op whose result has the promoted dtype.

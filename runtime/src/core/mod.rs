@@ -7,8 +7,8 @@
 //! the transforms' types live in their own layers (the order is in the
 //! crate's root module and enforced by `tests/suite/layers.rs`).
 //!
-//! Layer 0 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `core` layer (`runtime/src/core/`). It may use nothing below it.
+//! `tests/suite/layers.rs` enforces it.
 
 pub(crate) mod alloc;
 pub(crate) mod broadcast;
@@ -17,12 +17,11 @@ pub(crate) mod cast;
 #[cfg(feature = "ndarray-0-16")]
 mod compat;
 pub(crate) mod convert;
-pub(crate) mod dims;
 pub(crate) mod dtype;
 pub(crate) mod error;
 pub(crate) mod meta_rules;
-pub(crate) mod random;
 pub(crate) mod reduction;
+pub(crate) mod rng;
 pub(crate) mod simd;
 #[cfg(feature = "rayon")]
 pub(crate) mod spin;
@@ -33,3 +32,4 @@ pub(crate) mod tree;
 pub(crate) mod unit_test;
 pub(crate) mod value;
 pub(crate) mod vmath;
+pub(crate) mod wrap_dim;

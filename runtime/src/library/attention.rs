@@ -17,8 +17,8 @@ use crate::batching::{bdim_to_front, logical_rank, physical_dim, shape_arg};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::scalar_like;
-use crate::core::dims::check_dim;
 use crate::core::meta_rules::require_float;
+use crate::core::wrap_dim::check_dim;
 use crate::{
     batching_rule, decompose, kernel, meta, ops, vjp, DType, Data, Error, Result, Tensor,
     TensorMeta,

@@ -4,8 +4,8 @@
 //! runs.
 
 use crate::core::cast::scalar_like;
-use crate::core::dims::check_dim;
 use crate::core::meta_rules::{broadcast_meta, reduce_meta, require_float};
+use crate::core::wrap_dim::check_dim;
 use crate::{decompose, meta, ops, Error, Reduction, Result, Tensor, TensorMeta};
 
 /// Meta of an op that maps a float tensor to one of the same shape along `dim`.

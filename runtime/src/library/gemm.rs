@@ -9,7 +9,7 @@
 //! the `rayon` feature. `addmm`'s fused bias and activation work block by
 //! block on the same GEMMs.
 //!
-//! Part of the op library (layer 12 of the runtime), and no op family: it
+//! Part of the op library (the `library` layer of the runtime), and no op family: it
 //! registers no op. `linalg.rs` holds the registrations (metas, kernels,
 //! batching rules) and calls into [`matmul_arrays`] and [`addmm_arrays`].
 

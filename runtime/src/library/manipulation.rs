@@ -31,7 +31,7 @@ use crate::batching::{bdim_to_front, physical_dim, shape_arg};
 use crate::core::alloc::checked_numel;
 use crate::core::broadcast::broadcast_or_err;
 use crate::core::cast::scalar_like;
-use crate::core::dims::check_dim;
+use crate::core::wrap_dim::check_dim;
 use crate::library::dims::narrow_array;
 use crate::{
     batching_rule, decompose, each_dtype, kernel, meta, ops, DType, Error, Result, Tensor,

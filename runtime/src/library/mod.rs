@@ -5,8 +5,9 @@
 //! holds the transposed convolutions of `ops/conv.toml`, apart from
 //! `conv.rs`'s sliding-block primitives and convolutions.
 //!
-//! Layer 12 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `library` layer (`runtime/src/library/`). It may use the `core`,
+//! `table`, `dispatch` and `transforms` layers. `tests/suite/layers.rs`
+//! enforces it.
 
 mod activations;
 mod attention;

@@ -9,7 +9,7 @@
 //! under every policy and every transform.
 
 use crate::core::alloc::checked_numel;
-use crate::core::random::{normal, uniform_f32, uniform_f64};
+use crate::core::rng::{normal, uniform_f32, uniform_f64};
 use crate::library::factories::shape_of;
 use crate::{
     batching_rule, decompose, kernel, meta, ops, DType, Error, Result, Tensor, TensorMeta,

@@ -8,8 +8,8 @@ use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use crate::batching::{bdim_to_front, logical_rank, reduce_dim, shape_arg, RuleOutput};
 use crate::core::cast::cast;
-use crate::core::dims::check_dim;
 use crate::core::meta_rules::{reduce_meta, require_float};
+use crate::core::wrap_dim::check_dim;
 use crate::{
     batching_rule, kernel, meta, ops, DType, Data, Element, Error, Result, Tensor, TensorMeta,
 };

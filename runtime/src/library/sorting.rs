@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use ndarray::{ArcArray, ArrayD, Axis, IxDyn, Zip};
 
 use crate::batching::{bdim_to_front, logical_rank, physical_dim, shape_arg};
-use crate::core::dims::check_dim;
 use crate::core::meta_rules::reduce_meta;
+use crate::core::wrap_dim::check_dim;
 use crate::{
     batching_rule, decompose, kernel, meta, ops, DType, Element, Error, Result, Tensor, TensorMeta,
 };

@@ -19,22 +19,23 @@
 //! * `inputs`: the inputs and outputs a vmapped function takes and returns
 //!   (structures of tensors).
 //!
-//! Layer 7 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers; in its own layer, `transform_fn`.
+//! `tests/suite/layers.rs` enforces it.
 
 mod api;
 mod batched;
-mod dims;
+pub(crate) mod chunks;
+mod dim_specs;
 mod fallback;
 mod inputs;
 pub(crate) mod interpreter;
-pub(crate) mod join;
 mod level;
-mod random;
+mod randomness;
 pub(crate) mod rules;
 
 pub use api::{vmap, vmap_depth, Vmap};
-pub use dims::{FieldDims, InDim, InDims, OutDims};
+pub use dim_specs::{FieldDims, InDim, InDims, OutDims};
 pub use fallback::{
     fallback_policy, scoped_fallback_policy, set_fallback_policy, FallbackPolicyScope,
 };

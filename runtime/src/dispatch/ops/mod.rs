@@ -4,15 +4,16 @@
 //! indexes.
 //!
 //! This is the ops' interface only. Their kernels, metas, batching rules,
-//! decompositions and derivatives are registered in the op library (layer 12,
-//! `library`), which the registry joins to this table at run time. Declaring
+//! decompositions and derivatives are registered in the op library (the `library`
+//! layer), which the registry joins to this table at run time. Declaring
 //! the table below the transforms lets each transform call the built-in ops
 //! it needs (grad adds gradients, vmap stacks the fallback loop's results,
 //! both build views) through these typed functions, checked at compile time,
 //! instead of looking an op up by its name.
 //!
-//! Layer 6 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `dispatch` layer (`runtime/src/dispatch/`). It may use the `core` and
+//! `table` layers; in its own layer, `dispatch` and `macro_support`.
+//! `tests/suite/layers.rs` enforces it.
 
 pub(crate) mod usize_args;
 

@@ -10,8 +10,9 @@
 //! rule tables, which sit above this module: they name them through the op
 //! table's `__transforms` re-export of [`crate::transform`], not through here.
 //!
-//! Layer 5 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `dispatch` layer (`runtime/src/dispatch/`). It may use the `core` and
+//! `table` layers; in its own layer, `dispatch`. `tests/suite/layers.rs`
+//! enforces it.
 
 use std::cell::Cell;
 use std::marker::PhantomData;

@@ -9,15 +9,16 @@
 //! an enclosing grad they are recorded. Composite ops are differentiated
 //! through their decomposition.
 //!
-//! Layer 9 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers; in its own layer, `transform_fn`,
+//! `batching`, `vmap` and `grad`. `tests/suite/layers.rs` enforces it.
 
 mod api;
 mod dual;
 mod interpreter;
-pub(crate) mod jacobian;
+pub(crate) mod jacfwd;
 pub(crate) mod rules;
 
 pub use api::{hvp, jvp, jvp_with_aux};
 pub(crate) use api::{jvp_with_constants, scalar_output};
-pub(crate) use jacobian::forward_jacobian;
+pub(crate) use jacfwd::forward_jacobian;

@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use crate::core::alloc::{check_alloc_in, checked_numel};
-use crate::vmap::join::Joiner;
+use crate::vmap::chunks::Joiner;
 use crate::{vmap, DType, Error, Randomness, Result, Tensor, TensorTree};
 
 use super::api::{outputs_of, primal, trace};

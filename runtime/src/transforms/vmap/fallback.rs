@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
-use crate::core::random::derive_seed;
+use crate::core::rng::derive_seed;
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::dispatch::{self, below_level, call_entry};
 use crate::registry::OpEntry;

@@ -1,8 +1,9 @@
 //! The coverage report: per op, what is registered, what vmap will use, and
 //! how grad differentiates it.
 //!
-//! Layer 13 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `api` layer (`runtime/src/api/`). It may use the `core`, `table`,
+//! `dispatch`, `transforms` and `library` layers; in its own layer, `io` and
+//! `testing`. `tests/suite/layers.rs` enforces it.
 
 use std::fmt::Write;
 

@@ -4,8 +4,8 @@
 //! slice that the attribute macros' compile-time checks read (`const fn`s the
 //! compiler evaluates), and a `static` [`OpTable`] that the registry indexes.
 //!
-//! Layer 1 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `table` layer (`runtime/src/table/`). It may use the `core` layer.
+//! `tests/suite/layers.rs` enforces it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -14,7 +14,7 @@ use crate::{Error, LevelId, Result, Tensor};
 use super::batched::Batched;
 use super::fallback::{self, Seeds};
 use super::level::VmapInterpreter;
-use super::random;
+use super::randomness;
 
 impl Interpreter for VmapInterpreter {
     fn name(&self) -> &'static str {
@@ -47,7 +47,7 @@ impl Interpreter for VmapInterpreter {
             out_metas,
         } = call;
         if entry.schema.random {
-            return random::process(self, entry, args, level, out_metas);
+            return randomness::process(self, entry, args, level, out_metas);
         }
         let rule = batching_rules::TABLE.get(entry)?;
         let strategy = VmapStrategy::of(entry, rule.is_some());

@@ -36,8 +36,9 @@
 //! functions do. Under `grad`, `vjp` and `jvp` every op runs as its `ops`
 //! function does (they keep operands for the derivative).
 //!
-//! Layer 13 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `api` layer (`runtime/src/api/`). It may use the `core`, `table`,
+//! `dispatch`, `transforms` and `library` layers; in its own layer, `io` and
+//! `testing`. `tests/suite/layers.rs` enforces it.
 
 use crate::core::value::Arg;
 use crate::dispatch::{call_owned, one_output, InPlace};

@@ -50,8 +50,8 @@
 //! error[E0277]: `grad` takes a function of ONE argument: several inputs go in one tuple
 //! ```
 //!
-//! Layer 5 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers. `tests/suite/layers.rs` enforces it.
 
 #![allow(non_camel_case_types)]
 

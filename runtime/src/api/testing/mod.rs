@@ -17,8 +17,9 @@
 //! # Ok::<(), batchrules::testing::Mismatch>(())
 //! ```
 //!
-//! Layer 11 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `api` layer (`runtime/src/api/`). It may use the `core`, `table`,
+//! `dispatch`, `transforms` and `library` layers. `tests/suite/layers.rs`
+//! enforces it.
 
 mod derivative;
 mod grad;

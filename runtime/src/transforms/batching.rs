@@ -62,8 +62,9 @@
 //! # Ok::<(), batchrules::Error>(())
 //! ```
 //!
-//! Layer 7 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers; in its own layer, `transform_fn`.
+//! `tests/suite/layers.rs` enforces it.
 
 use crate::{Error, Result, Tensor};
 
@@ -146,7 +147,7 @@ pub fn bdim_to_front(x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
 /// ```
 pub fn wrap_dim(dim: i64, logical_rank: usize) -> Result<usize> {
     // The same resolution the metas use, so a rule accepts exactly what they do.
-    crate::core::dims::check_dim(dim, logical_rank)
+    crate::core::wrap_dim::check_dim(dim, logical_rank)
 }
 
 /// The physical dim of logical `dim` in `x`, whose batch dim, if it has one

@@ -15,8 +15,8 @@
 //! named by the code [`param_code`] (or [`return_code`]) computes from the
 //! schema, or switched off where a spelling check already reports the problem.
 //!
-//! Layer 2 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `table` layer (`runtime/src/table/`). It may use the `core` layer; in
+//! its own layer, `schema`. `tests/suite/layers.rs` enforces it.
 
 use crate::schema::{ArgType, OpKind, OpSchema, Role};
 

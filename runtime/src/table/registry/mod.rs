@@ -17,8 +17,8 @@
 //! [`crate::transform`]) as a third-party transform does; the registry does
 //! not know their names.
 //!
-//! Layer 3 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `table` layer (`runtime/src/table/`). It may use the `core` layer; in
+//! its own layer, `schema` and `checks`. `tests/suite/layers.rs` enforces it.
 
 mod rule_table;
 

@@ -28,8 +28,9 @@
 //! # Ok::<(), batchrules::Error>(())
 //! ```
 //!
-//! Layer 14 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `api` layer (`runtime/src/api/`). It may use the `core`, `table`,
+//! `dispatch`, `transforms` and `library` layers; in its own layer, `io`,
+//! `testing`, `coverage` and `owned`. `tests/suite/layers.rs` enforces it.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 

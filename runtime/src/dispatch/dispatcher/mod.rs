@@ -21,22 +21,22 @@
 //! [`LevelTensor`](crate::LevelTensor) and pushing levels with [`push_level`];
 //! nothing here changes.
 //!
-//! Layer 4 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `dispatch` layer (`runtime/src/dispatch/`). It may use the `core` and
+//! `table` layers. `tests/suite/layers.rs` enforces it.
 
+mod in_place;
 mod levels;
 mod meta_cache;
-mod owned;
 
 use std::any::Any;
 
+pub(crate) use in_place::Form;
+pub use in_place::{call_owned, InPlace};
 pub(crate) use levels::reaches_random;
 pub use levels::{
     below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,
 };
 pub(crate) use meta_cache::run_meta;
-pub(crate) use owned::Form;
-pub use owned::{call_owned, InPlace};
 
 use crate::core::value::{Arg, Outs, TensorMeta};
 use crate::registry::{self, OpEntry};

@@ -123,8 +123,9 @@
 //!
 //! [safetensors]: https://huggingface.co/docs/safetensors
 //!
-//! Layer 1 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `api` layer (`runtime/src/api/`). It may use the `core`, `table`,
+//! `dispatch`, `transforms` and `library` layers. `tests/suite/layers.rs`
+//! enforces it.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};

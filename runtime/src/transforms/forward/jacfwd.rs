@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 
 use crate::core::alloc::checked_numel;
-use crate::grad::jacobian::{by_chunks, float_output, identity_blocks, no_outputs, At, Blocks};
+use crate::grad::jacrev::{by_chunks, float_output, identity_blocks, no_outputs, At, Blocks};
 use crate::grad::{inconsistent_ranges, position};
 use crate::ops::usize_args;
 use crate::{vmap, Error, Result, Tensor, TensorTree};

@@ -4,13 +4,15 @@
 //! ([`JacobianOutput`]) and whether it returns aux data ([`HasAux`]); and
 //! [`hessian`], the forward-mode Jacobian of the gradient.
 //!
-//! The modes themselves live below: `grad::jacobian` pulls the rows of the
-//! identity back under one vmap, `forward::jacobian` pushes its columns
+//! The modes themselves live below: `grad::jacrev` pulls the rows of the
+//! identity back under one vmap, `forward::jacfwd` pushes its columns
 //! forward. This module puts their blocks into the structures the user
 //! asked for.
 //!
-//! Layer 10 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers; in its own layer, `transform_fn`,
+//! `batching`, `vmap`, `grad` and `forward`. `tests/suite/layers.rs` enforces
+//! it.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -19,7 +21,7 @@ use crate::forward::{forward_jacobian, scalar_output};
 use crate::grad::args::{argnums_methods, selected_ranges, Selected};
 /// The request [`Mode::blocks`] takes, and what it gives.
 #[doc(hidden)]
-pub use crate::grad::jacobian::{At, Blocks};
+pub use crate::grad::jacrev::{At, Blocks};
 use crate::grad::{gradient, reverse_jacobian, Argnum, Argnums, GradArgs};
 use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, Randomness, Result, Tensor, TensorTree};

@@ -8,14 +8,15 @@
 //! (higher derivatives). Composite ops are differentiated through their
 //! decomposition, so each of their constituents is recorded.
 //!
-//! Layer 8 of the runtime, of 0 to 14 bottom up: it imports only from lower
-//! layers (the crate root lists the order; `tests/suite/layers.rs` enforces it).
+//! In the `transforms` layer (`runtime/src/transforms/`). It may use the
+//! `core`, `table` and `dispatch` layers; in its own layer, `transform_fn`,
+//! `batching` and `vmap`. `tests/suite/layers.rs` enforces it.
 
 mod api;
 pub(crate) mod args;
 mod graph;
 mod interpreter;
-pub(crate) mod jacobian;
+pub(crate) mod jacrev;
 pub(crate) mod rules;
 mod tracked;
 
@@ -26,4 +27,4 @@ pub use api::{
 };
 pub use args::{ArgAt, Argnum, Argnums, Argnums2, Argnums3, Argnums4, GradArgs};
 pub use graph::needs_gradient;
-pub(crate) use jacobian::reverse_jacobian;
+pub(crate) use jacrev::reverse_jacobian;

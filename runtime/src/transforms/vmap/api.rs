@@ -11,9 +11,9 @@ use crate::transform_fn::{self as name, OneArgument, TransformFn};
 use crate::{Error, LevelId, Result, Tensor};
 
 use super::batched::Batched;
-use super::dims::{show_dim, InDim, InDims, OutDims};
+use super::chunks::Joiner;
+use super::dim_specs::{show_dim, InDim, InDims, OutDims};
 use super::inputs::{Inputs, VmapInputs, VmapOutputs};
-use super::join::Joiner;
 use super::level::{FallbackPolicy, LevelConfig, Randomness, VmapInterpreter};
 use crate::ops::usize_args;
 
