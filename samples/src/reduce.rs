@@ -28,12 +28,56 @@ fn big_ints() -> Tensor {
     )
 }
 
+fn cumsum_samples() -> Vec<Sample> {
+    vec![
+        args![&f64s(&[3, 4]), 1i64],
+        args![&f64s(&[2, 3]), -2i64],
+        args![&f64s(&[]), 0i64],
+        args![&f32s(&[4]), -1i64],
+        args![&i64s(&[2, 3], 5), 1i64],
+        args![&bools(&[4]), 0i64],
+    ]
+}
+
+fn cumsum_errors() -> Vec<Sample> {
+    vec![
+        args![&f64s(&[3]), 1i64],
+        args![&f64s(&[2, 3]), -3i64],
+        args![&f64s(&[]), 1i64],
+    ]
+}
+
+fn vector_norm_samples() -> Vec<Sample> {
+    let all = None::<&[i64]>;
+    vec![
+        args![&f64s(&[3, 4]), 2.0, all, false],
+        args![&f64s(&[2, 2, 3]), 3.0, Some(&[0i64, 2][..]), true],
+        args![&f64s(&[2, 3]), f64::INFINITY, Some(&[1i64][..]), false],
+        args![&f32s(&[4]), 1.0, all, false],
+        args![&f64s(&[3, 2]), 0.5, Some(&[-2i64][..]), false],
+        args![&f64s(&[]), f64::NEG_INFINITY, all, true],
+    ]
+}
+
+fn vector_norm_errors() -> Vec<Sample> {
+    let all = None::<&[i64]>;
+    vec![
+        args![&i64s(&[3], 4), 2.0, all, false],
+        args![&f64s(&[3]), f64::NAN, all, false],
+        args![&f64s(&[2, 3]), 2.0, Some(&[1i64, -1][..]), false],
+        args![&f64s(&[2, 3]), 2.0, Some(&[2i64][..]), false],
+        args![&f64s(&[2, 0]), f64::INFINITY, Some(&[1i64][..]), false],
+    ]
+}
+
 register_samples! {
     "sum" => sum_samples, reduce_errors;
     "amax" => extreme_samples, amax_errors;
     "amin" => extreme_samples, amax_errors;
     "mean" => mean_samples, mean_errors;
     "argmax" => argmax_samples, amax_errors;
+    "cumsum" => cumsum_samples, cumsum_errors;
+    "vector_norm" => vector_norm_samples, vector_norm_errors;
 }
 
 // ---------------------------------------------------------------------------

@@ -14,8 +14,8 @@
 //! functions of `core::vmath` (the same bits on every CPU, the accuracy in
 //! ulp in that module's documentation).
 
+use super::like;
 use super::unary::{float_meta, map_array, map_float};
-use crate::core::cast::scalar_like;
 use crate::core::meta_rules::require_float;
 use crate::core::vmath::VMath;
 use crate::{batching_rule, decompose, kernel, meta, ops, Data, Error, Result, Tensor, TensorMeta};
@@ -162,12 +162,6 @@ mod logsigmoid {
 // ---------------------------------------------------------------------------
 // The composites: a meta (the checks, once, naming the op) and the
 // decomposition.
-
-/// A 0-d tensor holding `value` in the dtype of `x`, so it does not promote
-/// `x` (PyTorch computes with the arguments converted to the tensor's dtype).
-fn like(x: &Tensor, value: f64) -> Tensor {
-    scalar_like(&TensorMeta::of(x), value)
-}
 
 #[meta(op = "gelu")]
 fn gelu_meta(x: &TensorMeta, _approximate: bool) -> Result<TensorMeta> {

@@ -7,14 +7,9 @@
 //! op; grad and jvp differentiate them through their decompositions.
 
 use super::composites::reduce_losses;
-use crate::core::cast::scalar_like;
+use super::like;
 use crate::core::meta_rules::{broadcast_meta, require_float};
 use crate::{decompose, meta, ops, DType, Error, Reduction, Result, Tensor, TensorMeta};
-
-/// A 0-d tensor holding `value` in the dtype of `x` (no promotion).
-fn like(x: &Tensor, value: f64) -> Tensor {
-    scalar_like(&TensorMeta::of(x), value)
-}
 
 /// The meta of a loss whose per-element losses have `shape`.
 fn loss_meta(shape: &[usize], dtype: DType, reduction: Reduction) -> TensorMeta {

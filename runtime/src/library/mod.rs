@@ -35,3 +35,10 @@ mod shape;
 mod sorting;
 pub(crate) mod unary;
 mod vjp;
+
+/// A 0-d tensor holding `value` in the dtype of `x`, so it does not promote
+/// `x` (PyTorch computes with the arguments converted to the tensor's
+/// dtype): a constant for a decomposition to combine with `x`.
+fn like(x: &crate::Tensor, value: f64) -> crate::Tensor {
+    crate::core::cast::scalar_like(&crate::TensorMeta::of(x), value)
+}

@@ -6,14 +6,9 @@
 //! are those of each example's own batch.
 
 use super::composites::layer_norm_meta;
-use crate::core::cast::scalar_like;
+use super::like;
 use crate::core::meta_rules::require_float;
 use crate::{decompose, meta, ops, DType, Error, Result, Tensor, TensorMeta};
-
-/// A 0-d tensor holding `value` in the dtype of `x` (no promotion).
-fn like(x: &Tensor, value: f64) -> Tensor {
-    scalar_like(&TensorMeta::of(x), value)
-}
 
 /// Checks that `input` is a float tensor of at least 2 dims `[N, C, ...]` and
 /// that each of the named per-channel tensors is a float `[C]`; returns `C`.
