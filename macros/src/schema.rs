@@ -1,7 +1,8 @@
 //! Parsing of schema strings such as `triu(Tensor self, int diagonal=0) -> Tensor`,
-//! and the Rust signature each role's function gets from a schema.
+//! and the Rust signature each role's function gets from a schema: its
+//! role's [`SignatureLayout`](batchrules_roles::SignatureLayout) filled in.
 
-use crate::role::Role;
+use crate::role::{Each, Naming, ParamGroup, Role};
 
 /// A schema type without optionality.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,24 +74,12 @@ pub struct Schema {
 /// macros (`&Tensor`, `Option<usize>`, `Result<Tensor>`).
 pub struct Signature {
     pub params: Vec<String>,
+    /// The parameters' names, as `display` writes them (`self_`,
+    /// `self_bdim`, `result`, `grad0`, `self_tangent`).
     pub param_names: Vec<String>,
     pub ret: String,
+    /// `fn(self_: &Tensor, diagonal: i64) -> Result<Tensor>`, for messages.
     pub display: String,
-}
-
-impl Signature {
-    /// A signature returning `Result<inner>`; `shown` are the parameters as
-    /// the messages display them (`name: Type`).
-    fn new(params: Vec<String>, param_names: Vec<String>, shown: &[String], inner: &str) -> Self {
-        let ret = format!("Result<{inner}>");
-        let display = format!("fn({}) -> {ret}", shown.join(", "));
-        Signature {
-            params,
-            param_names,
-            ret,
-            display,
-        }
-    }
 }
 
 const KEYWORDS: &[&str] = &[
@@ -317,7 +306,7 @@ pub fn parse(schema: &str) -> Result<Schema, String> {
 impl Schema {
     /// The normalized parameter type of `arg` for `role` (not counting batch dims).
     pub fn param_type(arg: &Arg, role: Role) -> String {
-        let tensor = role.tensor();
+        let tensor = role.layout().tensor;
         let base = match arg.ty {
             Base::Tensor => format!("&{tensor}"),
             Base::TensorList => format!("&[{tensor}]"),
@@ -336,136 +325,131 @@ impl Schema {
         }
     }
 
-    /// The signature of a function registered as `role` (a decomposition has
-    /// the kernel's; so does the typed op function).
-    pub fn signature(&self, role: Role) -> Signature {
-        let role = role.signature_role();
-        if matches!(role, Role::Vjp | Role::Jvp) {
-            return self.derivative_signature(role);
-        }
-        let mut params = Vec::new();
-        let mut param_names = Vec::new();
-        let mut shown = Vec::new();
-        for arg in &self.args {
-            let ty = Self::param_type(arg, role);
-            let ident = rust_ident(&arg.name);
-            shown.push(format!("{ident}: {ty}"));
-            params.push(ty);
-            param_names.push(arg.name.clone());
-            if role == Role::BatchingRule && arg.ty.is_tensor() {
-                let bdim = if arg.ty == Base::TensorList {
-                    "&[Option<usize>]"
-                } else {
-                    "Option<usize>"
-                };
-                shown.push(format!("{}_bdim: {bdim}", arg.name));
-                params.push(bdim.to_string());
-                param_names.push(arg.name.clone());
-            }
-        }
-        let item = |b: Base| -> String {
-            match (role, b) {
-                (Role::BatchingRule, Base::Tensor) => "(Tensor, Option<usize>)".into(),
-                (Role::BatchingRule, _) => "(Vec<Tensor>, Vec<Option<usize>>)".into(),
-                (_, Base::Tensor) => role.tensor().into(),
-                (_, _) => format!("Vec<{}>", role.tensor()),
-            }
+    /// What a parameter group, or the return, has one item for (`each`):
+    /// the arguments, the tensor arguments or the outputs, in order.
+    fn items(&self, each: Each) -> Vec<Item<'_>> {
+        let of_arg = |a| Item {
+            arg: Some(a),
+            ty: a.ty,
         };
-        let inner = if self.returns.len() == 1 {
-            item(self.returns[0])
-        } else {
-            let items: Vec<String> = self.returns.iter().map(|b| item(*b)).collect();
-            format!("({})", items.join(", "))
-        };
-        Signature::new(params, param_names, &shown, &inner)
+        match each {
+            Each::Arg => self.args.iter().map(of_arg).collect(),
+            Each::TensorArg => self
+                .args
+                .iter()
+                .filter(|a| a.ty.is_tensor())
+                .map(of_arg)
+                .collect(),
+            Each::Output => self
+                .returns
+                .iter()
+                .map(|&ty| Item { arg: None, ty })
+                .collect(),
+        }
     }
-}
 
-/// One parameter of a derivative rule past the op's arguments: its name and
-/// its normalized type.
-type Extra = (String, &'static str);
-
-impl Schema {
-    /// The signature of a derivative rule, `#[vjp]` or `#[jvp]`: the kernel's
-    /// parameters, then one `&Tensor` per output (`result`, or `result0`,
-    /// `result1`, ...), then the vectors the rule maps and what it returns:
-    ///
-    /// * a vjp takes one `&Tensor` cotangent per output (`grad`, or `grad0`,
-    ///   ...) and returns one gradient per tensor-valued argument slot,
-    ///   `Option<Tensor>` (`Vec<Option<Tensor>>` for a `Tensor[]`);
-    /// * a jvp takes one tangent per tensor-valued argument slot
-    ///   (`<arg>_tangent`: `Option<&Tensor>`, `&[Option<Tensor>]` for a
-    ///   `Tensor[]`) and returns one tangent per output, `Option<Tensor>`
-    ///   (`Vec<Option<Tensor>>` for a `Tensor[]` output).
-    ///
-    /// Several returned items make a tuple (`()` when there are none).
-    fn derivative_signature(&self, role: Role) -> Signature {
-        let kernel = self.signature(Role::Kernel);
-        let mut params = kernel.params;
-        let mut param_names = kernel.param_names;
-        let mut shown: Vec<String> = self
-            .args
-            .iter()
-            .zip(&params)
-            .map(|(a, ty)| format!("{}: {ty}", rust_ident(&a.name)))
-            .collect();
-        let per_output = |prefix: &str| -> Vec<Extra> {
-            let n = self.returns.len();
-            self.returns
-                .iter()
-                .enumerate()
-                .map(|(i, ret)| {
-                    let name = if n == 1 {
-                        prefix.to_string()
-                    } else {
-                        format!("{prefix}{i}")
-                    };
-                    let ty = match ret {
-                        Base::TensorList => "&[Tensor]",
-                        _ => "&Tensor",
-                    };
-                    (name, ty)
-                })
-                .collect()
-        };
-        // The returned item per output (jvp) or per tensor argument (vjp).
-        let item = |b: Base| match b {
-            Base::TensorList => "Vec<Option<Tensor>>",
-            _ => "Option<Tensor>",
-        };
-        let (vectors, items): (Vec<Extra>, Vec<&str>) = if role == Role::Jvp {
-            let tangents = self
-                .args
-                .iter()
-                .filter(|a| a.ty.is_tensor())
-                .map(|a| {
-                    let ty = match a.ty {
-                        Base::TensorList => "&[Option<Tensor>]",
-                        _ => "Option<&Tensor>",
-                    };
-                    (format!("{}_tangent", a.name), ty)
-                })
-                .collect();
-            (tangents, self.returns.iter().map(|b| item(*b)).collect())
-        } else {
-            let slots = self
-                .args
-                .iter()
-                .filter(|a| a.ty.is_tensor())
-                .map(|a| item(a.ty))
-                .collect();
-            (per_output("grad"), slots)
-        };
-        for (name, ty) in per_output("result").into_iter().chain(vectors) {
-            shown.push(format!("{name}: {ty}"));
-            params.push(ty.to_string());
-            param_names.push(name);
+    /// The signature of a function registered as `role` (a decomposition has
+    /// the kernel's; so does the typed op function): the role's
+    /// [`SignatureLayout`](batchrules_roles::SignatureLayout) filled in with
+    /// this schema's arguments and outputs.
+    pub fn signature(&self, role: Role) -> Signature {
+        let layout = role.layout();
+        let (after_args, groups): (Vec<&ParamGroup>, Vec<&ParamGroup>) =
+            layout.params.iter().partition(|g| g.after_its_argument);
+        let mut params = Params::default();
+        for group in groups {
+            let items = self.items(group.each);
+            let several = items.len() > 1;
+            for (i, item) in items.iter().enumerate() {
+                let ty = match (group.forms, item.arg) {
+                    (Some(forms), _) => forms.of(item.is_list()).to_string(),
+                    (None, Some(arg)) => Self::param_type(arg, role),
+                    (None, None) => unreachable!("a group of outputs has forms"),
+                };
+                params.push(item.name(group.naming, i, several), ty);
+                if group.each != Each::Arg {
+                    continue;
+                }
+                // The parameters that stand right after their argument's.
+                for after in after_args.iter().filter(|a| item.is_in(a.each)) {
+                    let forms = after.forms.expect("a group after its argument has forms");
+                    let ty = forms.of(item.is_list()).to_string();
+                    params.push(item.name(after.naming, i, several), ty);
+                }
+            }
         }
+        let returns = layout.returns;
+        let items: Vec<&str> = self
+            .items(returns.each)
+            .iter()
+            .map(|item| returns.forms.of(item.is_list()))
+            .collect();
         let inner = match items.as_slice() {
             [one] => one.to_string(),
             many => format!("({})", many.join(", ")),
         };
-        Signature::new(params, param_names, &shown, &inner)
+        let ret = format!("Result<{inner}>");
+        let shown: Vec<String> = params
+            .names
+            .iter()
+            .zip(&params.types)
+            .map(|(name, ty)| format!("{name}: {ty}"))
+            .collect();
+        let display = format!("fn({}) -> {ret}", shown.join(", "));
+        Signature {
+            params: params.types,
+            param_names: params.names,
+            ret,
+            display,
+        }
+    }
+}
+
+/// One argument or output a parameter group or the return has an item for.
+struct Item<'a> {
+    /// The argument; `None` for an output.
+    arg: Option<&'a Arg>,
+    ty: Base,
+}
+
+impl Item<'_> {
+    fn is_list(&self) -> bool {
+        self.ty == Base::TensorList
+    }
+
+    /// Whether a group with one item for `each` has one for this argument.
+    fn is_in(&self, each: Each) -> bool {
+        match each {
+            Each::Arg => self.arg.is_some(),
+            Each::TensorArg => self.arg.is_some() && self.ty.is_tensor(),
+            Each::Output => self.arg.is_none(),
+        }
+    }
+
+    /// The name of the parameter for this item in a group named by `naming`,
+    /// the item being its group's `i`th (of `several`, if so).
+    fn name(&self, naming: Naming, i: usize, several: bool) -> String {
+        let arg = self.arg.map_or("", |a| a.name.as_str());
+        match naming {
+            Naming::Arg => rust_ident(arg),
+            Naming::ArgSuffix(suffix) => format!("{arg}{suffix}"),
+            Naming::Numbered(word) if several => format!("{word}{i}"),
+            Naming::Numbered(word) => word.to_string(),
+        }
+    }
+}
+
+/// A signature's parameters, as they are laid out: names and types.
+#[derive(Default)]
+struct Params {
+    names: Vec<String>,
+    types: Vec<String>,
+}
+
+impl Params {
+    fn push(&mut self, name: String, ty: String) {
+        self.names.push(name);
+        self.types.push(ty);
     }
 }
 
@@ -513,6 +497,25 @@ mod tests {
             rule.ret,
             "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>"
         );
+        assert_eq!(
+            rule.param_names,
+            vec!["self_", "self_bdim", "dim", "keepdim"]
+        );
+        // A `Tensor[]` takes a list of batch dims; a meta takes tensor metas.
+        let s = parse("cat(Tensor[] tensors, int dim=0) -> Tensor").unwrap();
+        assert_eq!(
+            s.signature(Role::BatchingRule).display,
+            "fn(tensors: &[Tensor], tensors_bdim: &[Option<usize>], dim: i64) -> \
+             Result<(Tensor, Option<usize>)>"
+        );
+        assert_eq!(
+            s.signature(Role::Meta).display,
+            "fn(tensors: &[TensorMeta], dim: i64) -> Result<TensorMeta>"
+        );
+        assert_eq!(
+            s.signature(Role::Decomposition).display,
+            s.signature(Role::Kernel).display
+        );
     }
 
     #[test]
@@ -534,7 +537,7 @@ mod tests {
         );
         assert_eq!(
             vjp.param_names,
-            vec!["self", "dim", "keepdim", "result0", "result1", "grad0", "grad1"]
+            vec!["self_", "dim", "keepdim", "result0", "result1", "grad0", "grad1"]
         );
         assert_eq!(vjp.ret, "Result<Option<Tensor>>");
 
@@ -568,7 +571,7 @@ mod tests {
         );
         assert_eq!(
             jvp.param_names,
-            vec!["self", "other", "result", "self_tangent", "other_tangent"]
+            vec!["self_", "other", "result", "self_tangent", "other_tangent"]
         );
         assert_eq!(jvp.ret, "Result<Option<Tensor>>");
         assert_eq!(

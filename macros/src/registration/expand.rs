@@ -20,11 +20,11 @@
 //! `op_table!` points at the runtime crate under whatever name the user's crate
 //! gives it.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::{Item, Stmt};
 
-use super::ast::{Param, Registration};
+use super::ast::Registration;
 use super::attr::VmapMode;
 use super::valid::mentions_impl;
 use crate::role::Role;
@@ -55,7 +55,7 @@ fn check((first, last): (Span, Span), call: TokenStream) -> TokenStream {
 
 pub fn registration(r: &Registration) -> TokenStream {
     let items = [
-        op_index(r),
+        registered(r),
         spelling_checks(r),
         type_assertions(r),
         registration_items(r),
@@ -74,73 +74,61 @@ struct Paths {
     rt: TokenStream,
     /// The schemas: `#table::__SCHEMA`.
     schema: TokenStream,
-    /// `#rt::Role::Kernel`
-    role: TokenStream,
-    /// The `const` holding the op's index in the table, which every check
-    /// reads (see [`op_index`]).
-    op: syn::Ident,
+    /// The `const` registration every check reads (see [`registered`]).
+    reg: syn::Ident,
 }
 
 impl Paths {
     fn new(r: &Registration) -> Self {
         let table = &r.table;
-        let rt = quote!(#table::__rt);
-        let variant = crate::role::variant(r.role);
         Paths {
-            role: quote!(#rt::Role::#variant),
+            rt: quote!(#table::__rt),
             schema: quote!(#table::__SCHEMA),
-            op: format_ident!("__BATCHRULES_{}_OP", r.role.attr().to_uppercase()),
-            rt,
+            reg: format_ident!("__BATCHRULES_{}", r.role.attr().to_uppercase()),
         }
     }
 }
 
-/// The op's index in the table, looked up once: the checks' `const`
-/// evaluation is dominated by name lookups, and there are about four checks
-/// per parameter.
-fn op_index(r: &Registration) -> TokenStream {
-    let Paths {
-        rt,
-        schema,
-        op: index,
-        ..
-    } = Paths::new(r);
+/// The registration as the checks see it (`Registered`: the table, the op,
+/// the role), a `const` made once: with it the op's index in the table,
+/// since the checks' `const` evaluation is dominated by name lookups, and
+/// there are about four checks per parameter.
+fn registered(r: &Registration) -> TokenStream {
+    let Paths { rt, schema, reg } = Paths::new(r);
     let op = &r.op;
+    let variant = crate::role::variant(r.role);
     quote! {
         #[allow(non_upper_case_globals)]
-        const #index: usize = #rt::op_index(#schema, #op);
+        const #reg: #rt::Registered<'static> =
+            #rt::Registered::new(#schema, #op, #rt::Role::#variant);
     }
+}
+
+/// `Spelled { text, decides }`: a type as the user wrote it, for the checks.
+fn spelled(rt: &TokenStream, spelling: &str, decides: bool) -> TokenStream {
+    quote!(#rt::Spelled { text: #spelling, decides: #decides })
 }
 
 /// The `const` checks on the op and on the spelling of the signature.
 fn spelling_checks(r: &Registration) -> TokenStream {
-    let Paths {
-        rt,
-        schema,
-        role,
-        op: index,
-    } = Paths::new(r);
+    let Paths { rt, reg, .. } = Paths::new(r);
     let table = &r.table;
     let op = &r.op;
     let sig = &r.func.sig;
     let count = r.params.len();
     let mut checks = vec![check(
         (op.span(), op.span()),
-        quote!(#rt::check_op(#schema, #table::__PATH, #op, #index, #role)),
+        quote!(#reg.check_op(#table::__PATH)),
     )];
     checks.push(check(
         (sig.paren_token.span.open(), sig.paren_token.span.close()),
-        quote!(#rt::check_arity(#schema, #index, #role, #count)),
+        quote!(#reg.check_arity(#count)),
     ));
     for (i, p) in r.params.iter().enumerate() {
-        let Param {
-            ty,
-            spelling,
-            decides,
-        } = p;
+        let found = spelled(&rt, &p.spelling, p.decides);
         checks.push(check(
-            span_range(ty),
-            quote!(#rt::check_param(#schema, #index, #role, #count, #i, #spelling, #decides)),
+            span_range(&p.ty),
+            quote!(#reg.check_param(#count, #i, #found)),
         ));
     }
     let ret_span = match &r.ret.ty {
@@ -150,11 +138,8 @@ fn spelling_checks(r: &Registration) -> TokenStream {
         }
         Some(t) => span_range(t),
     };
-    let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
-    checks.push(check(
-        ret_span,
-        quote!(#rt::check_return(#schema, #index, #role, #spelling, #decides)),
-    ));
+    let found = spelled(&rt, &r.ret.spelling, r.ret.decides);
+    checks.push(check(ret_span, quote!(#reg.check_return(#found))));
     quote!(#(#checks)*)
 }
 
@@ -165,12 +150,7 @@ fn spelling_checks(r: &Registration) -> TokenStream {
 /// is false when a `const` check above already reports the parameter (or the
 /// op is unknown), so one mistake gives one error.
 fn type_assertions(r: &Registration) -> TokenStream {
-    let Paths {
-        rt,
-        schema,
-        role,
-        op: index,
-    } = Paths::new(r);
+    let Paths { rt, reg, .. } = Paths::new(r);
     let attr = format!("#[{}]", r.role.attr());
     let op_name = r.op.value();
     let count = r.params.len();
@@ -182,15 +162,14 @@ fn type_assertions(r: &Registration) -> TokenStream {
     );
     let params = r.params.iter().enumerate().map(|(i, p)| {
         let ty = types::erase_lifetimes(&p.ty);
-        let (spelling, decides) = (&p.spelling, p.decides);
+        let found = spelled(&rt, &p.spelling, p.decides);
         let code = format_ident!("P{i}");
         let number = i + 1;
         quote! {
-            const #code: (u8, bool, bool) =
-                #rt::param_code(#schema, #index, #role, #count, #i, #spelling, #decides);
+            const #code: u8 = #rt::param_code(#reg, #count, #i, #found);
             let () = <#ty as ParamIs<
-                <#rt::Code<{ #code.0 }, { #code.1 }, { #code.2 }> as #rt::ParamType<'_>>::Type,
-                { #code.0 != #rt::ParamKind::OFF },
+                <#rt::Code<#code> as #rt::ParamType<'_>>::Type,
+                { #code != #rt::OFF },
                 #number,
             >>::OK;
         }
@@ -205,19 +184,9 @@ fn type_assertions(r: &Registration) -> TokenStream {
         }
     };
     let ret = ret.map(|ty| {
-        let (spelling, decides) = (&r.ret.spelling, r.ret.decides);
-        if r.role == Role::Vjp {
-            return quote! {
-                const R: (u8, u8) = #rt::vjp_return_code(#schema, #index, #spelling, #decides);
-                let () = <#ty as ReturnIs<
-                    <#rt::VjpReturnCode<{ R.0 }, { R.1 }> as #rt::ReturnType>::Type,
-                    { R.0 != 0 },
-                >>::OK;
-            };
-        }
+        let found = spelled(&rt, &r.ret.spelling, r.ret.decides);
         quote! {
-            const R: (u8, bool, u8) =
-                #rt::return_code(#schema, #index, #role, #spelling, #decides);
+            const R: (u8, u8, u8) = #rt::return_code(#reg, #found);
             let () = <#ty as ReturnIs<
                 <#rt::ReturnCode<{ R.0 }, { R.1 }, { R.2 }> as #rt::ReturnType>::Type,
                 { R.0 != 0 },
@@ -258,55 +227,40 @@ fn type_assertions(r: &Registration) -> TokenStream {
 /// a stand-in of the same name, which is found only otherwise, and which fails
 /// one trait assertion whose message says what to do.
 fn registration_items(r: &Registration) -> TokenStream {
-    let Paths { rt, op: index, .. } = Paths::new(r);
+    let Paths { rt, schema, reg } = Paths::new(r);
     let table = &r.table;
     let op = &r.op;
     let name = &r.func.sig.ident;
-    let item_ty = match r.role {
-        Role::Meta => quote!(#rt::TensorMeta),
-        _ => quote!(#rt::Tensor),
-    };
+    let item_ty = Ident::new(r.role.layout().tensor, Span::call_site());
+    let item_ty = quote!(#rt::#item_ty);
+    let location = location(r, &rt);
+    let shim_name = format_ident!("__batchrules_{}_shim", r.role.attr());
+    let shim = Shim::of(r, &rt, &item_ty, &schema, &location, &shim_name);
 
     // The arguments, unpacked through probes: a parameter type that the checks
     // reject does not also produce a trait error here. Whether a parameter is
-    // an argument or a batch dim (and which) is read from the schema.
-    let schema = quote!(#table::__SCHEMA);
-    let variant = crate::role::variant(r.role);
+    // an argument, and which, is read from the schema and the role's layout
+    // (`param_source`).
     let call_args: Vec<TokenStream> = r
         .params
         .iter()
         .enumerate()
         .map(|(i, p)| {
             let ty = types::erase_lifetimes(&p.ty);
-            if r.role == Role::BatchingRule {
-                quote!({
-                    const SOURCE: (bool, usize) =
-                        #rt::param_source(#schema, #index, #rt::Role::#variant, #i);
-                    if SOURCE.0 {
-                        (&&#rt::Probe::<#rt::BDim, #ty>::new()).bdim(bdims, SOURCE.1)?
-                    } else {
-                        (&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, SOURCE.1)?
-                    }
-                })
-            } else if matches!(r.role, Role::Vjp | Role::Jvp) {
-                // Past the op's arguments: the outputs, then the cotangents
-                // (vjp) or the tangents (jvp).
-                let past_args = match r.role {
-                    Role::Vjp => quote!(tensor(outputs, grads, SOURCE.1)),
-                    _ => quote!(jvp_input(&inputs, SOURCE.1)),
-                };
-                quote!({
-                    const SOURCE: (bool, usize) =
-                        #rt::param_source(#schema, #index, #rt::Role::#variant, #i);
-                    if SOURCE.0 {
-                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).#past_args?
-                    } else {
-                        (&&#rt::Probe::<#rt::Tensor, #ty>::new()).arg(args, SOURCE.1)?
-                    }
-                })
-            } else {
-                quote!((&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, #i)?)
-            }
+            let arg = |at| quote!((&&#rt::Probe::<#item_ty, #ty>::new()).arg(args, #at)?);
+            // Without other inputs, every parameter is an argument, in order.
+            let Some((x, read)) = &shim.other else {
+                return arg(quote!(#i));
+            };
+            let arg = arg(quote!(SOURCE.1));
+            quote!({
+                const SOURCE: (bool, usize) = #reg.param_source(#i);
+                if SOURCE.0 {
+                    (&&#rt::Probe::<#x, #ty>::new()).#read?
+                } else {
+                    #arg
+                }
+            })
         })
         .collect();
 
@@ -332,118 +286,48 @@ fn registration_items(r: &Registration) -> TokenStream {
     let module_level_label = "declared inside an `impl` block or a function body";
     let stand_in_params: Vec<_> = (0..r.params.len()).map(|i| format_ident!("P{i}")).collect();
 
-    let name_str = name.to_string();
-    let loc_span = name.span();
-    let file = quote_spanned!(loc_span=> ::core::file!());
-    let line = quote_spanned!(loc_span=> ::core::line!());
-    let location = quote! {
-        #rt::Location {
-            file: #file,
-            line: #line,
-            function: #name_str,
+    let Shim {
+        inputs,
+        prelude,
+        output,
+        finish,
+        register,
+        ..
+    } = shim;
+    let shim = shim_name;
+    let shim_fn = quote! {
+        fn #shim(args: &[#rt::Arg<#item_ty>], #inputs) -> #rt::Result<#output> {
+            #[allow(unused_imports)]
+            use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _, ProbeTensor as _, ProbeTensorFallback as _, ProbeGradients as _, ProbeGradientsFallback as _, ProbeJvp as _, ProbeJvpFallback as _, ProbeTangents as _, ProbeTangentsFallback as _};
+            #prelude
+            let ret = #name(#(#call_args),*);
+            #module_level
+            #finish
         }
-    };
-    let shim = format_ident!("__batchrules_{}_shim", r.role.attr());
-    let probes = quote! {
-        #[allow(unused_imports)]
-        use #rt::{ProbeArg as _, ProbeArgFallback as _, ProbeBDim as _, ProbeBDimFallback as _, ProbeRet as _, ProbeRetFallback as _, ProbeTensor as _, ProbeTensorFallback as _, ProbeGradients as _, ProbeGradientsFallback as _, ProbeJvp as _, ProbeJvpFallback as _, ProbeTangents as _, ProbeTangentsFallback as _};
-    };
-    let (shim_fn, func_value) = match r.role {
-        Role::BatchingRule => (
-            quote! {
-                fn #shim(
-                    args: &[#rt::Arg<#rt::Tensor>],
-                    bdims: &[#rt::BDim],
-                ) -> #rt::Result<#rt::Outs<#rt::BatchedOutput>> {
-                    #probes
-                    let ret = #name(#(#call_args),*);
-                    #module_level
-                    (&&#rt::RetProbe::<#rt::BatchedOutput, _>::new(ret)).outputs()
-                }
-            },
-            quote!(batching_rules),
-        ),
-        Role::Vjp => (
-            quote! {
-                fn #shim(
-                    args: &[#rt::Arg<#rt::Tensor>],
-                    outputs: &[#rt::Tensor],
-                    grads: &[#rt::Tensor],
-                ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
-                    #probes
-                    let ret = #name(#(#call_args),*);
-                    #module_level
-                    let op = #rt::schema_at(#schema, #index)?;
-                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, &#location, args)
-                }
-            },
-            quote!(vjps),
-        ),
-        Role::Jvp => (
-            quote! {
-                fn #shim(
-                    args: &[#rt::Arg<#rt::Tensor>],
-                    outputs: &[#rt::Tensor],
-                    tangents: &[::std::vec::Vec<::core::option::Option<#rt::Tensor>>],
-                ) -> #rt::Result<::std::vec::Vec<::core::option::Option<#rt::Tensor>>> {
-                    #probes
-                    let op = #rt::schema_at(#schema, #index)?;
-                    let inputs = #rt::JvpInputs { outputs, tangents, returns: op.returns.len() };
-                    let ret = #name(#(#call_args),*);
-                    #module_level
-                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).tangents(op, &#location, outputs)
-                }
-            },
-            quote!(jvps),
-        ),
-        _ => (
-            quote! {
-                fn #shim(
-                    args: &[#rt::Arg<#item_ty>],
-                ) -> #rt::Result<#rt::Outs<#item_ty>> {
-                    #probes
-                    let ret = #name(#(#call_args),*);
-                    #module_level
-                    (&&#rt::RetProbe::<#item_ty, _>::new(ret)).outputs()
-                }
-            },
-            match r.role {
-                Role::Kernel => quote!(#rt::RegisteredFn::Kernel(#shim)),
-                Role::Meta => quote!(#rt::RegisteredFn::Meta(#shim)),
-                _ => {
-                    let mode = match r.vmap {
-                        VmapMode::Fallback => quote!(Fallback),
-                        VmapMode::Decompose => quote!(Decompose),
-                    };
-                    quote!(#rt::RegisteredFn::Decomposition(#shim, #rt::DecomposeVmap::#mode))
-                }
-            },
-        ),
     };
     // The registry holds kernels, metas and decompositions; a transform's
     // rule goes to the rule table that transform owns, by op index.
-    let submit = if matches!(r.role, Role::BatchingRule | Role::Vjp | Role::Jvp) {
-        quote! {
+    let submit = match register {
+        Register::Rules(rules) => quote! {
             #rt::inventory::submit! {
-                #table::__transforms::#func_value::Registration(#rt::RuleRegistration {
+                #table::__transforms::#rules::Registration(#rt::RuleRegistration {
                     table: &#table::__TABLE,
-                    index: #index,
+                    index: #reg.op,
                     rule: #shim,
                     location: #location,
                 })
             }
-        }
-    } else {
-        quote! {
+        },
+        Register::Registry(func) => quote! {
             #rt::inventory::submit! {
                 #rt::Registration {
                     table: &#table::__TABLE,
                     op: #op,
-                    func: #func_value,
+                    func: #func,
                     location: #location,
                 }
             }
-        }
+        },
     };
     quote! {
         const _: () = {
@@ -460,5 +344,121 @@ fn registration_items(r: &Registration) -> TokenStream {
                 #submit
             };
         };
+    }
+}
+
+/// `Location { file, line, function }` of the registered function, for the
+/// registry's messages.
+fn location(r: &Registration, rt: &TokenStream) -> TokenStream {
+    let name = &r.func.sig.ident;
+    let name_str = name.to_string();
+    let file = quote_spanned!(name.span()=> ::core::file!());
+    let line = quote_spanned!(name.span()=> ::core::line!());
+    quote! {
+        #rt::Location {
+            file: #file,
+            line: #line,
+            function: #name_str,
+        }
+    }
+}
+
+/// Where a role's shim is registered.
+enum Register {
+    /// In the rule table of its transform, `#table::__transforms::<this>`.
+    Rules(Ident),
+    /// In the registry, as this `RegisteredFn`.
+    Registry(TokenStream),
+}
+
+/// The calling convention of a role's function: how its transform (or the
+/// registry) calls it through an erased shim. Which parameters the function
+/// takes is the role's `SignatureLayout`, read through `param_source`; this
+/// is what the erased inputs are that they are read from.
+struct Shim {
+    /// The shim's parameters after `args: &[Arg<..>]`.
+    inputs: TokenStream,
+    /// Statements before the call.
+    prelude: TokenStream,
+    /// The shim's output, inside its `Result`.
+    output: TokenStream,
+    /// How the function's return value, `ret`, becomes the output.
+    finish: TokenStream,
+    /// The probe type and call that read a parameter that is not an argument
+    /// of the op, at `SOURCE.1`; `None` for a role whose function takes only
+    /// the op's arguments.
+    other: Option<(TokenStream, TokenStream)>,
+    register: Register,
+}
+
+impl Shim {
+    fn of(
+        r: &Registration,
+        rt: &TokenStream,
+        item_ty: &TokenStream,
+        schema: &TokenStream,
+        location: &TokenStream,
+        shim: &syn::Ident,
+    ) -> Self {
+        let reg = Paths::new(r).reg;
+        let op = quote!(let op = #rt::schema_at(#schema, #reg.op)?;);
+        let derivatives = quote!(::std::vec::Vec<::core::option::Option<#rt::Tensor>>);
+        let rules = |name: &str| Register::Rules(Ident::new(name, Span::call_site()));
+        match r.role {
+            Role::BatchingRule => Shim {
+                inputs: quote!(bdims: &[#rt::BDim]),
+                prelude: quote!(),
+                output: quote!(#rt::Outs<#rt::BatchedOutput>),
+                finish: quote!((&&#rt::RetProbe::<#rt::BatchedOutput, _>::new(ret)).outputs()),
+                other: Some((quote!(#rt::BDim), quote!(bdim(bdims, SOURCE.1)))),
+                register: rules("batching_rules"),
+            },
+            Role::Vjp => Shim {
+                inputs: quote!(outputs: &[#rt::Tensor], grads: &[#rt::Tensor]),
+                prelude: op,
+                output: derivatives,
+                finish: quote! {
+                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).gradients(op, &#location, args)
+                },
+                other: Some((
+                    quote!(#rt::Tensor),
+                    quote!(tensor(outputs, grads, SOURCE.1)),
+                )),
+                register: rules("vjps"),
+            },
+            Role::Jvp => Shim {
+                inputs: quote! {
+                    outputs: &[#rt::Tensor],
+                    tangents: &[::std::vec::Vec<::core::option::Option<#rt::Tensor>>],
+                },
+                prelude: quote! {
+                    #op
+                    let inputs = #rt::JvpInputs { outputs, tangents, returns: op.returns.len() };
+                },
+                output: derivatives,
+                finish: quote! {
+                    (&&#rt::RetProbe::<#rt::GradSlot, _>::new(ret)).tangents(op, &#location, outputs)
+                },
+                other: Some((quote!(#rt::Tensor), quote!(jvp_input(&inputs, SOURCE.1)))),
+                register: rules("jvps"),
+            },
+            Role::Kernel | Role::Meta | Role::Decomposition => Shim {
+                inputs: quote!(),
+                prelude: quote!(),
+                output: quote!(#rt::Outs<#item_ty>),
+                finish: quote!((&&#rt::RetProbe::<#item_ty, _>::new(ret)).outputs()),
+                other: None,
+                register: Register::Registry(match (r.role, r.vmap) {
+                    (Role::Kernel, _) => quote!(#rt::RegisteredFn::Kernel(#shim)),
+                    (Role::Meta, _) => quote!(#rt::RegisteredFn::Meta(#shim)),
+                    (_, VmapMode::Fallback) => quote! {
+                        #rt::RegisteredFn::Decomposition(#shim, #rt::DecomposeVmap::Fallback)
+                    },
+                    (_, VmapMode::Decompose) => quote! {
+                        #rt::RegisteredFn::Decomposition(#shim, #rt::DecomposeVmap::Decompose)
+                    },
+                }),
+            },
+        }
     }
 }

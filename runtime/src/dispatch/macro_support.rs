@@ -17,10 +17,8 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
-pub use crate::checks::{
-    check_arity, check_op, check_param, check_return, op_index, param_code, param_source,
-    return_code, vjp_return_code, ParamKind, VJP_MAX_SLOTS,
-};
+use crate::checks::eq;
+pub use crate::checks::{Registered, Spelled};
 pub use crate::core::value::TensorMeta;
 pub use crate::core::value::{Arg, BDim, BatchedOutput, FromArg, FromBDim, IntoArg, Outputs, Outs};
 pub use crate::dispatch::call;
@@ -35,27 +33,34 @@ pub const fn is_composite(op: &OpSchema) -> bool {
     matches!(op.kind, schema::OpKind::Composite)
 }
 
-/// A parameter type of a schema signature, as const generics: the argument
-/// `KIND` (see [`ParamKind`]), whether it is optional (`T?`), and whether the
-/// function is a meta (tensors as `TensorMeta`). [`param_code`] computes it
-/// from an op's schema; the attributes assert that the user's parameter type
-/// is `<Code<..> as ParamType>::Type`, so every op of every table shares these
-/// few impls.
-pub struct Code<const KIND: u8, const OPTIONAL: bool, const META: bool>;
+/// The index of `spelling` in `spellings`, as the code of a const generic;
+/// `spellings.len()` (a code nothing implements, so a spelling missing from a
+/// table fails the build) when it is not there.
+const fn code_of(spellings: &[&str], spelling: &str) -> u8 {
+    let mut i = 0;
+    while i < spellings.len() {
+        if eq(spellings[i], spelling) {
+            return i as u8;
+        }
+        i += 1;
+    }
+    spellings.len() as u8
+}
 
-/// A return type of a schema signature, as const generics: the number of
-/// returned tensors, whether it is one `Tensor[]`, and the signature
-/// (0 kernel and decomposition, 1 meta, 2 batching rule, 3 jvp). See [`return_code`].
-pub struct ReturnCode<const COUNT: u8, const LIST: bool, const SIGNATURE: u8>;
+/// The code of an assertion that is off (the op is unknown, or a
+/// compile-time check already reports the parameter): its expected type is
+/// [`Skip`].
+pub const OFF: u8 = u8::MAX;
+
+/// A parameter type of a schema signature, as a const generic: its index in
+/// [`PARAM_TYPES`], the types the signatures write. [`param_code`] computes
+/// it from an op's schema; the attributes assert that the user's parameter
+/// type is `<Code<..> as ParamType>::Type`, so every op of every table shares
+/// these few impls.
+pub struct Code<const KIND: u8>;
 
 /// The Rust type of a [`Code`], with `'a` for its references.
 pub trait ParamType<'a> {
-    /// The expected type.
-    type Type;
-}
-
-/// The Rust type of a [`ReturnCode`].
-pub trait ReturnType {
     /// The expected type.
     type Type;
 }
@@ -64,11 +69,24 @@ pub trait ReturnType {
 /// compile-time check already reports the parameter).
 pub struct Skip;
 
-/// The impls of [`ParamType`], and the spelling of each type as the schema
-/// signatures write it (the tests check that the two agree).
+impl ParamType<'_> for Code<OFF> {
+    type Type = Skip;
+}
+
+/// [`PARAM_TYPES`] and the impls of [`ParamType`], one per spelling: the
+/// spelling's index is its code. The tests check that each type is spelled
+/// as written here.
 macro_rules! param_types {
-    ($(($kind:ident, $opt:literal, $meta:tt) => $ty:ty, $spelling:literal;)*) => {
-        $(param_types!(@impl $kind, $opt, $meta, $ty);)*
+    ($($spelling:literal => $ty:ty;)*) => {
+        /// Every parameter type a schema signature writes (a
+        /// [`SignatureLayout`](crate::schema::SignatureLayout) filled in).
+        pub const PARAM_TYPES: &[&str] = &[$($spelling),*];
+
+        $(
+            impl<'a> ParamType<'a> for Code<{ code_of(PARAM_TYPES, $spelling) }> {
+                type Type = $ty;
+            }
+        )*
 
         #[cfg(feature = "unit-tests")]
         #[allow(clippy::extra_unused_lifetimes)] // `'a` is in the types
@@ -76,137 +94,163 @@ macro_rules! param_types {
             vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
         }
     };
-    (@impl $kind:ident, $opt:literal, any, $ty:ty) => {
-        impl<'a, const META: bool> ParamType<'a> for Code<{ ParamKind::$kind }, $opt, META> {
-            type Type = $ty;
-        }
-    };
-    (@impl $kind:ident, $opt:literal, $meta:literal, $ty:ty) => {
-        impl<'a> ParamType<'a> for Code<{ ParamKind::$kind }, $opt, $meta> {
-            type Type = $ty;
-        }
-    };
 }
 
 param_types! {
-    (TENSOR, false, false) => &'a Tensor, "&Tensor";
-    (TENSOR, true, false) => Option<&'a Tensor>, "Option<&Tensor>";
-    (TENSOR, false, true) => &'a TensorMeta, "&TensorMeta";
-    (TENSOR, true, true) => Option<&'a TensorMeta>, "Option<&TensorMeta>";
-    (TENSOR_LIST, false, false) => &'a [Tensor], "&[Tensor]";
-    (TENSOR_LIST, false, true) => &'a [TensorMeta], "&[TensorMeta]";
-    (INT, false, any) => i64, "i64";
-    (INT, true, any) => Option<i64>, "Option<i64>";
-    (INT_LIST, false, any) => &'a [i64], "&[i64]";
-    (INT_LIST, true, any) => Option<&'a [i64]>, "Option<&[i64]>";
-    (FLOAT, false, any) => f64, "f64";
-    (FLOAT, true, any) => Option<f64>, "Option<f64>";
-    (BOOL, false, any) => bool, "bool";
-    (BOOL, true, any) => Option<bool>, "Option<bool>";
-    (SCALAR_TYPE, false, any) => DType, "DType";
-    (SCALAR_TYPE, true, any) => Option<DType>, "Option<DType>";
-    (REDUCTION, false, any) => Reduction, "Reduction";
-    (STR, false, any) => &'a str, "&str";
-    (BDIM, false, false) => Option<usize>, "Option<usize>";
-    (BDIM_LIST, false, false) => &'a [Option<usize>], "&[Option<usize>]";
-    (TANGENT_LIST, false, false) => &'a [Option<Tensor>], "&[Option<Tensor>]";
-    (OFF, false, false) => Skip, "";
+    "&Tensor" => &'a Tensor;
+    "Option<&Tensor>" => Option<&'a Tensor>;
+    "&TensorMeta" => &'a TensorMeta;
+    "Option<&TensorMeta>" => Option<&'a TensorMeta>;
+    "&[Tensor]" => &'a [Tensor];
+    "&[TensorMeta]" => &'a [TensorMeta];
+    "i64" => i64;
+    "Option<i64>" => Option<i64>;
+    "&[i64]" => &'a [i64];
+    "Option<&[i64]>" => Option<&'a [i64]>;
+    "f64" => f64;
+    "Option<f64>" => Option<f64>;
+    "bool" => bool;
+    "Option<bool>" => Option<bool>;
+    "DType" => DType;
+    "Option<DType>" => Option<DType>;
+    "Reduction" => Reduction;
+    "&str" => &'a str;
+    "Option<usize>" => Option<usize>;
+    "&[Option<usize>]" => &'a [Option<usize>];
+    "&[Option<Tensor>]" => &'a [Option<Tensor>];
 }
 
-/// The impls of [`ReturnType`], and their spellings.
-macro_rules! return_types {
-    ($(($count:literal, $list:literal, $sig:literal) => $ty:ty, $spelling:literal;)*) => {
+/// The [`Code`] of the type parameter `index` of `count` of the function
+/// `r` must have (see [`Registered::expected_param`]); [`OFF`] when the
+/// assertion is off.
+pub const fn param_code(r: Registered, count: usize, index: usize, found: Spelled) -> u8 {
+    match r.expected_param(count, index, found) {
+        Some(spelling) => code_of(PARAM_TYPES, spelling),
+        None => OFF,
+    }
+}
+
+/// A return type of a schema signature, as const generics: the number of
+/// items, a bit mask of those for a `Tensor[]`, and the item, an index of
+/// [`RETURN_ITEMS`] (see [`ReturnShape`](crate::checks::ReturnShape)).
+/// [`return_code`] computes it.
+pub struct ReturnCode<const COUNT: u8, const LISTS: u8, const ITEM: u8>;
+
+/// The Rust type of a [`ReturnCode`].
+pub trait ReturnType {
+    /// The expected type.
+    type Type;
+}
+
+/// An item of a return type, by its index in [`RETURN_ITEMS`].
+pub struct Item<const ITEM: u8>;
+
+/// The Rust types of an [`Item`]: for a `Tensor` and for a `Tensor[]`.
+pub trait ItemTypes {
+    /// For a `Tensor`.
+    type One;
+    /// For a `Tensor[]`.
+    type List;
+}
+
+/// [`RETURN_ITEMS`] and the impls of [`ItemTypes`], as [`param_types!`]
+/// makes those of the parameters.
+macro_rules! return_items {
+    ($($spelling:literal => $one:ty, $list:ty;)*) => {
+        /// Every item a schema signature returns, as written for a `Tensor`
+        /// (a [`ReturnLayout`](crate::schema::ReturnLayout)'s `forms.one`).
+        pub const RETURN_ITEMS: &[&str] = &[$($spelling),*];
+
         $(
-            impl ReturnType for ReturnCode<$count, $list, $sig> {
-                type Type = $ty;
+            impl ItemTypes for Item<{ code_of(RETURN_ITEMS, $spelling) }> {
+                type One = $one;
+                type List = $list;
             }
         )*
 
         #[cfg(feature = "unit-tests")]
-        fn return_type_names() -> Vec<(&'static str, &'static str)> {
-            vec![$((::core::any::type_name::<$ty>(), $spelling)),*]
+        fn return_item_names() -> Vec<(&'static str, &'static str, &'static str)> {
+            vec![$((
+                $spelling,
+                ::core::any::type_name::<$one>(),
+                ::core::any::type_name::<$list>(),
+            )),*]
         }
     };
 }
 
-return_types! {
-    (1, false, 0) => Result<Tensor>, "Result<Tensor>";
-    (1, true, 0) => Result<Vec<Tensor>>, "Result<Vec<Tensor>>";
-    (2, false, 0) => Result<(Tensor, Tensor)>, "Result<(Tensor, Tensor)>";
-    (3, false, 0) => Result<(Tensor, Tensor, Tensor)>, "Result<(Tensor, Tensor, Tensor)>";
-    (1, false, 1) => Result<TensorMeta>, "Result<TensorMeta>";
-    (1, true, 1) => Result<Vec<TensorMeta>>, "Result<Vec<TensorMeta>>";
-    (2, false, 1) => Result<(TensorMeta, TensorMeta)>, "Result<(TensorMeta, TensorMeta)>";
-    (3, false, 1) => Result<(TensorMeta, TensorMeta, TensorMeta)>,
-        "Result<(TensorMeta, TensorMeta, TensorMeta)>";
-    (1, false, 2) => Result<(Tensor, Option<usize>)>, "Result<(Tensor, Option<usize>)>";
-    (1, true, 2) => Result<(Vec<Tensor>, Vec<Option<usize>>)>,
-        "Result<(Vec<Tensor>, Vec<Option<usize>>)>";
-    (2, false, 2) => Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>,
-        "Result<((Tensor, Option<usize>), (Tensor, Option<usize>))>";
-    (3, false, 2) => Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>,
-        "Result<((Tensor, Option<usize>), (Tensor, Option<usize>), (Tensor, Option<usize>))>";
-    (1, false, 3) => Result<Option<Tensor>>, "Result<Option<Tensor>>";
-    (1, true, 3) => Result<Vec<Option<Tensor>>>, "Result<Vec<Option<Tensor>>>";
-    (2, false, 3) => Result<(Option<Tensor>, Option<Tensor>)>,
-        "Result<(Option<Tensor>, Option<Tensor>)>";
-    (3, false, 3) => Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)>,
-        "Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)>";
-    (0, false, 0) => Skip, "";
+return_items! {
+    "Tensor" => Tensor, Vec<Tensor>;
+    "TensorMeta" => TensorMeta, Vec<TensorMeta>;
+    "(Tensor, Option<usize>)" => (Tensor, Option<usize>), (Vec<Tensor>, Vec<Option<usize>>);
+    "Option<Tensor>" => Option<Tensor>, Vec<Option<Tensor>>;
 }
 
-/// A vjp's return type, as const generics: the number of tensor-valued
-/// argument slots and a bit mask of those that are `Tensor[]`. See
-/// [`vjp_return_code`].
-pub struct VjpReturnCode<const SLOTS: u8, const LISTS: u8>;
+/// The [`ReturnCode`] of the return type the function `r` must have (see
+/// [`Registered::expected_return`]); `(0, 0, 0)`, whose type is [`Skip`],
+/// when the assertion is off.
+pub const fn return_code(r: Registered, found: Spelled) -> (u8, u8, u8) {
+    match r.expected_return(found) {
+        Some(shape) => (shape.count, shape.lists, code_of(RETURN_ITEMS, shape.item)),
+        None => (0, 0, 0),
+    }
+}
 
-/// The impls of [`ReturnType`] for [`VjpReturnCode`]: every combination of
-/// `Option<Tensor>` and `Vec<Option<Tensor>>` slots, up to [`VJP_MAX_SLOTS`].
-macro_rules! vjp_return_types {
-    ($(($slots:literal, $lists:literal) => $ty:ty;)*) => {
+impl<const I: u8> ReturnType for ReturnCode<0, 0, I> {
+    type Type = Skip;
+}
+
+/// An item for a `Tensor` (`O`) and for a `Tensor[]` (`L`).
+type O<const I: u8> = <Item<I> as ItemTypes>::One;
+type L<const I: u8> = <Item<I> as ItemTypes>::List;
+
+/// The impls of [`ReturnType`]: for each number of items up to
+/// [`MAX_RETURN_ITEMS`](crate::checks::MAX_RETURN_ITEMS), every combination of items for a `Tensor` and for a
+/// `Tensor[]`.
+macro_rules! return_types {
+    ($(($count:literal, $lists:literal) => $ty:ty;)*) => {
         $(
-            impl ReturnType for VjpReturnCode<$slots, $lists> {
+            impl<const I: u8> ReturnType for ReturnCode<$count, $lists, I>
+            where
+                Item<I>: ItemTypes,
+            {
                 type Type = Result<$ty>;
             }
         )*
     };
 }
 
-type G = Option<Tensor>;
-type L = Vec<Option<Tensor>>;
-
-vjp_return_types! {
-    (0, 0) => Skip;
-    (1, 0) => G;
-    (1, 1) => L;
-    (2, 0) => (G, G);
-    (2, 1) => (L, G);
-    (2, 2) => (G, L);
-    (2, 3) => (L, L);
-    (3, 0) => (G, G, G);
-    (3, 1) => (L, G, G);
-    (3, 2) => (G, L, G);
-    (3, 3) => (L, L, G);
-    (3, 4) => (G, G, L);
-    (3, 5) => (L, G, L);
-    (3, 6) => (G, L, L);
-    (3, 7) => (L, L, L);
-    (4, 0) => (G, G, G, G);
-    (4, 1) => (L, G, G, G);
-    (4, 2) => (G, L, G, G);
-    (4, 3) => (L, L, G, G);
-    (4, 4) => (G, G, L, G);
-    (4, 5) => (L, G, L, G);
-    (4, 6) => (G, L, L, G);
-    (4, 7) => (L, L, L, G);
-    (4, 8) => (G, G, G, L);
-    (4, 9) => (L, G, G, L);
-    (4, 10) => (G, L, G, L);
-    (4, 11) => (L, L, G, L);
-    (4, 12) => (G, G, L, L);
-    (4, 13) => (L, G, L, L);
-    (4, 14) => (G, L, L, L);
-    (4, 15) => (L, L, L, L);
+return_types! {
+    (1, 0) => O<I>;
+    (1, 1) => L<I>;
+    (2, 0) => (O<I>, O<I>);
+    (2, 1) => (L<I>, O<I>);
+    (2, 2) => (O<I>, L<I>);
+    (2, 3) => (L<I>, L<I>);
+    (3, 0) => (O<I>, O<I>, O<I>);
+    (3, 1) => (L<I>, O<I>, O<I>);
+    (3, 2) => (O<I>, L<I>, O<I>);
+    (3, 3) => (L<I>, L<I>, O<I>);
+    (3, 4) => (O<I>, O<I>, L<I>);
+    (3, 5) => (L<I>, O<I>, L<I>);
+    (3, 6) => (O<I>, L<I>, L<I>);
+    (3, 7) => (L<I>, L<I>, L<I>);
+    (4, 0) => (O<I>, O<I>, O<I>, O<I>);
+    (4, 1) => (L<I>, O<I>, O<I>, O<I>);
+    (4, 2) => (O<I>, L<I>, O<I>, O<I>);
+    (4, 3) => (L<I>, L<I>, O<I>, O<I>);
+    (4, 4) => (O<I>, O<I>, L<I>, O<I>);
+    (4, 5) => (L<I>, O<I>, L<I>, O<I>);
+    (4, 6) => (O<I>, L<I>, L<I>, O<I>);
+    (4, 7) => (L<I>, L<I>, L<I>, O<I>);
+    (4, 8) => (O<I>, O<I>, O<I>, L<I>);
+    (4, 9) => (L<I>, O<I>, O<I>, L<I>);
+    (4, 10) => (O<I>, L<I>, O<I>, L<I>);
+    (4, 11) => (L<I>, L<I>, O<I>, L<I>);
+    (4, 12) => (O<I>, O<I>, L<I>, L<I>);
+    (4, 13) => (L<I>, O<I>, L<I>, L<I>);
+    (4, 14) => (O<I>, L<I>, L<I>, L<I>);
+    (4, 15) => (L<I>, L<I>, L<I>, L<I>);
 }
 
 /// The gradient a vjp returns for one tensor-valued argument slot, or the
@@ -619,15 +663,60 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn expected_types_are_spelled_as_the_schema_signatures() {
-        for (name, spelled) in param_type_names().into_iter().chain(return_type_names()) {
-            if spelled.is_empty() {
-                continue;
-            }
+        for (name, spelled) in param_type_names() {
             assert_eq!(spelling(name), spelled, "{name}");
+        }
+        for (spelled, one, list) in return_item_names() {
+            assert_eq!(spelling(one), spelled, "{one}");
+            // The list form, as the role whose items these are writes it.
+            let layouts = Role::ALL.map(|r| r.layout().returns.forms);
+            let forms = layouts.iter().find(|f| f.one == spelled).unwrap();
+            assert_eq!(spelling(list), forms.list, "{list}");
+        }
+        // A return type is the items in a `Result`, a tuple when several.
+        const GRADIENT: u8 = code_of(RETURN_ITEMS, "Option<Tensor>");
+        const BATCHED: u8 = code_of(RETURN_ITEMS, "(Tensor, Option<usize>)");
+        fn name<T>() -> String {
+            spelling(std::any::type_name::<T>())
+        }
+        assert_eq!(
+            name::<<ReturnCode<2, 1, GRADIENT> as ReturnType>::Type>(),
+            "Result<(Vec<Option<Tensor>>, Option<Tensor>)>"
+        );
+        assert_eq!(
+            name::<<ReturnCode<1, 0, BATCHED> as ReturnType>::Type>(),
+            "Result<(Tensor, Option<usize>)>"
+        );
+        assert_eq!(
+            name::<<ReturnCode<1, 1, BATCHED> as ReturnType>::Type>(),
+            "Result<(Vec<Tensor>, Vec<Option<usize>>)>"
+        );
+    }
+
+    /// Every type a role's layout writes has its `Code` or `Item`, so the
+    /// real-type assertions compare every parameter and return type.
+    pub(crate) fn every_type_the_layouts_write_has_a_code() {
+        for role in Role::ALL {
+            let layout = role.layout();
+            let forms = layout.returns.forms;
+            assert!(RETURN_ITEMS.contains(&forms.one), "{role:?}: {}", forms.one);
+            for group in layout.params {
+                for ty in group.forms.iter().flat_map(|f| [f.one, f.list]) {
+                    assert!(PARAM_TYPES.contains(&ty), "{role:?}: {ty}");
+                }
+            }
+            // The types of the op's arguments, for every op of the built-in
+            // table.
+            for op in crate::ops::__SCHEMA {
+                for ty in op.signature(role).params {
+                    assert!(PARAM_TYPES.contains(ty), "{role:?} of {}: {ty}", op.name);
+                }
+            }
         }
     }
 
     crate::core::unit_test::test_list! {
         expected_types_are_spelled_as_the_schema_signatures,
+        every_type_the_layouts_write_has_a_code,
     }
 }

@@ -9,16 +9,24 @@
 //! Each check returns `None` when it passes (or when an earlier check already
 //! reports the problem, so one mistake yields one error).
 //!
+//! What a role's function looks like is not restated here: the checks read
+//! the role's [`SignatureLayout`](crate::schema::SignatureLayout) (which
+//! groups of parameters, in which order, and how a message explains each)
+//! and its [refusals](Role::refusals) (the ops it would never run for), and
+//! the signature the attribute macros wrote from that layout into the op's
+//! schema.
+//!
 //! The signature checks compare spellings (`&Tensor`, `Option<i64>`): that is
 //! what their messages show. The real types are compared by the trait solver:
 //! the attributes assert `UserType: ParamIs<Expected>`, with the expected type
-//! named by the code [`param_code`] (or [`return_code`]) computes from the
-//! schema, or switched off where a spelling check already reports the problem.
+//! the one [`expected_param`] (or [`expected_return`]) spells, named by its
+//! code in `macro_support`, or switched off where a spelling check already
+//! reports the problem.
 //!
 //! In the `table` layer (`runtime/src/table/`). It may use the `core` layer; in
 //! its own layer, `schema`. `tests/suite/layers.rs` enforces it.
 
-use crate::schema::{ArgType, OpKind, OpSchema, Role};
+use crate::schema::{ArgType, Each, OpKind, OpSchema, ParamGroup, Refusal, Refuse, Role};
 
 const CAP: usize = 1536;
 
@@ -83,6 +91,33 @@ impl Msg {
         out
     }
 
+    /// `template` with its placeholders filled in from `fill`: `{op}`,
+    /// `{arg}`, `{param}`, `{type}`, `{found}` and `{n}` (the templates of
+    /// [`Role::layout`] and [`Role::refusals`]). Any other text in braces
+    /// is kept as it is.
+    const fn fill(mut self, template: &str, fill: &Fill) -> Self {
+        let mut rest = template;
+        while let Some(open) = find(rest, b'{') {
+            let (text, from_brace) = rest.split_at(open);
+            self = self.push(text);
+            let Some(close) = find(from_brace, b'}') else {
+                return self.push(from_brace);
+            };
+            let (key, after) = from_brace.split_at(close + 1);
+            self = match key.as_bytes() {
+                b"{op}" => self.push(fill.op),
+                b"{arg}" => self.push(fill.arg),
+                b"{param}" => self.push(fill.param),
+                b"{type}" => self.push(fill.ty),
+                b"{found}" => self.num(fill.found),
+                b"{n}" => self.num(fill.n),
+                _ => self.push(key),
+            };
+            rest = after;
+        }
+        self.push(rest)
+    }
+
     /// The message text.
     pub const fn as_str(&self) -> &str {
         match core::str::from_utf8(self.buf.split_at(self.len).0) {
@@ -92,7 +127,53 @@ impl Msg {
     }
 }
 
-const fn eq(a: &str, b: &str) -> bool {
+/// What the placeholders of a message template stand for (see
+/// [`Msg::fill`]).
+#[derive(Clone, Copy)]
+struct Fill<'a> {
+    /// `{op}`: the op's name.
+    op: &'a str,
+    /// `{arg}`: the schema name of a parameter's argument.
+    arg: &'a str,
+    /// `{param}`: a parameter's name.
+    param: &'a str,
+    /// `{type}`: a parameter's type.
+    ty: &'a str,
+    /// `{found}`: how many parameters a function has.
+    found: usize,
+    /// `{n}`: how many parameters a group has.
+    n: usize,
+}
+
+impl<'a> Fill<'a> {
+    /// For a template that names only the op.
+    const fn op(op: &'a str) -> Self {
+        Fill {
+            op,
+            arg: "",
+            param: "",
+            ty: "",
+            found: 0,
+            n: 0,
+        }
+    }
+}
+
+/// The index of the first `byte` in `s`.
+const fn find(s: &str, byte: u8) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == byte {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `a` and `b` are the same text.
+pub(crate) const fn eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
@@ -167,18 +248,6 @@ const fn at(ops: &[OpSchema], op: usize) -> Option<&OpSchema> {
     }
 }
 
-/// Whether any argument of `op` is a tensor (or a tensor list, or optional one).
-const fn has_tensor_args(op: &OpSchema) -> bool {
-    let mut i = 0;
-    while i < op.args.len() {
-        if matches!(op.args[i].ty, ArgType::Tensor | ArgType::TensorList) {
-            return true;
-        }
-        i += 1;
-    }
-    false
-}
-
 /// The closest declared name, if it is close enough to be a likely typo.
 const fn suggest<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a str> {
     let mut best: Option<&str> = None;
@@ -204,164 +273,163 @@ const fn suggest<'a>(ops: &'a [OpSchema], name: &str) -> Option<&'a str> {
     }
 }
 
-/// The op at `op` if it exists and `role` fits its kind: the condition every
-/// signature check needs before it has anything to compare.
-const fn usable(ops: &[OpSchema], op: usize, role: Role) -> Option<&OpSchema> {
-    match at(ops, op) {
-        Some(schema) if kind_fits(schema, role) => Some(schema),
-        _ => None,
+/// Whether `op` is one of the ops `when` names.
+const fn refuses(op: &OpSchema, when: Refuse) -> bool {
+    match when {
+        Refuse::Composite => matches!(op.kind, OpKind::Composite),
+        Refuse::Primitive => matches!(op.kind, OpKind::Primitive),
+        Refuse::NoTensorArgs => !op.takes_tensors(),
+        Refuse::Random => op.random,
+        Refuse::NotDifferentiable => !op.differentiable,
+        Refuse::Linear => op.linear,
     }
 }
 
-/// Whether a function in `role` can run for `op` ([`kind_error`] says why not).
-const fn kind_fits(op: &OpSchema, role: Role) -> bool {
-    match (op.kind, role) {
-        (OpKind::Composite, Role::BatchingRule | Role::Kernel) => false,
-        (OpKind::Primitive, Role::BatchingRule) => has_tensor_args(op) && !op.random,
-        (OpKind::Primitive, Role::Decomposition) => false,
-        (OpKind::Composite, Role::Vjp) => false,
-        (OpKind::Primitive, Role::Vjp) => op.differentiable && has_tensor_args(op),
-        (OpKind::Composite, Role::Jvp) => false,
-        (OpKind::Primitive, Role::Jvp) => op.differentiable && has_tensor_args(op) && !op.linear,
-        _ => true,
-    }
-}
-
-const fn kind_error(op: &OpSchema, role: Role) -> Option<Msg> {
-    if kind_fits(op, role) {
-        return None;
-    }
-    let m = Msg::new();
-    match (op.kind, role) {
-        (OpKind::Composite, Role::BatchingRule) => Some(
-            m.code(op.name)
-                .push(" is a composite op: it has no kernel and is decomposed into other ops before vmap sees it, so a batching rule registered for it would never run. Write `#[decompose(op = \"")
-                .push(op.name)
-                .push("\")]` to implement it in terms of other ops (vmap then batches each of them), or declare it `kind = \"primitive\"` in its op table if it needs a kernel and a batching rule of its own."),
-        ),
-        (OpKind::Composite, Role::Kernel) => Some(
-            m.code(op.name)
-                .push(" is a composite op: it has no kernel of its own and always runs its decomposition, so this kernel would never run. Write `#[decompose(op = \"")
-                .push(op.name)
-                .push("\")]` to implement it in terms of other ops, or declare it `kind = \"primitive\"` in its op table to give it a kernel."),
-        ),
-        (OpKind::Primitive, Role::BatchingRule) if !has_tensor_args(op) => Some(
-            m.code(op.name)
-                .push(" takes no tensor arguments, so no call to it has a batch dim: vmap never batches it (it runs its `#[kernel]`, and the plain tensor it returns broadcasts against batched ones), so a batching rule registered for it would never run. Remove this `#[batching_rule]`, or give `")
-                .push(op.name)
-                .push("` a `Tensor` argument in its op table if its calls are to be batched."),
-        ),
-        (OpKind::Primitive, Role::BatchingRule) if op.random => Some(
-            m.code(op.name)
-                .push(" is a random op (`random = true` in its op table): vmap batches it by its randomness policy, running it once per example with the seed that policy gives each example, so a batching rule registered for it would never run. Remove this `#[batching_rule]`; to vectorize `")
-                .push(op.name)
-                .push("`, declare it `kind = \"composite\"` and decompose it into `random_key` and the keyed draws (`random_uniform`, `random_normal`), which have batching rules."),
-        ),
-        (OpKind::Primitive, Role::Decomposition) => Some(
-            m.code(op.name)
-                .push(" is a primitive op: it runs its `#[kernel]`, so this decomposition would never run. Write `#[kernel(op = \"")
-                .push(op.name)
-                .push("\")]` (and a `#[batching_rule]` for vmap) instead, or declare it `kind = \"composite\"` in its op table if it is implemented by other ops."),
-        ),
-        (OpKind::Composite, Role::Vjp | Role::Jvp) => {
-            let (name, _) = derivative_words(role);
-            Some(
-                m.code(op.name)
-                    .push(" is a composite op: ")
-                    .push(transform(role))
-                    .push(" differentiates it through its decomposition (each op it calls brings its own ")
-                    .push(name)
-                    .push("), so a ")
-                    .push(name)
-                    .push(" registered for it would never run. Remove this `")
-                    .push(role.attribute())
-                    .push("`; if `")
-                    .push(op.name)
-                    .push("` really needs a derivative of its own, declare it `kind = \"primitive\"` in its op table and give it a `#[kernel]`, a `#[meta]` and a `#[batching_rule]` as well."),
-            )
+/// The first of `role`'s [refusals](Role::refusals) that applies to `op`: a
+/// function in `role` would never run for it. `None` when none applies.
+const fn refusal(op: &OpSchema, role: Role) -> Option<&'static Refusal> {
+    let refusals = role.refusals();
+    let mut i = 0;
+    while i < refusals.len() {
+        if refuses(op, refusals[i].when) {
+            return Some(&refusals[i]);
         }
-        (OpKind::Primitive, Role::Vjp | Role::Jvp) if !op.differentiable => Some(
-            m.code(op.name)
-                .push(" is marked `differentiable = false` in its op table: ")
-                .push(derivative_words(role).1)
-                .push(" and this one would never run. Remove this `")
-                .push(role.attribute())
-                .push("`, or remove `differentiable = false` from `")
-                .push(op.name)
-                .push("`'s table entry if it really has a derivative."),
-        ),
-        (OpKind::Primitive, Role::Vjp | Role::Jvp) if !has_tensor_args(op) => Some(
-            m.code(op.name)
-                .push(" takes no tensor arguments, so there is ")
-                .push(match role {
-                    Role::Jvp => "no tangent to push forward",
-                    _ => "nothing for a gradient to flow back to",
-                })
-                .push(" and this ")
-                .push(derivative_words(role).0)
-                .push(" would never run. Remove this `")
-                .push(role.attribute())
-                .push("`, and mark `")
-                .push(op.name)
-                .push("` `differentiable = false` in its op table."),
-        ),
-        (OpKind::Primitive, Role::Jvp) => Some(
-            m.code(op.name)
-                .push(" is marked `linear = true` in its op table, so its jvp is the op itself applied to the tangents (as JAX's `deflinear`), and this one would never run. Remove this `#[jvp]`, or remove `linear = true` from `")
-                .push(op.name)
-                .push("`'s table entry if it is not linear in its float tensor arguments."),
-        ),
+        i += 1;
+    }
+    None
+}
+
+/// Item `i` of those `each` names for `op` (every argument, the tensor
+/// arguments, or the outputs): its index in `op.args` (in `op.returns` for an
+/// output) and its type; `None` past the last.
+const fn nth(op: &OpSchema, each: Each, i: usize) -> Option<(usize, ArgType)> {
+    match each {
+        Each::Arg if i < op.args.len() => Some((i, op.args[i].ty)),
+        Each::Output if i < op.returns.len() => Some((i, op.returns[i])),
+        Each::TensorArg => {
+            let mut left = i;
+            let mut k = 0;
+            while k < op.args.len() {
+                if is_in(Each::TensorArg, op.args[k].ty) {
+                    if left == 0 {
+                        return Some((k, op.args[k].ty));
+                    }
+                    left -= 1;
+                }
+                k += 1;
+            }
+            None
+        }
         _ => None,
     }
 }
 
-/// The name of a derivative rule (`vjp`, `jvp`), and why one registered for
-/// an op marked `differentiable = false` never runs.
-const fn derivative_words(role: Role) -> (&'static str, &'static str) {
-    match role {
-        Role::Jvp => (
-            "jvp",
-            "no derivative flows through it (its outputs have no tangent), so jvp never asks for its jvp",
-        ),
-        _ => (
-            "vjp",
-            "no gradient flows through it, so grad never asks for its vjp",
-        ),
+/// The number of items `each` names for `op`.
+const fn count(op: &OpSchema, each: Each) -> usize {
+    let mut n = 0;
+    while nth(op, each, n).is_some() {
+        n += 1;
+    }
+    n
+}
+
+/// Whether an argument of type `ty` has an item in a group for `each` (a
+/// group standing after its arguments' parameters).
+const fn is_in(each: Each, ty: ArgType) -> bool {
+    match each {
+        Each::Arg => true,
+        Each::TensorArg => matches!(ty, ArgType::Tensor | ArgType::TensorList),
+        Each::Output => false,
     }
 }
 
-/// The transform that calls a derivative rule of `role`.
-const fn transform(role: Role) -> &'static str {
-    match role {
-        Role::Jvp => "jvp",
-        _ => "grad",
-    }
+/// Where a parameter of a function stands in its role's layout.
+#[derive(Clone, Copy)]
+struct Place {
+    /// Its group, an index of the layout's `params`.
+    group: usize,
+    /// The item it is for: an index of `op.args`, or of `op.returns` in a
+    /// group of outputs.
+    item: usize,
+    /// The number of parameters before the groups after the op's arguments
+    /// (the arguments', and those standing after them).
+    args_end: usize,
 }
 
-/// Checks that `name` is declared in the table (at `op`, its [`op_index`])
-/// and that `role` fits its kind.
-pub const fn check_op(
-    ops: &[OpSchema],
-    table: &str,
-    name: &str,
-    op: usize,
+/// Where parameter `index` of a function registered as `role` for `op`
+/// stands, walking the role's
+/// [`SignatureLayout`](crate::schema::SignatureLayout); `None` past the
+/// last.
+const fn place(op: &OpSchema, role: Role, index: usize) -> Option<Place> {
+    let groups = role.layout().params;
+    let mut param = 0;
+    let mut args_end = 0;
+    let mut g = 0;
+    while g < groups.len() {
+        let group = &groups[g];
+        let mut i = 0;
+        while let Some((item, ty)) = nth(op, group.each, i) {
+            // A group standing after its arguments' parameters is walked
+            // with them.
+            if group.after_its_argument {
+                break;
+            }
+            // The item's own parameter (`k` 0), then those standing right
+            // after it, if it is an argument (`k` the group's index + 1).
+            let mut k = 0;
+            while k <= groups.len() {
+                let at = match k {
+                    0 => Some(g),
+                    _ if !matches!(group.each, Each::Arg) => None,
+                    _ if groups[k - 1].after_its_argument && is_in(groups[k - 1].each, ty) => {
+                        Some(k - 1)
+                    }
+                    _ => None,
+                };
+                if let Some(at) = at {
+                    if param == index {
+                        return Some(Place {
+                            group: at,
+                            item,
+                            args_end,
+                        });
+                    }
+                    param += 1;
+                }
+                k += 1;
+            }
+            i += 1;
+        }
+        if matches!(group.each, Each::Arg) {
+            args_end = param;
+        }
+        g += 1;
+    }
+    None
+}
+
+/// The group a function with `found` parameters stops inside (past its
+/// first parameter, short of its last), if that group says what is missing
+/// then ([`ParamGroup::cut_short`]); with the number of parameters it has.
+const fn cut_short(
+    op: &OpSchema,
     role: Role,
-) -> Option<Msg> {
-    match at(ops, op) {
-        Some(op) => kind_error(op, role),
-        None => {
-            let m = Msg::new()
-                .push("unknown op ")
-                .code(name)
-                .push(": the op table ")
-                .code(table)
-                .push(" declares no op of that name");
-            Some(match suggest(ops, name) {
-                Some(s) => m.push("; did you mean ").code(s).push("?"),
-                None => m.push("; declare it in the op table, or pass `table = path::to::module` to use another table."),
-            })
+    found: usize,
+) -> Option<(&'static ParamGroup, usize)> {
+    let groups = role.layout().params;
+    let mut start = 0;
+    let mut g = 0;
+    while g < groups.len() {
+        let group = &groups[g];
+        let n = count(op, group.each);
+        let inside = found > start && found < start + n;
+        if inside && !group.after_its_argument && !group.cut_short.is_empty() {
+            return Some((group, n));
         }
+        start += n;
+        g += 1;
     }
+    None
 }
 
 const fn expected(m: Msg, op: &OpSchema, role: Role) -> Msg {
@@ -372,383 +440,285 @@ const fn expected(m: Msg, op: &OpSchema, role: Role) -> Msg {
         .push("`).")
 }
 
-/// Checks the number of parameters of a function registered as `role` for the
-/// op at `op_at` (from [`op_index`]).
-pub const fn check_arity(ops: &[OpSchema], op_at: usize, role: Role, found: usize) -> Option<Msg> {
-    let Some(op) = usable(ops, op_at, role) else {
-        return None;
-    };
-    let want = op.signature(role).params.len();
-    if want == found {
-        return None;
-    }
-    let m = Msg::new()
-        .push("the ")
-        .code(role.attribute())
-        .push(" for ")
-        .code(op.name);
-    let m = if matches!(role, Role::BatchingRule) && found == op.kernel.params.len() {
-        m.push(" is missing its batch-dim parameters: a batching rule takes each tensor argument followed by its batch dim (`Option<usize>` after `&Tensor`, `&[Option<usize>]` after `&[Tensor]`).")
-    } else if matches!(role, Role::Vjp) && found == op.kernel.params.len() {
-        m.push(" is missing the op's outputs and their cotangents: a vjp takes the op's arguments, then each output (`result`), then one cotangent per output (`grad`), all `&Tensor`.")
-    } else if matches!(role, Role::Jvp) && found == op.kernel.params.len() {
-        m.push(" is missing the op's outputs and the tangents: a jvp takes the op's arguments, then each output (`result`, a `&Tensor`), then one tangent per tensor argument (`<argument>_tangent`, an `Option<&Tensor>`, `None` when it is zero; a `&[Option<Tensor>]` for a `Tensor[]`).")
-    } else if matches!(role, Role::Jvp)
-        && found > op.kernel.params.len() + op.returns.len()
-        && found < want
-    {
-        m.push(" is missing tangents: it takes ")
-            .num(found)
-            .push(" parameters, but after the op's arguments and outputs a jvp takes one tangent per tensor argument of the op (")
-            .num(want - op.kernel.params.len() - op.returns.len())
-            .push(" here), in argument order.")
-    } else {
-        m.push(" takes ")
-            .num(want)
-            .push(if want == 1 {
-                " parameter"
-            } else {
-                " parameters"
-            })
-            .push(", found ")
-            .num(found)
-            .push(".")
-    };
-    Some(expected(m, op, role))
+/// A registration as the checks see it: the op table it names, its op and
+/// the role of its function. The attributes make one per registration, a
+/// `const` every check of it reads.
+#[derive(Clone, Copy, Debug)]
+pub struct Registered<'a> {
+    /// The op table's schemas.
+    pub ops: &'a [OpSchema],
+    /// The op's name, as the attribute gives it.
+    pub name: &'a str,
+    /// The op's index in `ops` ([`op_index`]), or `usize::MAX` if there is
+    /// none: looked up once, since looking a name up is the costly part of
+    /// the checks' evaluation.
+    pub op: usize,
+    /// The role of the registered function.
+    pub role: Role,
 }
 
-/// Checks the spelling of parameter `index` (0-based) as the macro normalized
-/// it. Skipped when the arity is wrong (that error says it all), and when the
-/// spelling does not `decide` (it names a type the check does not know, such
-/// as an alias: the real types are compared instead).
-pub const fn check_param(
-    ops: &[OpSchema],
-    op_at: usize,
-    role: Role,
-    count: usize,
-    index: usize,
-    found: &str,
-    decides: bool,
-) -> Option<Msg> {
-    let Some(op) = usable(ops, op_at, role) else {
-        return None;
-    };
-    let sig = op.signature(role);
-    if !decides || sig.params.len() != count || index >= count || eq(sig.params[index], found) {
-        return None;
-    }
-    let is_bdim =
-        eq(sig.params[index], "Option<usize>") || eq(sig.params[index], "&[Option<usize>]");
-    let m = Msg::new()
-        .push("parameter ")
-        .num(index + 1)
-        .push(" of the ")
-        .code(role.attribute())
-        .push(" for ")
-        .code(op.name)
-        .push(" has type ")
-        .code(found)
-        .push(", but ");
-    let past_args = matches!(role, Role::Vjp | Role::Jvp) && index >= op.args.len();
-    let vjp_tensor = past_args && matches!(role, Role::Vjp);
-    // What the parameter must be, around its schema name and its type.
-    let (must_be, then) = if past_args && index - op.args.len() < op.returns.len() {
-        ("it must be the op's output ", ", of type ")
-    } else if vjp_tensor {
-        (
-            "it must be the cotangent ",
-            " of the op's output (the gradient flowing back into it), of type ",
-        )
-    } else if past_args {
-        (
-            "it must be the tangent ",
-            " of a tensor argument (`None` when the tangent is zero), of type ",
-        )
-    } else if is_bdim {
-        ("it must be the batch dim of tensor argument ", ", of type ")
-    } else {
-        ("schema argument ", " is passed as ")
-    };
-    let m = m
-        .push(must_be)
-        .code(sig.param_names[index])
-        .push(then)
-        .code(sig.params[index])
-        .push(".");
-    Some(expected(m, op, role))
+/// A type as the user wrote it, in the spelling the attribute macro
+/// normalized it to (`&Tensor`, `Result<Tensor>`; `""` for no return type).
+#[derive(Clone, Copy, Debug)]
+pub struct Spelled<'a> {
+    /// The spelling.
+    pub text: &'a str,
+    /// Whether the spelling decides a mismatch: `false` when it names a type
+    /// the checks do not know (such as an alias), whose real type is
+    /// compared instead.
+    pub decides: bool,
 }
 
-/// Checks the spelling of the return type as the macro normalized it (`""`
-/// for none); skipped as [`check_param`] is.
-pub const fn check_return(
-    ops: &[OpSchema],
-    op_at: usize,
-    role: Role,
-    found: &str,
-    decides: bool,
-) -> Option<Msg> {
-    let Some(op) = usable(ops, op_at, role) else {
-        return None;
-    };
-    let sig = op.signature(role);
-    if !decides || eq(sig.ret, found) {
-        return None;
+impl<'a> Registered<'a> {
+    /// The function registered as `role` for the op `name` of `ops`.
+    pub const fn new(ops: &'a [OpSchema], name: &'a str, role: Role) -> Self {
+        Registered {
+            ops,
+            name,
+            op: op_index(ops, name),
+            role,
+        }
     }
-    let m = Msg::new()
-        .push("the ")
-        .code(role.attribute())
-        .push(" for ")
-        .code(op.name);
-    let m = if found.is_empty() {
-        m.push(" returns nothing, but it must return ")
-    } else {
-        m.push(" returns ")
-            .code(found)
-            .push(", but it must return ")
-    };
-    let m = m.code(sig.ret).push(".");
-    let m = match role {
-        Role::Vjp => m.push(" A vjp returns one gradient per tensor argument of the op, in order: `Option<Tensor>` (`None` when no gradient flows to it), `Vec<Option<Tensor>>` for a `Tensor[]`; a tuple of them when the op has several tensor arguments."),
-        Role::Jvp => m.push(" A jvp returns the tangent of each output of the op, in order: `Option<Tensor>` (`None` when it is zero), `Vec<Option<Tensor>>` for a `Tensor[]` output; a tuple of them when the op has several outputs."),
-        _ => m,
-    };
-    Some(expected(m, op, role))
-}
 
-/// The kinds of parameter types, for the real-type assertions: the schema's
-/// argument types, and the two batch-dim parameters of a batching rule.
-pub struct ParamKind;
-
-impl ParamKind {
-    /// `Tensor`
-    pub const TENSOR: u8 = 0;
-    /// `Tensor[]`
-    pub const TENSOR_LIST: u8 = 1;
-    /// `int`
-    pub const INT: u8 = 2;
-    /// `int[]`
-    pub const INT_LIST: u8 = 3;
-    /// `float`
-    pub const FLOAT: u8 = 4;
-    /// `bool`
-    pub const BOOL: u8 = 5;
-    /// `ScalarType`
-    pub const SCALAR_TYPE: u8 = 6;
-    /// `Reduction`
-    pub const REDUCTION: u8 = 10;
-    /// `str`
-    pub const STR: u8 = 11;
-    /// `Option<usize>`, after a `Tensor`.
-    pub const BDIM: u8 = 7;
-    /// `&[Option<usize>]`, after a `Tensor[]`.
-    pub const BDIM_LIST: u8 = 8;
-    /// `&[Option<Tensor>]`: a jvp's tangents of a `Tensor[]`.
-    pub const TANGENT_LIST: u8 = 9;
-    /// No type: the assertion is off (see [`param_code`]).
-    pub const OFF: u8 = u8::MAX;
-}
-
-/// The expected type of parameter `index` (0-based) of a function registered
-/// as `role` for the op at `op_at`, as the code the real-type
-/// assertion compares the user's type with: `(kind, optional, meta)`. Its kind
-/// is [`ParamKind::OFF`] (the assertion is off) when a check above already
-/// reports a problem with the op or with this parameter, so one mistake gives
-/// one error.
-pub const fn param_code(
-    ops: &[OpSchema],
-    op_at: usize,
-    role: Role,
-    count: usize,
-    index: usize,
-    found: &str,
-    decides: bool,
-) -> (u8, bool, bool) {
-    const OFF: (u8, bool, bool) = (ParamKind::OFF, false, false);
-    let Some(op) = usable(ops, op_at, role) else {
-        return OFF;
-    };
-    if op.signature(role).params.len() != count
-        || index >= count
-        || check_param(ops, op_at, role, count, index, found, decides).is_some()
-    {
-        return OFF;
+    /// The op if it exists and the role fits it (no refusal applies): the
+    /// condition every signature check needs before it has anything to
+    /// compare.
+    const fn usable(self) -> Option<&'a OpSchema> {
+        match at(self.ops, self.op) {
+            Some(schema) if refusal(schema, self.role).is_none() => Some(schema),
+            _ => None,
+        }
     }
-    let (is_bdim, arg) = param_source(ops, op_at, role, index);
-    if matches!(role, Role::Vjp) && is_bdim {
-        // An output or a cotangent: the list of them for a `Tensor[]` output.
-        return if op.returns_list() {
-            (ParamKind::TENSOR_LIST, false, false)
+
+    /// Checks that the op is declared in the table (whose module is `table`)
+    /// and that the role fits it.
+    pub const fn check_op(self, table: &str) -> Option<Msg> {
+        let Some(op) = at(self.ops, self.op) else {
+            let m = Msg::new()
+                .push("unknown op ")
+                .code(self.name)
+                .push(": the op table ")
+                .code(table)
+                .push(" declares no op of that name");
+            return Some(match suggest(self.ops, self.name) {
+                Some(s) => m.push("; did you mean ").code(s).push("?"),
+                None => m.push("; declare it in the op table, or pass `table = path::to::module` to use another table."),
+            });
+        };
+        match refusal(op, self.role) {
+            Some(refusal) => Some(Msg::new().fill(refusal.why, &Fill::op(op.name))),
+            None => None,
+        }
+    }
+
+    /// Checks the number of parameters, `found`.
+    pub const fn check_arity(self, found: usize) -> Option<Msg> {
+        let Some(op) = self.usable() else {
+            return None;
+        };
+        let role = self.role;
+        let want = op.signature(role).params.len();
+        if want == found {
+            return None;
+        }
+        let m = Msg::new()
+            .push("the ")
+            .code(role.attribute())
+            .push(" for ")
+            .code(op.name)
+            .push(" ");
+        let missing = role.layout().missing;
+        let m = if found == op.args.len() && !missing.is_empty() {
+            m.fill(missing, &Fill::op(op.name))
+        } else if let Some((group, n)) = cut_short(op, role, found) {
+            let fill = Fill {
+                found,
+                n,
+                ..Fill::op(op.name)
+            };
+            m.fill(group.cut_short, &fill)
         } else {
-            (ParamKind::TENSOR, false, false)
+            m.push("takes ")
+                .num(want)
+                .push(if want == 1 {
+                    " parameter"
+                } else {
+                    " parameters"
+                })
+                .push(", found ")
+                .num(found)
+                .push(".")
         };
+        Some(expected(m, op, role))
     }
-    if matches!(role, Role::Jvp) && is_bdim {
-        return jvp_param_code(op, arg);
-    }
-    if arg >= op.args.len() {
-        return OFF;
-    }
-    let arg = &op.args[arg];
-    let list = matches!(arg.ty, ArgType::TensorList);
-    if is_bdim {
-        return match list {
-            true => (ParamKind::BDIM_LIST, false, false),
-            false => (ParamKind::BDIM, false, false),
-        };
-    }
-    let kind = match arg.ty {
-        ArgType::Tensor => ParamKind::TENSOR,
-        ArgType::TensorList => ParamKind::TENSOR_LIST,
-        ArgType::Int => ParamKind::INT,
-        ArgType::IntList => ParamKind::INT_LIST,
-        ArgType::Float => ParamKind::FLOAT,
-        ArgType::Bool => ParamKind::BOOL,
-        ArgType::ScalarType => ParamKind::SCALAR_TYPE,
-        ArgType::Reduction => ParamKind::REDUCTION,
-        ArgType::Str => ParamKind::STR,
-    };
-    let tensor = matches!(arg.ty, ArgType::Tensor | ArgType::TensorList);
-    (kind, arg.optional, tensor && matches!(role, Role::Meta))
-}
 
-/// [`param_code`] for a jvp's parameter `k` past the op's arguments: output
-/// `k`, or past the outputs, the tangent of the tensor-valued argument slot
-/// `k - returns` (`Option<&Tensor>`; `&[Option<Tensor>]` for a `Tensor[]`).
-const fn jvp_param_code(op: &OpSchema, k: usize) -> (u8, bool, bool) {
-    if k < op.returns.len() {
-        return match op.returns[k] {
-            ArgType::TensorList => (ParamKind::TENSOR_LIST, false, false),
-            _ => (ParamKind::TENSOR, false, false),
+    /// Checks the spelling of parameter `index` (0-based) of `count`.
+    /// Skipped when the arity is wrong (that error says it all), and when the
+    /// spelling does not decide (the real types are compared instead).
+    pub const fn check_param(self, count: usize, index: usize, found: Spelled) -> Option<Msg> {
+        let Some(op) = self.usable() else {
+            return None;
         };
-    }
-    let mut slot = k - op.returns.len();
-    let mut i = 0;
-    while i < op.args.len() {
-        match op.args[i].ty {
-            ArgType::Tensor if slot == 0 => return (ParamKind::TENSOR, true, false),
-            ArgType::TensorList if slot == 0 => return (ParamKind::TANGENT_LIST, false, false),
-            ArgType::Tensor | ArgType::TensorList => slot -= 1,
-            _ => {}
+        let role = self.role;
+        let sig = op.signature(role);
+        let want = sig.params.len();
+        if !found.decides || want != count || index >= count || eq(sig.params[index], found.text) {
+            return None;
         }
-        i += 1;
+        let Some(place) = place(op, role, index) else {
+            return None;
+        };
+        let group = &role.layout().params[place.group];
+        let fill = Fill {
+            arg: match group.each {
+                Each::Arg | Each::TensorArg => op.args[place.item].name,
+                Each::Output => "",
+            },
+            param: sig.param_names[index],
+            ty: sig.params[index],
+            ..Fill::op(op.name)
+        };
+        let m = Msg::new()
+            .push("parameter ")
+            .num(index + 1)
+            .push(" of the ")
+            .code(role.attribute())
+            .push(" for ")
+            .code(op.name)
+            .push(" has type ")
+            .code(found.text)
+            .push(", but ")
+            .fill(group.is, &fill);
+        Some(expected(m, op, role))
     }
-    (ParamKind::OFF, false, false)
-}
 
-/// [`param_code`] for the return type: `(count, list, signature)`, the number
-/// of returned tensors, whether it is one `Tensor[]`, and the signature (0
-/// kernel and decomposition, 1 meta, 2 batching rule, 3 jvp); `(0, false, 0)` when
-/// the assertion is off. A jvp's return is signature 3.
-pub const fn return_code(
-    ops: &[OpSchema],
-    op_at: usize,
-    role: Role,
-    found: &str,
-    decides: bool,
-) -> (u8, bool, u8) {
-    const OFF: (u8, bool, u8) = (0, false, 0);
-    let Some(op) = usable(ops, op_at, role) else {
-        return OFF;
-    };
-    if check_return(ops, op_at, role, found, decides).is_some() || op.returns.is_empty() {
-        return OFF;
-    }
-    let signature = match role {
-        Role::Kernel | Role::Decomposition => 0,
-        Role::Meta => 1,
-        Role::BatchingRule => 2,
-        Role::Jvp => 3,
-        // The vjp's return is checked by `vjp_return_code`.
-        Role::Vjp => return OFF,
-    };
-    let list = matches!(op.returns[0], ArgType::TensorList);
-    (op.returns.len() as u8, list, signature)
-}
-
-/// The most tensor-valued arguments a vjp's return type is checked for by
-/// type (beyond it, by spelling only).
-pub const VJP_MAX_SLOTS: usize = 4;
-
-/// [`return_code`] for a vjp: `(slots, lists)`, the number of tensor-valued
-/// argument slots and a bit mask of those that are `Tensor[]` (bit `i` for
-/// slot `i`); `(0, 0)` when the assertion is off.
-pub const fn vjp_return_code(
-    ops: &[OpSchema],
-    op_at: usize,
-    found: &str,
-    decides: bool,
-) -> (u8, u8) {
-    let Some(op) = usable(ops, op_at, Role::Vjp) else {
-        return (0, 0);
-    };
-    if check_return(ops, op_at, Role::Vjp, found, decides).is_some() {
-        return (0, 0);
-    }
-    let mut slots = 0usize;
-    let mut lists = 0u8;
-    let mut i = 0;
-    while i < op.args.len() {
-        match op.args[i].ty {
-            ArgType::Tensor => slots += 1,
-            ArgType::TensorList => {
-                if slots < 8 {
-                    lists |= 1 << slots;
-                }
-                slots += 1;
-            }
-            _ => {}
+    /// Checks the spelling of the return type; skipped as
+    /// [`check_param`](Self::check_param) is.
+    pub const fn check_return(self, found: Spelled) -> Option<Msg> {
+        let Some(op) = self.usable() else {
+            return None;
+        };
+        let role = self.role;
+        let sig = op.signature(role);
+        if !found.decides || eq(sig.ret, found.text) {
+            return None;
         }
-        i += 1;
-    }
-    if slots == 0 || slots > VJP_MAX_SLOTS {
-        return (0, 0);
-    }
-    (slots as u8, lists)
-}
-
-/// Where the shim finds parameter `index` of a function registered as `role`
-/// for the op at `op_at`: `(true, k)` for the batch dim of argument `k` (a batching rule's
-/// parameter after a tensor), or for a vjp's tensor `k` of the op's outputs
-/// followed by their cotangents, or for a jvp's tensor `k` of the op's outputs
-/// followed by the tangents of its tensor arguments; `(false, k)` for
-/// argument `k`. Read from the
-/// schema, so a parameter's type may be spelled any way (an alias).
-pub const fn param_source(
-    ops: &[OpSchema],
-    op_at: usize,
-    role: Role,
-    index: usize,
-) -> (bool, usize) {
-    let Some(op) = usable(ops, op_at, role) else {
-        return (false, index);
-    };
-    if matches!(role, Role::Vjp | Role::Jvp) {
-        return if index < op.args.len() {
-            (false, index)
+        let m = Msg::new()
+            .push("the ")
+            .code(role.attribute())
+            .push(" for ")
+            .code(op.name);
+        let m = if found.text.is_empty() {
+            m.push(" returns nothing, but it must return ")
         } else {
-            (true, index - op.args.len())
+            m.push(" returns ")
+                .code(found.text)
+                .push(", but it must return ")
         };
+        let m = m.code(sig.ret).push(".");
+        let help = role.layout().returns.help;
+        let m = if help.is_empty() {
+            m
+        } else {
+            m.push(" ").push(help)
+        };
+        Some(expected(m, op, role))
     }
-    if !matches!(role, Role::BatchingRule) {
-        return (false, index);
-    }
-    // Walk the rule's parameters: each argument, then its batch dim if a tensor.
-    let mut param = 0;
-    let mut arg = 0;
-    while arg < op.args.len() {
-        if param == index {
-            return (false, arg);
+
+    /// The type parameter `index` (0-based) of `count` must have, as the
+    /// signature spells it (`&Tensor`, `Option<usize>`), for the assertion
+    /// that compares the user's type with it (`macro_support::param_code`
+    /// names the type). `None` when the assertion is off: a check above
+    /// already reports a problem with the op or with this parameter, so one
+    /// mistake gives one error.
+    pub const fn expected_param(
+        self,
+        count: usize,
+        index: usize,
+        found: Spelled,
+    ) -> Option<&'a str> {
+        let Some(op) = self.usable() else {
+            return None;
+        };
+        let sig = op.signature(self.role);
+        let checked = self.check_param(count, index, found).is_none();
+        if sig.params.len() != count || index >= count || !checked {
+            return None;
         }
-        param += 1;
-        if matches!(op.args[arg].ty, ArgType::Tensor | ArgType::TensorList) {
-            if param == index {
-                return (true, arg);
+        Some(sig.params[index])
+    }
+
+    /// [`expected_param`](Self::expected_param) for the return type: its
+    /// shape, or `None` when the assertion is off (as for a parameter, or
+    /// when it returns no item or more than [`MAX_RETURN_ITEMS`]).
+    pub const fn expected_return(self, found: Spelled) -> Option<ReturnShape> {
+        let Some(op) = self.usable() else {
+            return None;
+        };
+        if self.check_return(found).is_some() {
+            return None;
+        }
+        let returns = self.role.layout().returns;
+        let n = count(op, returns.each);
+        if n == 0 || n > MAX_RETURN_ITEMS {
+            return None;
+        }
+        let mut lists = 0u8;
+        let mut i = 0;
+        while let Some((_, ty)) = nth(op, returns.each, i) {
+            if matches!(ty, ArgType::TensorList) {
+                lists |= 1 << i;
             }
-            param += 1;
+            i += 1;
         }
-        arg += 1;
+        Some(ReturnShape {
+            count: n as u8,
+            lists,
+            item: returns.forms.one,
+        })
     }
-    (false, index)
+
+    /// Where the shim finds parameter `index`, as the role's
+    /// [`SignatureLayout`](crate::schema::SignatureLayout) places it:
+    /// `(false, k)` for argument `k`; `(true, k)` for any other parameter,
+    /// `k` being its argument for one standing right after it (a batching
+    /// rule's batch dim of argument `k`), else its position past the
+    /// parameters of the op's arguments (a vjp's or jvp's outputs, then its
+    /// cotangents or tangents). Read from the schema, so a parameter's type
+    /// may be spelled any way (an alias).
+    pub const fn param_source(self, index: usize) -> (bool, usize) {
+        let Some(op) = self.usable() else {
+            return (false, index);
+        };
+        let Some(place) = place(op, self.role, index) else {
+            return (false, index);
+        };
+        let group = &self.role.layout().params[place.group];
+        match group.each {
+            Each::Arg => (false, place.item),
+            _ if group.after_its_argument => (true, place.item),
+            _ => (true, index - place.args_end),
+        }
+    }
+}
+
+/// The most items a return type is compared by type for (beyond it, by
+/// spelling only).
+pub const MAX_RETURN_ITEMS: usize = 4;
+
+/// The shape of a return type, for the assertion that compares the user's
+/// with it: `Result<item>` for one item, `Result<(item, item, ...)>` for
+/// several, each item written one way for a `Tensor` and another for a
+/// `Tensor[]` ([`Forms`](crate::schema::Forms)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReturnShape {
+    /// The number of items, 1 to [`MAX_RETURN_ITEMS`].
+    pub count: u8,
+    /// Bit `i` set when item `i` is for a `Tensor[]`.
+    pub lists: u8,
+    /// How an item for a `Tensor` is written (`Tensor`, `Option<Tensor>`,
+    /// ...): the role's [`ReturnLayout`](crate::schema::ReturnLayout) forms.
+    pub item: &'static str,
 }
 
 #[cfg(feature = "unit-tests")]
@@ -773,10 +743,21 @@ pub(crate) mod tests {
         assert!(m.as_str().ends_with("aé"));
     }
 
+    /// The function registered as `role` for the built-in op `name`.
+    fn reg(name: &str, role: Role) -> Registered<'_> {
+        Registered::new(crate::ops::__SCHEMA, name, role)
+    }
+
+    /// A spelling that decides.
+    fn spelled(text: &str) -> Spelled<'_> {
+        Spelled {
+            text,
+            decides: true,
+        }
+    }
+
     pub(crate) fn vjp_checks_read_the_table() {
-        let ops = crate::ops::__SCHEMA;
-        let at = |name: &str| op_index(ops, name);
-        let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Vjp);
+        let kind = |name: &str| reg(name, Role::Vjp).check_op("batchrules::ops");
         assert!(kind("exp").is_none());
         for (op, says) in [
             ("softmax", "composite op"),
@@ -786,29 +767,28 @@ pub(crate) mod tests {
             let msg = kind(op).expect(op);
             assert!(msg.as_str().contains(says), "{}", msg.as_str());
         }
-        // (slots, mask of Tensor[] slots), once the spelling is right.
+        // (gradients, mask of Tensor[] ones), once the spelling is right.
         let ret = |name: &str| {
-            let i = at(name);
-            vjp_return_code(ops, i, ops[i].vjp.ret, true)
+            let r = reg(name, Role::Vjp);
+            let right = r.ops[r.op].vjp.ret;
+            r.expected_return(spelled(right))
+                .map(|shape| (shape.count, shape.lists, shape.item))
         };
-        assert_eq!(ret("exp"), (1, 0));
-        assert_eq!(ret("mul"), (2, 0));
-        assert_eq!(ret("where"), (3, 0));
-        assert_eq!(ret("cat"), (1, 1));
-        assert_eq!(ret("softmax"), (0, 0), "off: the kind check reports it");
-        assert_eq!(
-            vjp_return_code(ops, at("mul"), "Result<Tensor>", true),
-            (0, 0)
-        );
+        assert_eq!(ret("exp"), Some((1, 0, "Option<Tensor>")));
+        assert_eq!(ret("mul"), Some((2, 0, "Option<Tensor>")));
+        assert_eq!(ret("where"), Some((3, 0, "Option<Tensor>")));
+        assert_eq!(ret("cat"), Some((1, 1, "Option<Tensor>")));
+        assert_eq!(ret("softmax"), None, "off: the kind check reports it");
+        let mul = reg("mul", Role::Vjp);
+        assert_eq!(mul.expected_return(spelled("Result<Tensor>")), None);
         // Parameters past the arguments are the outputs, then the cotangents.
-        let mul = at("mul");
-        assert_eq!(param_source(ops, mul, Role::Vjp, 1), (false, 1));
-        assert_eq!(param_source(ops, mul, Role::Vjp, 3), (true, 1));
+        assert_eq!(mul.param_source(1), (false, 1));
+        assert_eq!(mul.param_source(3), (true, 1));
         assert_eq!(
-            param_code(ops, mul, Role::Vjp, 4, 3, "&Tensor", true),
-            (ParamKind::TENSOR, false, false)
+            mul.expected_param(4, 3, spelled("&Tensor")),
+            Some("&Tensor")
         );
-        let msg = check_param(ops, mul, Role::Vjp, 4, 2, "Tensor", true).unwrap();
+        let msg = mul.check_param(4, 2, spelled("Tensor")).unwrap();
         assert!(
             msg.as_str().contains("the op's output `result`"),
             "{}",
@@ -817,9 +797,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn jvp_checks_read_the_table() {
-        let ops = crate::ops::__SCHEMA;
-        let at = |name: &str| op_index(ops, name);
-        let kind = |name: &str| check_op(ops, "batchrules::ops", name, at(name), Role::Jvp);
+        let kind = |name: &str| reg(name, Role::Jvp).check_op("batchrules::ops");
         assert!(kind("exp").is_none());
         assert!(kind("mul").is_none());
         for (op, says) in [
@@ -834,34 +812,34 @@ pub(crate) mod tests {
             assert!(msg.as_str().contains("#[jvp]"), "{}", msg.as_str());
         }
         // A vjp of a linear op is still asked for.
-        assert!(check_op(ops, "batchrules::ops", "sum", at("sum"), Role::Vjp).is_none());
+        assert!(reg("sum", Role::Vjp).check_op("batchrules::ops").is_none());
 
-        let mul = at("mul");
+        let mul = reg("mul", Role::Jvp);
         // Past the arguments: the output, then one tangent per tensor argument.
-        assert_eq!(param_source(ops, mul, Role::Jvp, 2), (true, 0));
-        assert_eq!(param_source(ops, mul, Role::Jvp, 4), (true, 2));
+        assert_eq!(mul.param_source(2), (true, 0));
+        assert_eq!(mul.param_source(4), (true, 2));
         assert_eq!(
-            param_code(ops, mul, Role::Jvp, 5, 2, "&Tensor", true),
-            (ParamKind::TENSOR, false, false)
+            mul.expected_param(5, 2, spelled("&Tensor")),
+            Some("&Tensor")
         );
         assert_eq!(
-            param_code(ops, mul, Role::Jvp, 5, 3, "Option<&Tensor>", true),
-            (ParamKind::TENSOR, true, false)
+            mul.expected_param(5, 3, spelled("Option<&Tensor>")),
+            Some("Option<&Tensor>")
         );
-        let msg = check_param(ops, mul, Role::Jvp, 5, 3, "&Tensor", true).unwrap();
+        let msg = mul.check_param(5, 3, spelled("&Tensor")).unwrap();
         assert!(
             msg.as_str()
                 .contains("it must be the tangent `self_tangent`"),
             "{}",
             msg.as_str()
         );
-        let msg = check_arity(ops, mul, Role::Jvp, 4).unwrap();
+        let msg = mul.check_arity(4).unwrap();
         assert!(
             msg.as_str().contains("is missing tangents"),
             "{}",
             msg.as_str()
         );
-        let msg = check_arity(ops, mul, Role::Jvp, 2).unwrap();
+        let msg = mul.check_arity(2).unwrap();
         assert!(
             msg.as_str()
                 .contains("missing the op's outputs and the tangents"),
@@ -870,22 +848,108 @@ pub(crate) mod tests {
         );
         // The return type: one tangent per output.
         assert_eq!(
-            return_code(ops, mul, Role::Jvp, "Result<Option<Tensor>>", true),
-            (1, false, 3)
+            mul.expected_return(spelled("Result<Option<Tensor>>")),
+            Some(ReturnShape {
+                count: 1,
+                lists: 0,
+                item: "Option<Tensor>"
+            })
         );
-        let msg = check_return(ops, mul, Role::Jvp, "Result<Tensor>", true).unwrap();
+        let msg = mul.check_return(spelled("Result<Tensor>")).unwrap();
         assert!(
             msg.as_str()
                 .contains("A jvp returns the tangent of each output"),
             "{}",
             msg.as_str()
         );
-        let cat = at("cat");
         assert_eq!(
-            param_code(ops, cat, Role::Jvp, 4, 3, "&[Option<Tensor>]", true),
-            (ParamKind::OFF, false, false),
+            reg("cat", Role::Jvp).expected_param(4, 3, spelled("&[Option<Tensor>]")),
+            None,
             "cat is linear: its jvp is derived, so no signature is checked"
         );
+    }
+
+    pub(crate) fn batching_rules_place_each_bdim_after_its_tensor() {
+        // `where(Tensor condition, Tensor self, Tensor other)`: each tensor,
+        // then its batch dim.
+        let where_ = reg("where", Role::BatchingRule);
+        let sources: Vec<_> = (0..6).map(|i| where_.param_source(i)).collect();
+        assert_eq!(
+            sources,
+            [
+                (false, 0),
+                (true, 0),
+                (false, 1),
+                (true, 1),
+                (false, 2),
+                (true, 2)
+            ]
+        );
+        // `triu(Tensor self, int diagonal=0)`: no batch dim after the int.
+        let triu = reg("triu", Role::BatchingRule);
+        assert_eq!(triu.param_source(2), (false, 1));
+        let msg = triu.check_param(3, 1, spelled("usize")).unwrap();
+        assert!(
+            msg.as_str().contains(
+                "it must be the batch dim of tensor argument `self`, of type `Option<usize>`."
+            ),
+            "{}",
+            msg.as_str()
+        );
+        let ret = triu.expected_return(spelled("Result<(Tensor, Option<usize>)>"));
+        assert_eq!(ret.map(|shape| shape.item), Some("(Tensor, Option<usize>)"));
+        // A random op with a tensor argument (the built-in ones are
+        // composites, or take none) is batched by its randomness policy.
+        let exp = reg("exp", Role::BatchingRule);
+        let random = [OpSchema {
+            random: true,
+            ..exp.ops[exp.op]
+        }];
+        let msg = Registered::new(&random, "exp", Role::BatchingRule)
+            .check_op("batchrules::ops")
+            .unwrap();
+        assert!(
+            msg.as_str()
+                .starts_with("`exp` is a random op (`random = true` in its op table)")
+                && msg.as_str().contains("to vectorize `exp`, declare it"),
+            "{}",
+            msg.as_str()
+        );
+    }
+
+    pub(crate) fn a_vjp_short_of_cotangents_is_told_how_many() {
+        // `max_pool2d_with_indices`: 6 arguments, 2 outputs, 2 cotangents.
+        let pool = reg("max_pool2d_with_indices", Role::Vjp);
+        let msg = pool.check_arity(9).unwrap();
+        assert!(
+            msg.as_str().starts_with(
+                "the `#[vjp]` for `max_pool2d_with_indices` is missing cotangents: it takes 9 \
+                 parameters, but after the op's arguments and outputs a vjp takes one \
+                 cotangent per output of the op (2 here), in output order."
+            ),
+            "{}",
+            msg.as_str()
+        );
+        // Short inside the outputs: the two counts.
+        let msg = pool.check_arity(7).unwrap();
+        assert!(
+            msg.as_str().starts_with(
+                "the `#[vjp]` for `max_pool2d_with_indices` takes 10 parameters, found 7."
+            ),
+            "{}",
+            msg.as_str()
+        );
+        assert_eq!(pool.param_source(9), (true, 3));
+    }
+
+    pub(crate) fn templates_fill_known_placeholders_only() {
+        let fill = Fill {
+            arg: "self",
+            found: 3,
+            ..Fill::op("triu")
+        };
+        let m = Msg::new().fill("`{op}` {arg}: {found} of {n} {unknown} {op", &fill);
+        assert_eq!(m.as_str(), "`triu` self: 3 of 0 {unknown} {op");
     }
 
     pub(crate) fn numbers_render() {
@@ -898,6 +962,9 @@ pub(crate) mod tests {
         long_messages_are_cut_on_a_char_boundary,
         vjp_checks_read_the_table,
         jvp_checks_read_the_table,
+        batching_rules_place_each_bdim_after_its_tensor,
+        a_vjp_short_of_cotangents_is_told_how_many,
+        templates_fill_known_placeholders_only,
         numbers_render,
     }
 }

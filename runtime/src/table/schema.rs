@@ -70,6 +70,15 @@ pub struct ArgSchema {
 /// crate, which the attribute macros use too.
 pub use batchrules_roles::Role;
 
+/// The signature of each role's function, as data next to [`Role`]
+/// ([`Role::layout`]), and the ops each role's function would never run for
+/// ([`Role::refusals`]): the attribute macros write [`RoleSignature`]s from
+/// them, and the compile-time checks read them to count, place and explain
+/// parameters.
+pub use batchrules_roles::{
+    Each, Forms, Naming, ParamGroup, Refusal, Refuse, ReturnLayout, SignatureLayout,
+};
+
 /// The types an op schema may give an argument, declared once for the
 /// workspace in the `batchrules-roles` crate: `op_table!` accepts exactly
 /// these, and the guide's list ("Step 1") is checked against them.
@@ -90,8 +99,8 @@ pub use batchrules_roles::{schema_type, SchemaType, SCHEMA_TYPES};
 pub struct RoleSignature {
     /// The parameter types, in order.
     pub params: &'static [&'static str],
-    /// For each parameter, the schema argument it comes from (batch-dim
-    /// parameters name their tensor's argument).
+    /// The parameters' names, as [`display`](Self::display) writes them
+    /// (`self_`, `self_bdim`, `result`, `grad0`, `self_tangent`).
     pub param_names: &'static [&'static str],
     /// The return type.
     pub ret: &'static str,
