@@ -34,3 +34,4 @@ mod shape;
 mod sorting;
 pub(crate) mod unary;
 mod vjp;
+mod window;
