@@ -125,7 +125,7 @@ macro_rules! conv_fn {
 
 /// The kernel dims of a weight with `D` spatial dims, as its shape is
 /// described in errors.
-fn kernel_dims<const D: usize>() -> &'static str {
+pub(super) fn kernel_dims<const D: usize>() -> &'static str {
     if D == 1 {
         "k"
     } else {

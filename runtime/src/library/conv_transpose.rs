@@ -18,7 +18,7 @@
 //! batched product with `unfold` (`fold`'s vjp) of the output gradient.
 //! `conv_transpose1d` is `conv_transpose2d` of a height-1 image.
 
-use super::conv::{check_bias, check_operands, metas};
+use super::conv::{check_bias, check_operands, kernel_dims, metas};
 use super::window::{height_one, per_axis, widen, Params, Window};
 use crate::batching::shape_arg;
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
@@ -112,7 +112,7 @@ fn geometry<const D: usize>(
         return Err(Error::invalid(format!(
             "expected a non-empty weight [C_in, C_out / groups, {}] (input and output channels \
              and kernel), got shape {ws:?}",
-            if D == 1 { "k" } else { "kh, kw" }
+            kernel_dims::<D>()
         )));
     }
     // (The kernel, from the weight's shape, is positive.)
