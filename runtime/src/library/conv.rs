@@ -15,10 +15,17 @@
 //! kw]` from the same tiles, one batched contraction (the way Opacus
 //! computes them). Both have batching rules, vjps (written with `unfold`,
 //! `matmul` and `fold`, in `vjp/conv.rs`) and jvps (the product rule).
+//!
+//! The window of every one of them (kernel, stride, padding and dilation
+//! per spatial dim, the blocks they give, and the checks) is the poolings'
+//! too: `window.rs`.
 
 use ndarray::{ArcArray, ArrayD, IxDyn, LinalgScalar};
 
-use crate::batching::{bdim_to_front, materialize_at_front, shape_arg};
+use super::window::{batch_as_images, check_rank, height_one, per_axis, widen, Params, Window};
+use crate::batching::{
+    bdim_to_front, materialize_at_front, reshape_dim_into, reshape_dim_outof, shape_arg,
+};
 use crate::core::buffers::{filled, take, Cached};
 use crate::core::meta_rules::require_float;
 use crate::{
@@ -28,18 +35,7 @@ use crate::{
 pub(crate) mod tiles;
 
 // ---------------------------------------------------------------------------
-// The window of a sliding-block op: kernel size, dilation, padding and stride
-// per spatial dim, checked.
-
-/// The window arguments of `unfold`/`fold`/`conv*` for `D` spatial dims,
-/// checked: kernel, dilation and stride at least 1, padding at least 0.
-#[derive(Clone, Copy, Debug)]
-struct Window<const D: usize> {
-    kernel: [usize; D],
-    dilation: [usize; D],
-    padding: [usize; D],
-    stride: [usize; D],
-}
+// The arguments of the sliding-block ops and of the convolutions
 
 /// The window arguments of `unfold`/`fold` as the user wrote them.
 #[derive(Clone, Copy)]
@@ -48,6 +44,13 @@ pub(crate) struct WindowArgs<'a> {
     pub dilation: &'a [i64],
     pub padding: &'a [i64],
     pub stride: &'a [i64],
+}
+
+impl WindowArgs<'_> {
+    /// The window, checked.
+    fn params(&self) -> Result<Params<2>> {
+        Params::parse(self.kernel_size, self.dilation, self.padding, self.stride)
+    }
 }
 
 /// Declares a function of `unfold` or `fold`: `x` and the parameters before
@@ -76,8 +79,8 @@ macro_rules! window_fn {
 }
 pub(crate) use window_fn;
 
-/// The arguments of a convolution after its input, weight and bias, as the
-/// user wrote them (`padding` is a list, or a word for `conv*_padding`).
+/// The arguments of a convolution after its operands, as the user wrote
+/// them (`padding` is a list, or a word for `conv*_padding`).
 #[derive(Clone, Copy)]
 struct ConvArgs<'a, P> {
     stride: &'a [i64],
@@ -86,22 +89,33 @@ struct ConvArgs<'a, P> {
     groups: i64,
 }
 
-/// Declares a function of a convolution: `x`, `weight` and `bias`, then the
-/// op table's `stride`, `padding` (of type `$pt`), `dilation` and `groups`,
-/// which the body sees as one [`ConvArgs`] `$a`. The metas and
-/// decompositions of the convolutions are declared with it.
+impl ConvArgs<'_, &[i64]> {
+    /// The window of a kernel of spatial shape `kernel` (a weight's), checked.
+    fn params<const D: usize>(&self, kernel: &[usize]) -> Result<Params<D>> {
+        let kernel = shape_arg(None, kernel);
+        Params::parse(&kernel, self.dilation, self.padding, self.stride)
+    }
+}
+
+/// Declares a function of a convolution: its parameters before the op
+/// table's convolution arguments (`x`, `weight`, `bias`; a batching rule's
+/// batch dims; `conv2d_weight_grads`' `kernel_size`), then `stride`,
+/// `padding` (of type `$pt`), `dilation` and `groups`, which the body sees
+/// as one [`ConvArgs`] `$a`, then the `rest`. The metas, kernels,
+/// decompositions, batching rules and jvps of the convolutions are declared
+/// with it.
 macro_rules! conv_fn {
-    ($($(#[$attr:meta])* fn $name:ident($x:ident: $xt:ty, $w:ident: $wt:ty, $b:ident: $bt:ty;
-        $a:ident: $pt:ty) -> $ret:ty $body:block)*) => {$(
+    ($($(#[$attr:meta])* fn $name:ident($($p:ident: $t:ty),*; $a:ident: $pt:ty
+        $(, $q:ident: $u:ty)* $(,)?) -> $ret:ty $body:block)*) => {$(
         $(#[$attr])*
+        #[allow(clippy::too_many_arguments)]
         fn $name(
-            $x: $xt,
-            $w: $wt,
-            $b: $bt,
+            $($p: $t,)*
             stride: &[i64],
             padding: $pt,
             dilation: &[i64],
             groups: i64,
+            $($q: $u,)*
         ) -> $ret {
             let $a = ConvArgs { stride, padding, dilation, groups };
             $body
@@ -109,139 +123,87 @@ macro_rules! conv_fn {
     )*};
 }
 
-/// The `int[]` argument `name` as `D` values: one value per spatial dim, or
-/// one for all of them (PyTorch's `stride=2`); each at least `min`. Shared
-/// with the transposed convolutions (`conv_transpose.rs`).
-pub(super) fn per_dim<const D: usize>(name: &str, values: &[i64], min: i64) -> Result<[usize; D]> {
-    let dims = if D == 1 {
-        "1 value".to_string()
+/// The kernel dims of a weight with `D` spatial dims, as its shape is
+/// described in errors.
+pub(super) fn kernel_dims<const D: usize>() -> &'static str {
+    if D == 1 {
+        "k"
     } else {
-        format!("1 or {D} values (one per spatial dim)")
-    };
-    if values.len() != 1 && values.len() != D {
-        return Err(Error::invalid(format!(
-            "`{name}` must have {dims}, got {values:?}"
-        )));
+        "kh, kw"
     }
-    let mut out = [0usize; D];
-    for (i, o) in out.iter_mut().enumerate() {
-        let v = values[if values.len() == 1 { 0 } else { i }];
-        if v < min {
-            let what = if min == 0 { "non-negative" } else { "positive" };
-            return Err(Error::invalid(format!(
-                "`{name}` must be {what}, got {values:?}"
-            )));
-        }
-        // Non-negative i64 fits usize on the 64-bit targets ndarray indexes.
-        *o = usize::try_from(v)
-            .map_err(|_| Error::invalid(format!("`{name}` {values:?} is too large")))?;
-    }
-    Ok(out)
 }
 
-impl<const D: usize> Window<D> {
-    fn of(w: &WindowArgs) -> Result<Self> {
-        Self::new(w.kernel_size, w.dilation, w.padding, w.stride)
+/// Checks the rank of a weight with `D` spatial dims, `[channels,
+/// *kernel]` (`channels` names its first two dims).
+fn check_weight_rank<const D: usize>(ws: &[usize], channels: &str) -> Result<()> {
+    if ws.len() != D + 2 {
+        return Err(Error::invalid(format!(
+            "expected a {}-d weight [{channels}, {}], got shape {ws:?}",
+            D + 2,
+            kernel_dims::<D>()
+        )));
     }
+    Ok(())
+}
 
-    fn new(kernel: &[i64], dilation: &[i64], padding: &[i64], stride: &[i64]) -> Result<Self> {
-        Ok(Window {
-            kernel: per_dim("kernel_size", kernel, 1)?,
-            dilation: per_dim("dilation", dilation, 1)?,
-            padding: per_dim("padding", padding, 0)?,
-            stride: per_dim("stride", stride, 1)?,
-        })
-    }
-
-    /// The number of blocks along each dim of an input of spatial size
-    /// `size`: `(size + 2 * padding - dilation * (kernel - 1) - 1) / stride +
-    /// 1`, computed in i128 (no overflow for any argument), or an error if
-    /// that is below 1 along some dim (the window is larger than the padded
-    /// input), or too large.
-    fn blocks(&self, size: [usize; D]) -> Result<[usize; D]> {
-        let mut out = [0usize; D];
-        for i in 0..D {
-            let padded = size[i] as i128 + 2 * self.padding[i] as i128;
-            let span = self.dilation[i] as i128 * (self.kernel[i] as i128 - 1) + 1;
-            if padded < span {
-                return Err(Error::invalid(format!(
-                    "the window (kernel_size {:?}, dilation {:?}) spans {:?}, larger than the \
-                     input's spatial size {size:?} with padding {:?}: no block fits",
-                    self.kernel,
-                    self.dilation,
-                    self.spans(),
-                    self.padding
-                )));
-            }
-            let n = (padded - span) / self.stride[i] as i128 + 1;
-            out[i] = usize::try_from(n).map_err(|_| self.too_large(size, "the output"))?;
-        }
-        Ok(out)
-    }
-
-    /// The number of blocks along each dim, in `u128` (no overflow: only
-    /// shown in an error), 0 where none fits.
-    fn block_counts(&self, size: [usize; D]) -> [u128; D] {
-        let mut out = [0u128; D];
-        for (i, o) in out.iter_mut().enumerate() {
-            let padded = size[i] as i128 + 2 * self.padding[i] as i128;
-            let span = self.dilation[i] as i128 * (self.kernel[i] as i128 - 1) + 1;
-            *o = ((padded - span).max(-1) / self.stride[i] as i128 + 1) as u128;
-        }
-        out
-    }
-
-    /// The error for a window that gives `what` (the output, or the unfolded
-    /// input behind a convolution) more positions than can be allocated, in
-    /// the user's terms: the argument responsible (the `padding`, when it is
-    /// larger than the input; else the input's size) and the number of
-    /// positions per spatial dim, never an internal shape whose sizes
-    /// overflowed.
-    fn too_large(&self, size: [usize; D], what: &str) -> Error {
-        let blocks = self.block_counts(size);
-        // (A convolution's kernel_size is its weight's spatial shape.)
-        let others = format!(
-            "kernel_size {:?}, dilation {:?} and stride {:?}",
-            self.kernel, self.dilation, self.stride
-        );
-        let args = format!(
-            "kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}",
-            self.kernel, self.dilation, self.padding, self.stride
-        );
-        let limit = crate::core::alloc::allocation_limit();
-        if (0..D).any(|i| self.padding[i] as u128 * 2 > size[i] as u128) {
-            Error::invalid(format!(
-                "`padding` {:?} is too large: on an input of spatial size {size:?}, with {others}, \
-                 {what} would have {blocks:?} positions per spatial dim, more than can be \
-                 allocated (the allocation limit is {limit} bytes)",
-                self.padding
-            ))
-        } else {
-            Error::invalid(format!(
-                "the input's spatial size {size:?} is too large: with {args}, {what} would have \
-                 {blocks:?} positions per spatial dim, more than can be allocated (the \
-                 allocation limit is {limit} bytes)"
-            ))
+/// What a convolution and a transposed one (`conv_transpose.rs`) check
+/// alike of their operands, with `D` spatial dims: a float input, a weight
+/// and bias of its dtype, an input of `D + 1` (unbatched) or `D + 2`
+/// (batched) dims, a weight of `D + 2` (`[channels, *kernel]`), and
+/// positive `groups`. Gives whether the input is batched, and the groups.
+pub(super) fn check_operands<const D: usize>(
+    x: &TensorMeta,
+    w: &TensorMeta,
+    bias: Option<&TensorMeta>,
+    groups: i64,
+    channels: &str,
+) -> Result<(bool, usize)> {
+    require_float(x)?;
+    for (name, t) in [("weight", Some(w)), ("bias", bias)] {
+        if let Some(t) = t
+            && t.dtype() != x.dtype()
+        {
+            return Err(Error::invalid(format!(
+                "the input ({}) and {name} ({}) must have the same dtype",
+                x.dtype(),
+                t.dtype()
+            )));
         }
     }
-
-    /// The extent of the dilated kernel along each dim (saturating: only shown).
-    fn spans(&self) -> [usize; D] {
-        let mut out = [0usize; D];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = self.dilation[i]
-                .saturating_mul(self.kernel[i] - 1)
-                .saturating_add(1);
-        }
-        out
+    let batched = check_rank(x.shape(), D)?;
+    check_weight_rank::<D>(w.shape(), channels)?;
+    if groups < 1 {
+        return Err(Error::invalid(format!(
+            "`groups` must be positive, got {groups}"
+        )));
     }
+    Ok((batched, usize::try_from(groups).unwrap_or(usize::MAX)))
+}
 
-    fn kernel_numel(&self) -> Result<usize> {
-        self.kernel
-            .iter()
-            .try_fold(1usize, |a, &k| a.checked_mul(k))
-            .ok_or_else(|| Error::invalid(format!("kernel_size {:?} is too large", self.kernel)))
+/// The metas of a convolution's operands, for its checks.
+pub(super) fn metas(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+) -> (TensorMeta, TensorMeta, Option<TensorMeta>) {
+    (
+        TensorMeta::of(x),
+        TensorMeta::of(w),
+        bias.map(TensorMeta::of),
+    )
+}
+
+/// Checks that `bias`, if any, is `[c_out]` (`why`: where `c_out` comes from).
+pub(super) fn check_bias(bias: Option<&TensorMeta>, c_out: usize, why: &str) -> Result<()> {
+    if let Some(b) = bias
+        && b.shape() != [c_out]
+    {
+        return Err(Error::invalid(format!(
+            "bias must have shape [{c_out}] ({why}), got {:?}",
+            b.shape()
+        )));
     }
+    Ok(())
 }
 
 /// `a * b`, or an error naming the shape being computed.
@@ -250,57 +212,39 @@ fn mul(a: usize, b: usize, what: &str) -> Result<usize> {
         .ok_or_else(|| Error::invalid(format!("{what} is too large: {a} * {b} overflows")))
 }
 
-/// The valid output positions along one axis for kernel offset `offset =
-/// k * dilation - padding`: those `o` in `0..blocks` whose input position `o *
-/// stride + offset` lies in `0..size`, as a range (they are consecutive).
-fn valid_range(offset: i128, stride: usize, size: usize, blocks: usize) -> (usize, usize) {
-    let s = stride as i128;
-    // o * s + offset >= 0  <=>  o >= ceil(-offset / s)
-    let lo = if offset >= 0 {
-        0
-    } else {
-        (-offset + s - 1) / s
-    };
-    // o * s + offset <= size - 1  <=>  o <= floor((size - 1 - offset) / s)
-    let top = size as i128 - 1 - offset;
-    let hi = if top < 0 { 0 } else { top / s + 1 };
-    let clamp = |v: i128| v.clamp(0, blocks as i128) as usize;
-    let (lo, hi) = (clamp(lo), clamp(hi));
-    (lo, hi.max(lo))
-}
-
-/// The geometry of one 2-d sliding-block op on a standard-layout batch
-/// `[n, c, h, w]`: the window and the grid of blocks `[bh, bw]`.
-struct Geometry {
+/// A 2-d sliding-block op on a standard-layout batch `[n, c, h, w]`: the
+/// window over the images' spatial dims, whose positions are the grid of
+/// blocks `[bh, bw]`.
+struct Blocks {
     n: usize,
     c: usize,
-    size: [usize; 2],
     window: Window<2>,
-    blocks: [usize; 2],
 }
 
-impl Geometry {
-    /// The geometry of an op on `n` images of `c` channels of spatial size
-    /// `size`, with its output shape: the `n` images if `batched`, then
-    /// `dims` (checked against the allocation limit).
+impl Blocks {
+    /// The blocks of an op on `n` images of `c` channels, with its output
+    /// shape: the `n` images if `batched`, then `dims` (checked against the
+    /// allocation limit).
     fn with_output(
-        (n, c, size): (usize, usize, [usize; 2]),
+        (n, c): (usize, usize),
         window: Window<2>,
-        blocks: [usize; 2],
         batched: bool,
         dims: &[usize],
-    ) -> Result<(Vec<usize>, Geometry)> {
+    ) -> Result<(Vec<usize>, Blocks)> {
         let mut out = if batched { vec![n] } else { vec![] };
         out.extend_from_slice(dims);
         crate::core::alloc::checked_numel(&out)?;
-        let g = Geometry {
-            n,
-            c,
-            size,
-            window,
-            blocks,
-        };
-        Ok((out, g))
+        Ok((out, Blocks { n, c, window }))
+    }
+
+    /// The images' spatial size `[h, w]`.
+    fn size(&self) -> [usize; 2] {
+        self.window.size()
+    }
+
+    /// The grid of blocks, `[bh, bw]`.
+    fn grid(&self) -> [usize; 2] {
+        self.window.out()
     }
 
     /// For each (image and channel, kernel row, kernel column, block row):
@@ -308,10 +252,10 @@ impl Geometry {
     /// (`None`: all padding) and the valid block columns `cols` with the first
     /// input column they read; in the order of the rows of `unfold`'s output.
     fn for_each_row(&self, row: impl FnMut(usize, Option<usize>, (usize, usize), usize)) {
-        self.for_each_row_in(0..self.n * self.c, 0..self.blocks[0], row);
+        self.for_each_row_in(0..self.n * self.c, 0..self.grid()[0], row);
     }
 
-    /// [`Geometry::for_each_row`] over the images and channels `ncs` (flat
+    /// [`Blocks::for_each_row`] over the images and channels `ncs` (flat
     /// indices `image * c + channel`) and the block rows `oys` only.
     fn for_each_row_in(
         &self,
@@ -319,21 +263,20 @@ impl Geometry {
         oys: std::ops::Range<usize>,
         mut row: impl FnMut(usize, Option<usize>, (usize, usize), usize),
     ) {
-        let w = &self.window;
-        let [bh, bw] = self.blocks;
+        let [rows, cols] = &self.window.axes;
         for nc in ncs {
-            for ki in 0..w.kernel[0] {
-                let off_h = ki as i128 * w.dilation[0] as i128 - w.padding[0] as i128;
-                let (rlo, rhi) = valid_range(off_h, w.stride[0], self.size[0], bh);
-                for kj in 0..w.kernel[1] {
-                    let off_w = kj as i128 * w.dilation[1] as i128 - w.padding[1] as i128;
-                    let (clo, chi) = valid_range(off_w, w.stride[1], self.size[1], bw);
+            for ki in 0..rows.kernel {
+                let off_h = rows.offset(ki);
+                let (rlo, rhi) = rows.reading(ki);
+                for kj in 0..cols.kernel {
+                    let off_w = cols.offset(kj);
+                    let (clo, chi) = cols.reading(kj);
                     // The input column of block column `clo` (in range only
                     // when `clo < chi`: the callers read nothing otherwise).
-                    let first = (clo as i128 * w.stride[1] as i128 + off_w).max(0) as usize;
+                    let first = (clo as i128 * cols.stride as i128 + off_w).max(0) as usize;
                     for oy in oys.clone() {
                         let input_row = (oy >= rlo && oy < rhi)
-                            .then(|| (oy as i128 * w.stride[0] as i128 + off_h) as usize);
+                            .then(|| (oy as i128 * rows.stride as i128 + off_h) as usize);
                         row(nc, input_row, (clo, chi), first);
                     }
                 }
@@ -345,16 +288,16 @@ impl Geometry {
 /// im2col of a standard-layout `[n, c, h, w]` buffer: `[n, c * kh * kw, bh *
 /// bw]`, written once, in order (the padding as zeros, a stride-1 row as one
 /// copy).
-fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Geometry) -> Result<Vec<T>> {
-    let [h, w] = g.size;
-    let [_, bw] = g.blocks;
+fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Blocks) -> Result<Vec<T>> {
+    let [h, w] = g.size();
+    let [bh, bw] = g.grid();
     let rows = mul(
-        mul(g.n * g.c, g.window.kernel_numel()?, "unfold")?,
-        g.blocks[0],
+        mul(g.n * g.c, g.window.params().kernel_numel()?, "unfold")?,
+        bh,
         "unfold",
     )?;
     let mut out = take::<T>(mul(rows, bw, "unfold")?);
-    let stride = g.window.stride[1];
+    let stride = g.window.axes[1].stride;
     g.for_each_row(|nc, input_row, (lo, hi), first| {
         let Some(r) = input_row else {
             out.extend(std::iter::repeat_n(T::zero(), bw));
@@ -380,13 +323,14 @@ fn unfold_values<T: LinalgScalar + Cached>(x: &[T], g: &Geometry) -> Result<Vec<
 /// Each output plane (one channel of one image) sums only its own block
 /// rows, so with the `rayon` feature and enough values, pieces of whole
 /// planes run on the pool, each adding in the serial loop's order.
-fn fold_values<T: LinalgScalar + Cached + Send + Sync>(cols: &[T], g: &Geometry) -> Result<Vec<T>> {
-    let [h, w] = g.size;
-    let [bh, bw] = g.blocks;
+fn fold_values<T: LinalgScalar + Cached + Send + Sync>(cols: &[T], g: &Blocks) -> Result<Vec<T>> {
+    let [h, w] = g.size();
+    let [bh, bw] = g.grid();
     let plane = h * w;
     let planes = g.n * g.c;
-    let cols_per_plane = g.window.kernel.iter().product::<usize>() * bh * bw;
-    let stride = g.window.stride[1];
+    let [rows, cols_axis] = &g.window.axes;
+    let cols_per_plane = rows.kernel * cols_axis.kernel * bh * bw;
+    let stride = cols_axis.stride;
     // Adds the block rows of planes `ncs` into `out` (those planes' values).
     let fold_planes = |ncs: std::ops::Range<usize>, out: &mut [T]| {
         let first_plane = ncs.start;
@@ -453,7 +397,7 @@ fn blocks_array<T: LinalgScalar + Cached + crate::Element>(
 
 /// The output shape of `unfold` for an input of shape `shape` (3-d or 4-d),
 /// and its geometry.
-fn unfold_geometry(shape: &[usize], w: &WindowArgs) -> Result<(Vec<usize>, Geometry)> {
+fn unfold_geometry(shape: &[usize], w: &WindowArgs) -> Result<(Vec<usize>, Blocks)> {
     if !matches!(shape.len(), 3 | 4) {
         return Err(Error::invalid(format!(
             "expected a 3-d [C, H, W] or 4-d [N, C, H, W] input, got shape {shape:?}"
@@ -466,20 +410,17 @@ fn unfold_geometry(shape: &[usize], w: &WindowArgs) -> Result<(Vec<usize>, Geome
              {shape:?}"
         )));
     }
-    let window = Window::<2>::of(w)?;
-    let size = [shape[r - 2], shape[r - 1]];
-    let blocks = window.blocks(size)?;
+    let params = w.params()?;
+    let window = params.over([shape[r - 2], shape[r - 1]])?;
     let (n, c) = if r == 4 {
         (shape[0], shape[1])
     } else {
         (1, shape[0])
     };
-    let rows = mul(c, window.kernel_numel()?, "unfold's block size C * kh * kw")?;
-    let l = blocks[0]
-        .checked_mul(blocks[1])
-        .ok_or_else(|| window.too_large(size, "the output"))?;
-    Geometry::with_output((n, c, size), window, blocks, r == 4, &[rows, l])
-        .map_err(|_| window.too_large(size, "the output"))
+    let rows = mul(c, params.kernel_numel()?, "unfold's block size C * kh * kw")?;
+    let l = window.positions()?;
+    Blocks::with_output((n, c), window, r == 4, &[rows, l])
+        .map_err(|_| window.too_large("the output"))
 }
 
 window_fn! {
@@ -500,35 +441,10 @@ window_fn! {
     /// example, `[B * N, C, H, W]` for a batch of images; one kernel call.
     #[batching_rule(op = "unfold")]
     fn unfold_rule(x: &Tensor, bdim: Option<usize>; w) -> Result<(Tensor, Option<usize>)> {
-        let unfold = |t: &Tensor| ops::unfold(t, w.kernel_size, w.dilation, w.padding, w.stride);
-        batch_as_images(x, bdim, 3, unfold)
+        let unfold = |t: &Tensor| Ok([ops::unfold(t, w.kernel_size, w.dilation, w.padding, w.stride)?]);
+        let [y] = batch_as_images(x, bdim, 3, unfold)?;
+        Ok(y)
     }
-}
-
-/// The batching rule of `unfold` and `fold`, `op`, whose unbatched input
-/// has `rank` dims: the vmap dim moved to the front, then, for an input
-/// that already has a batch of its own, folded into it for one call and
-/// split again after.
-fn batch_as_images(
-    x: &Tensor,
-    bdim: Option<usize>,
-    rank: usize,
-    op: impl Fn(&Tensor) -> Result<Tensor>,
-) -> Result<(Tensor, Option<usize>)> {
-    let Some(_) = bdim else {
-        return Ok((op(x)?, None));
-    };
-    let x = bdim_to_front(x, bdim)?;
-    if x.ndim() == rank + 1 {
-        return Ok((op(&x)?, Some(0)));
-    }
-    let s = x.shape().to_vec();
-    let mut merged = vec![s[0] * s[1]];
-    merged.extend_from_slice(&s[2..]);
-    let y = op(&ops::reshape(&x, &shape_arg(None, &merged))?)?;
-    let mut split = vec![s[0], s[1]];
-    split.extend_from_slice(&y.shape()[1..]);
-    Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(0)))
 }
 
 // ---------------------------------------------------------------------------
@@ -540,44 +456,45 @@ fn fold_geometry(
     shape: &[usize],
     output_size: &[i64],
     w: &WindowArgs,
-) -> Result<(Vec<usize>, Geometry)> {
+) -> Result<(Vec<usize>, Blocks)> {
     if !matches!(shape.len(), 2 | 3) {
         return Err(Error::invalid(format!(
             "expected a 2-d [C * kh * kw, L] or 3-d [N, C * kh * kw, L] input, got shape {shape:?}"
         )));
     }
-    let size = per_dim::<2>("output_size", output_size, 1)?;
-    let window = Window::<2>::of(w)?;
+    let size = per_axis::<2>("output_size", output_size, 1)?;
+    let p = w.params()?;
     let r = shape.len();
     let (rows, l) = (shape[r - 2], shape[r - 1]);
-    let k = window.kernel_numel()?;
+    let k = p.kernel_numel()?;
     if rows == 0 || rows % k != 0 {
         return Err(Error::invalid(format!(
             "the input's dim {} (size {rows}) must be a positive multiple of kh * kw = {k} (kernel_size {:?})",
             r - 2,
-            window.kernel
+            p.kernel
         )));
     }
-    let blocks = window.blocks(size)?;
-    let expected = blocks[0].checked_mul(blocks[1]);
-    if expected != Some(l) && (0..2).any(|i| window.padding[i] as u128 * 2 > size[i] as u128) {
+    let window = p.over(size)?;
+    let [bh, bw] = window.out();
+    let expected = bh.checked_mul(bw);
+    if expected != Some(l) && (0..2).any(|i| p.padding[i] as u128 * 2 > size[i] as u128) {
         return Err(Error::invalid(format!(
             "`padding` {:?} is larger than the output of size {size:?}: with kernel_size {:?}, \
              dilation {:?} and stride {:?} it gives more blocks than the input's last dim (size \
              {l}) holds",
-            window.padding, window.kernel, window.dilation, window.stride
+            p.padding, p.kernel, p.dilation, p.stride
         )));
     }
     if expected != Some(l) {
         return Err(Error::invalid(format!(
             "the input's last dim (size {l}) must be the number of blocks of an {size:?} output \
-             with kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}: {} x {}",
-            window.kernel, window.dilation, window.padding, window.stride, blocks[0], blocks[1]
+             with kernel_size {:?}, dilation {:?}, padding {:?} and stride {:?}: {bh} x {bw}",
+            p.kernel, p.dilation, p.padding, p.stride
         )));
     }
     let n = if r == 3 { shape[0] } else { 1 };
     let c = rows / k;
-    Geometry::with_output((n, c, size), window, blocks, r == 3, &[c, size[0], size[1]])
+    Blocks::with_output((n, c), window, r == 3, &[c, size[0], size[1]])
 }
 
 window_fn! {
@@ -599,9 +516,10 @@ window_fn! {
     fn fold_rule(x: &Tensor, bdim: Option<usize>, output_size: &[i64]; w)
         -> Result<(Tensor, Option<usize>)> {
         let fold = |t: &Tensor| {
-            ops::fold(t, output_size, w.kernel_size, w.dilation, w.padding, w.stride)
+            Ok([ops::fold(t, output_size, w.kernel_size, w.dilation, w.padding, w.stride)?])
         };
-        batch_as_images(x, bdim, 2, fold)
+        let [y] = batch_as_images(x, bdim, 2, fold)?;
+        Ok(y)
     }
 }
 
@@ -617,46 +535,8 @@ fn conv_shape<const D: usize>(
     bias: Option<&TensorMeta>,
     a: &ConvArgs<&[i64]>,
 ) -> Result<Vec<usize>> {
-    let ConvArgs {
-        stride,
-        padding,
-        dilation,
-        groups,
-    } = *a;
-    require_float(x)?;
-    for (name, t) in [("weight", Some(w)), ("bias", bias)] {
-        if let Some(t) = t
-            && t.dtype() != x.dtype()
-        {
-            return Err(Error::invalid(format!(
-                "the input ({}) and {name} ({}) must have the same dtype",
-                x.dtype(),
-                t.dtype()
-            )));
-        }
-    }
+    let (batched, g) = check_operands::<D>(x, w, bias, a.groups, "C_out, C_in / groups")?;
     let (xs, ws) = (x.shape(), w.shape());
-    if xs.len() != D + 1 && xs.len() != D + 2 {
-        return Err(Error::invalid(format!(
-            "expected a {}-d (unbatched) or {}-d (batched) input, got shape {xs:?}",
-            D + 1,
-            D + 2
-        )));
-    }
-    if ws.len() != D + 2 {
-        return Err(Error::invalid(format!(
-            "expected a {}-d weight [C_out, C_in / groups, {}], got shape {ws:?}",
-            D + 2,
-            if D == 1 { "k" } else { "kh, kw" }
-        )));
-    }
-    if groups < 1 {
-        return Err(Error::invalid(format!(
-            "`groups` must be positive, got {groups}"
-        )));
-    }
-    let g = usize::try_from(groups).unwrap_or(usize::MAX);
-    let batched = xs.len() == D + 2;
     // No input or output channels is allowed, as in PyTorch (every output
     // element is then its bias); an empty spatial dim or kernel is not.
     if xs[xs.len() - D..].contains(&0) || ws[2..].contains(&0) {
@@ -669,70 +549,44 @@ fn conv_shape<const D: usize>(
     let c_out = ws[0];
     if ws[1].checked_mul(g) != Some(c_in) {
         return Err(Error::invalid(format!(
-            "the weight {ws:?} with groups = {groups} expects {} input channels (weight.shape[1] \
+            "the weight {ws:?} with groups = {} expects {} input channels (weight.shape[1] \
              * groups), got an input of shape {xs:?}",
+            a.groups,
             ws[1].saturating_mul(g)
         )));
     }
     if c_out % g != 0 {
         return Err(Error::invalid(format!(
-            "the weight's output channels ({c_out}) must be a multiple of groups ({groups})"
+            "the weight's output channels ({c_out}) must be a multiple of groups ({})",
+            a.groups
         )));
     }
-    if let Some(b) = bias
-        && b.shape() != [c_out]
-    {
-        return Err(Error::invalid(format!(
-            "bias must have shape [{c_out}] (the weight's output channels), got {:?}",
-            b.shape()
-        )));
-    }
-    let kernel: Vec<i64> = ws[2..]
-        .iter()
-        .map(|&k| i64::try_from(k).unwrap_or(i64::MAX))
-        .collect();
-    let window = Window::<D>::new(&kernel, dilation, padding, stride)?;
+    check_bias(bias, c_out, "the weight's output channels")?;
+    let params = a.params::<D>(&ws[2..])?;
     let mut size = [0usize; D];
     size.copy_from_slice(&xs[xs.len() - D..]);
-    let blocks = window.blocks(size)?;
+    let window = params.over(size)?;
     let mut out = if batched { vec![xs[0]] } else { vec![] };
     out.push(c_out);
-    out.extend(blocks);
+    out.extend(window.out());
     // The output, and the blocks matrix of the decomposition (`unfold`'s
     // `[N, C_in * kernel elements, output positions]`), must be allocatable.
     // Either too large is the window's doing (the input and the weight
     // exist): the error names its arguments, not an internal shape.
-    let l = blocks
-        .iter()
-        .try_fold(1usize, |a, &b| a.checked_mul(b))
-        .ok_or_else(|| window.too_large(size, "the output"))?;
-    crate::core::alloc::check_alloc(&out, x.dtype())
-        .map_err(|_| window.too_large(size, "the output"))?;
+    let l = window.positions()?;
+    crate::core::alloc::check_alloc(&out, x.dtype()).map_err(|_| window.too_large("the output"))?;
     let n = if batched { xs[0] } else { 1 };
-    let rows = mul(c_in, window.kernel_numel()?, "the convolution's block size")?;
+    let rows = mul(c_in, params.kernel_numel()?, "the convolution's block size")?;
     crate::core::alloc::check_alloc(&[n, rows, l], x.dtype())
-        .map_err(|_| window.too_large(size, "the unfolded input (the blocks the kernel sees)"))?;
+        .map_err(|_| window.too_large("the unfolded input (the blocks the kernel sees)"))?;
     Ok(out)
-}
-
-/// The output meta of a convolution with `D` spatial dims.
-fn conv_meta<const D: usize>(
-    x: &TensorMeta,
-    weight: &TensorMeta,
-    bias: Option<&TensorMeta>,
-    a: &ConvArgs<&[i64]>,
-) -> Result<TensorMeta> {
-    Ok(TensorMeta::new(
-        &conv_shape::<D>(x, weight, bias, a)?,
-        x.dtype(),
-    ))
 }
 
 conv_fn! {
     #[meta(op = "conv2d")]
     fn conv2d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &[i64])
         -> Result<TensorMeta> {
-        conv_meta::<2>(x, weight, bias, &a)
+        Ok(TensorMeta::new(&conv_shape::<2>(x, weight, bias, &a)?, x.dtype()))
     }
 
     /// `unfold` of the input, then one product with the weight: `[C_out, C_in *
@@ -748,7 +602,7 @@ conv_fn! {
     #[meta(op = "conv1d")]
     fn conv1d_meta(x: &TensorMeta, weight: &TensorMeta, bias: Option<&TensorMeta>; a: &[i64])
         -> Result<TensorMeta> {
-        conv_meta::<1>(x, weight, bias, &a)
+        Ok(TensorMeta::new(&conv_shape::<1>(x, weight, bias, &a)?, x.dtype()))
     }
 
     /// `conv2d` of the input as a height-1 image (`[N, C, 1, L]`) with a height-1
@@ -756,16 +610,10 @@ conv_fn! {
     #[decompose(op = "conv1d")]
     fn conv1d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a: &[i64])
         -> Result<Tensor> {
-        let y = ops::conv2d(
-            &ops::unsqueeze(x, -2)?,
-            &ops::unsqueeze(weight, -2)?,
-            bias,
-            &[1, a.stride[0]],
-            &[0, a.padding[0]],
-            &[1, a.dilation[0]],
-            a.groups,
-        )?;
-        ops::squeeze(&y, Some(-2))
+        let weight = ops::unsqueeze(weight, -2)?;
+        let (stride, padding) = (widen(a.stride, 1), widen(a.padding, 0));
+        let dilation = widen(a.dilation, 1);
+        height_one(x, |x| ops::conv2d(x, &weight, bias, &stride, &padding, &dilation, a.groups))
     }
 }
 
@@ -776,12 +624,8 @@ fn conv2d_by_unfold(
     bias: Option<&Tensor>,
     a: &ConvArgs<&[i64]>,
 ) -> Result<Tensor> {
-    let out_shape = conv_shape::<2>(
-        &TensorMeta::of(x),
-        &TensorMeta::of(weight),
-        bias.map(TensorMeta::of).as_ref(),
-        a,
-    )?;
+    let (xm, wm, bm) = metas(x, weight, bias);
+    let out_shape = conv_shape::<2>(&xm, &wm, bm.as_ref(), a)?;
     let batched = x.ndim() == 4;
     let ws = weight.shape();
     if ws[0] == 0 || ws[1] == 0 {
@@ -835,19 +679,13 @@ fn tiled_shape(x: &TensorMeta, w: &TensorMeta, a: &ConvArgs<&[i64]>) -> Result<V
     conv_shape::<2>(x, w, None, a)
 }
 
-/// The geometry of a checked 2-d convolution of a 4-d input `xs` with a
+/// The blocks of a checked 2-d convolution of a 4-d input `xs` with a
 /// weight of shape `ws`.
-fn conv_geometry(xs: &[usize], ws: &[usize], a: &ConvArgs<&[i64]>) -> Result<Geometry> {
-    let kernel = shape_arg(None, &ws[2..]);
-    let window = Window::<2>::new(&kernel, a.dilation, a.padding, a.stride)?;
-    let size = [xs[2], xs[3]];
-    let blocks = window.blocks(size)?;
-    Ok(Geometry {
+fn conv_blocks(xs: &[usize], ws: &[usize], a: &ConvArgs<&[i64]>) -> Result<Blocks> {
+    Ok(Blocks {
         n: xs[0],
         c: xs[1],
-        size,
-        window,
-        blocks,
+        window: a.params::<2>(&ws[2..])?.over([xs[2], xs[3]])?,
     })
 }
 
@@ -874,149 +712,125 @@ fn two_arrays<T: LinalgScalar + Cached + crate::Element>(
         .map_err(|e| Error::invalid(format!("{what}: {e}")))
 }
 
-#[meta(op = "conv2d_tiled")]
-fn conv2d_tiled_meta(
-    x: &TensorMeta,
-    weight: &TensorMeta,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
-) -> Result<TensorMeta> {
-    let a = ConvArgs {
-        stride,
-        padding,
-        dilation,
-        groups,
-    };
-    Ok(TensorMeta::new(&tiled_shape(x, weight, &a)?, x.dtype()))
+/// The tiled products of `tiles.rs`.
+#[derive(Clone, Copy)]
+enum Product {
+    /// `conv2d_tiled`: the convolution of an input with a weight.
+    Forward,
+    /// `conv2d_weight_grads`: each example's weight gradient, from an input
+    /// and an output gradient.
+    WeightGrads,
 }
 
-#[kernel(op = "conv2d_tiled")]
-fn conv2d_tiled_kernel(
+/// `product` of `x` and `y` (of one float dtype) over `blocks`, with `c_out`
+/// output channels in `groups` groups, as a tensor of shape `shape`.
+fn tiled_product(
     x: &Tensor,
-    weight: &Tensor,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
+    y: &Tensor,
+    (blocks, c_out, groups): (&Blocks, usize, i64),
+    shape: &[usize],
+    product: Product,
 ) -> Result<Tensor> {
-    let a = ConvArgs {
-        stride,
-        padding,
-        dilation,
-        groups,
-    };
-    let shape = tiled_shape(&TensorMeta::of(x), &TensorMeta::of(weight), &a)?;
-    let geometry = conv_geometry(x.shape(), weight.shape(), &a)?;
     let conv = tiles::Conv {
-        geometry: &geometry,
-        c_out: weight.shape()[0],
+        blocks,
+        c_out,
         groups: groups as usize,
         tile_bytes: tiles::TILE_BYTES,
     };
     fn run<'a, T: crate::library::gemm::Gemm>(
         conv: &'a tiles::Conv<'a>,
+        product: Product,
     ) -> impl FnOnce(&[T], &[T]) -> Vec<T> + 'a {
-        move |x, w| tiles::forward(x, w, conv)
+        move |x, y| match product {
+            Product::Forward => tiles::forward(x, y, conv),
+            Product::WeightGrads => tiles::weight_grads(x, y, conv),
+        }
     }
-    match (x.data()?, weight.data()?) {
-        (Data::F32(p), Data::F32(q)) => two_arrays(p, q, &shape, "conv2d_tiled", run(&conv)),
-        (Data::F64(p), Data::F64(q)) => two_arrays(p, q, &shape, "conv2d_tiled", run(&conv)),
+    let (what, other) = match product {
+        Product::Forward => ("conv2d_tiled", "weight"),
+        Product::WeightGrads => ("conv2d_weight_grads", "grad_output"),
+    };
+    match (x.data()?, y.data()?) {
+        (Data::F32(p), Data::F32(q)) => two_arrays(p, q, shape, what, run(&conv, product)),
+        (Data::F64(p), Data::F64(q)) => two_arrays(p, q, shape, what, run(&conv, product)),
         _ => Err(Error::invalid(format!(
-            "the input ({}) and weight ({}) must have the same floating-point dtype",
+            "the input ({}) and {other} ({}) must have the same floating-point dtype",
             x.dtype(),
-            weight.dtype()
+            y.dtype()
         ))),
     }
 }
 
-/// The examples of the vmap join the batch of images (one call); a batched
-/// weight joins the groups: the vmap's `B` weights `[B * C_out, C_in /
-/// groups, kh, kw]` over the input's channels `[N, B * C_in, H, W]` with
-/// `B * groups` groups (as functorch's convolution rule).
-#[batching_rule(op = "conv2d_tiled")]
-#[allow(clippy::too_many_arguments)]
-fn conv2d_tiled_rule(
-    x: &Tensor,
-    x_bdim: Option<usize>,
-    weight: &Tensor,
-    w_bdim: Option<usize>,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
-) -> Result<(Tensor, Option<usize>)> {
-    let conv = |x: &Tensor, w: &Tensor, groups: i64| {
-        ops::conv2d_tiled(x, w, stride, padding, dilation, groups)
-    };
-    if w_bdim.is_none() {
-        if x_bdim.is_some() && x.ndim() != 5 {
-            // Not a batch of 4-d inputs: the op's own error.
-            let xm = TensorMeta::new(&x.shape()[1..], x.dtype());
-            let a = ConvArgs {
-                stride,
-                padding,
-                dilation,
-                groups,
-            };
-            tiled_shape(&xm, &TensorMeta::of(weight), &a)?;
-        }
-        // (Rank 3: a 5-d batch is merged into the images, as for `unfold`.)
-        return batch_as_images(x, x_bdim, 3, |t| conv(t, weight, groups));
+conv_fn! {
+    #[meta(op = "conv2d_tiled")]
+    fn conv2d_tiled_meta(x: &TensorMeta, weight: &TensorMeta; a: &[i64]) -> Result<TensorMeta> {
+        Ok(TensorMeta::new(&tiled_shape(x, weight, &a)?, x.dtype()))
     }
-    let ts = materialize_at_front(&[x.clone(), weight.clone()], &[x_bdim, w_bdim])?;
-    let (xs, ws) = (ts[0].shape().to_vec(), ts[1].shape().to_vec());
-    let b = xs[0];
-    let bg = i64::try_from(b)
-        .ok()
-        .and_then(|b| b.checked_mul(groups))
-        .filter(|&bg| bg > 0);
-    let Some(bg) = bg else {
-        // No examples (or bad groups): the meta's error, or the empty result.
-        let a = ConvArgs {
-            stride,
-            padding,
-            dilation,
-            groups,
-        };
-        let (xm, wm) = (
-            TensorMeta::new(&xs[1..], x.dtype()),
-            TensorMeta::new(&ws[1..], weight.dtype()),
-        );
-        return empty_batch(&tiled_shape(&xm, &wm, &a)?, x.dtype());
-    };
-    // [B, N, C, H, W] -> [N, B * C, H, W]
-    let xm = ops::reshape(
-        &ops::transpose(&ts[0], 0, 1)?,
-        &shape_arg(None, &[xs[1], b * xs[2], xs[3], xs[4]]),
-    )?;
-    let wm = ops::reshape(&ts[1], &shape_arg(None, &[b * ws[1], ws[2], ws[3], ws[4]]))?;
-    let y = conv(&xm, &wm, bg)?;
-    let ys = y.shape().to_vec();
-    let y = ops::reshape(&y, &shape_arg(None, &[ys[0], b, ws[1], ys[2], ys[3]]))?;
-    Ok((y, Some(1)))
-}
 
-/// `conv2d_tiled` is bilinear: its jvp is `conv(tx, w) + conv(x, tw)`.
-#[jvp(op = "conv2d_tiled")]
-#[allow(clippy::too_many_arguments)]
-fn conv2d_tiled_jvp(
-    x: &Tensor,
-    weight: &Tensor,
-    stride: &[i64],
-    padding: &[i64],
-    dilation: &[i64],
-    groups: i64,
-    _y: &Tensor,
-    x_tangent: Option<&Tensor>,
-    w_tangent: Option<&Tensor>,
-) -> Result<Option<Tensor>> {
-    let conv = |x: &Tensor, w: &Tensor| ops::conv2d_tiled(x, w, stride, padding, dilation, groups);
-    sum_of(
-        x_tangent.map(|t| conv(t, weight)).transpose()?,
-        w_tangent.map(|t| conv(x, t)).transpose()?,
-    )
+    #[kernel(op = "conv2d_tiled")]
+    fn conv2d_tiled_kernel(x: &Tensor, weight: &Tensor; a: &[i64]) -> Result<Tensor> {
+        let shape = tiled_shape(&TensorMeta::of(x), &TensorMeta::of(weight), &a)?;
+        let blocks = conv_blocks(x.shape(), weight.shape(), &a)?;
+        let conv = (&blocks, weight.shape()[0], a.groups);
+        tiled_product(x, weight, conv, &shape, Product::Forward)
+    }
+
+    /// The examples of the vmap join the batch of images (one call); a batched
+    /// weight joins the groups: the vmap's `B` weights `[B * C_out, C_in /
+    /// groups, kh, kw]` over the input's channels `[N, B * C_in, H, W]` with
+    /// `B * groups` groups (as functorch's convolution rule).
+    #[batching_rule(op = "conv2d_tiled")]
+    fn conv2d_tiled_rule(
+        x: &Tensor, x_bdim: Option<usize>, weight: &Tensor, w_bdim: Option<usize>; a: &[i64]
+    ) -> Result<(Tensor, Option<usize>)> {
+        let conv = |x: &Tensor, w: &Tensor, groups: i64| {
+            ops::conv2d_tiled(x, w, a.stride, a.padding, a.dilation, groups)
+        };
+        if w_bdim.is_none() {
+            if x_bdim.is_some() && x.ndim() != 5 {
+                // Not a batch of 4-d inputs: the op's own error.
+                let xm = TensorMeta::new(&x.shape()[1..], x.dtype());
+                tiled_shape(&xm, &TensorMeta::of(weight), &a)?;
+            }
+            // (Rank 3: a 5-d batch is folded into the images, as for `unfold`.)
+            let [y] = batch_as_images(x, x_bdim, 3, |t| Ok([conv(t, weight, a.groups)?]))?;
+            return Ok(y);
+        }
+        let ts = materialize_at_front(&[x.clone(), weight.clone()], &[x_bdim, w_bdim])?;
+        let (xs, ws) = (ts[0].shape(), ts[1].shape());
+        let b = xs[0];
+        let bg = i64::try_from(b)
+            .ok()
+            .and_then(|b| b.checked_mul(a.groups))
+            .filter(|&bg| bg > 0);
+        let Some(bg) = bg else {
+            // No examples (or bad groups): the meta's error, or the empty result.
+            let (xm, wm) = (
+                TensorMeta::new(&xs[1..], x.dtype()),
+                TensorMeta::new(&ws[1..], weight.dtype()),
+            );
+            return empty_batch(&tiled_shape(&xm, &wm, &a)?, x.dtype());
+        };
+        // [B, N, C, H, W] -> [N, B * C, H, W]; [B, C_out, ...] -> [B * C_out, ...]
+        let y = conv(&reshape_dim_into(0, 1, &ts[0])?, &reshape_dim_into(0, 0, &ts[1])?, bg)?;
+        // [N, B * C_out, H_out, W_out] -> [N, B, C_out, H_out, W_out]
+        Ok((reshape_dim_outof(1, [b, ws[1]], &y)?, Some(1)))
+    }
+
+    /// `conv2d_tiled` is bilinear: its jvp is `conv(tx, w) + conv(x, tw)`.
+    #[jvp(op = "conv2d_tiled")]
+    fn conv2d_tiled_jvp(
+        x: &Tensor, weight: &Tensor; a: &[i64], _y: &Tensor,
+        x_tangent: Option<&Tensor>, w_tangent: Option<&Tensor>
+    ) -> Result<Option<Tensor>> {
+        let conv = |x: &Tensor, w: &Tensor| {
+            ops::conv2d_tiled(x, w, a.stride, a.padding, a.dilation, a.groups)
+        };
+        sum_of(
+            x_tangent.map(|t| conv(t, weight)).transpose()?,
+            w_tangent.map(|t| conv(x, t)).transpose()?,
+        )
+    }
 }
 
 /// The result of a batching rule over a vmap of no examples: zeros of
@@ -1037,13 +851,13 @@ fn sum_of(a: Option<Tensor>, b: Option<Tensor>) -> Result<Option<Tensor>> {
 }
 
 /// Checks `conv2d_weight_grads`' operands and gives its output shape and the
-/// convolution's geometry and output channels.
+/// convolution's blocks and output channels.
 fn weight_grads_shape(
     x: &TensorMeta,
     g: &TensorMeta,
     kernel_size: &[i64],
     a: &ConvArgs<&[i64]>,
-) -> Result<(Vec<usize>, Geometry, usize)> {
+) -> Result<(Vec<usize>, Blocks, usize)> {
     require_float(x)?;
     if g.dtype() != x.dtype() {
         return Err(Error::invalid(format!(
@@ -1078,86 +892,41 @@ fn weight_grads_shape(
             "expected non-zero spatial dims of the input, got shape {xs:?}"
         )));
     }
-    let window = Window::<2>::new(kernel_size, a.dilation, a.padding, a.stride)?;
-    let size = [xs[2], xs[3]];
-    let blocks = window.blocks(size)?;
+    let p = Params::<2>::parse(kernel_size, a.dilation, a.padding, a.stride)?;
+    let window = p.over([xs[2], xs[3]])?;
+    let blocks = window.out();
     if gs[2..] != blocks {
         return Err(Error::invalid(format!(
             "grad_output {gs:?} must have the spatial size of the output, {blocks:?} (input \
              {xs:?}, kernel_size {:?}, stride {:?}, padding {:?}, dilation {:?})",
-            window.kernel, window.stride, window.padding, window.dilation
+            p.kernel, p.stride, p.padding, p.dilation
         )));
     }
     let mut out = vec![xs[0], c_out, c_in / groups];
-    out.extend(window.kernel);
+    out.extend(p.kernel);
     crate::core::alloc::check_alloc(&out, x.dtype())?;
-    let geometry = Geometry {
+    let blocks = Blocks {
         n: xs[0],
         c: c_in,
-        size,
         window,
-        blocks,
     };
-    Ok((out, geometry, c_out))
+    Ok((out, blocks, c_out))
 }
 
-/// Declares a function of `conv2d_weight_grads`: its `input` and
-/// `grad_output` (each followed by its batch dim in a batching rule), then
-/// `kernel_size`, `stride`, `padding`, `dilation` and `groups`, which the
-/// body sees as `$k` and one [`ConvArgs`] `$a`, then the `rest`.
-macro_rules! weight_grads_fn {
-    ($($(#[$attr:meta])* fn $name:ident($($p:ident: $t:ty),*; $k:ident, $a:ident $(, $q:ident: $u:ty)* $(,)?)
-        -> $ret:ty $body:block)*) => {$(
-        $(#[$attr])*
-        #[allow(clippy::too_many_arguments)]
-        fn $name(
-            $($p: $t,)*
-            $k: &[i64],
-            stride: &[i64],
-            padding: &[i64],
-            dilation: &[i64],
-            groups: i64,
-            $($q: $u,)*
-        ) -> $ret {
-            let $a = ConvArgs { stride, padding, dilation, groups };
-            $body
-        }
-    )*};
-}
-
-weight_grads_fn! {
+conv_fn! {
     #[meta(op = "conv2d_weight_grads")]
-    fn conv2d_weight_grads_meta(x: &TensorMeta, g: &TensorMeta; kernel_size, a)
+    fn conv2d_weight_grads_meta(x: &TensorMeta, g: &TensorMeta, kernel_size: &[i64]; a: &[i64])
         -> Result<TensorMeta> {
         let (shape, _, _) = weight_grads_shape(x, g, kernel_size, &a)?;
         Ok(TensorMeta::new(&shape, x.dtype()))
     }
 
     #[kernel(op = "conv2d_weight_grads")]
-    fn conv2d_weight_grads_kernel(x: &Tensor, g: &Tensor; kernel_size, a) -> Result<Tensor> {
-        let (shape, geometry, c_out) =
+    fn conv2d_weight_grads_kernel(x: &Tensor, g: &Tensor, kernel_size: &[i64]; a: &[i64])
+        -> Result<Tensor> {
+        let (shape, blocks, c_out) =
             weight_grads_shape(&TensorMeta::of(x), &TensorMeta::of(g), kernel_size, &a)?;
-        let conv = tiles::Conv {
-            geometry: &geometry,
-            c_out,
-            groups: a.groups as usize,
-            tile_bytes: tiles::TILE_BYTES,
-        };
-        fn run<'a, T: crate::library::gemm::Gemm>(
-            conv: &'a tiles::Conv<'a>,
-        ) -> impl FnOnce(&[T], &[T]) -> Vec<T> + 'a {
-            move |x, g| tiles::weight_grads(x, g, conv)
-        }
-        let what = "conv2d_weight_grads";
-        match (x.data()?, g.data()?) {
-            (Data::F32(p), Data::F32(q)) => two_arrays(p, q, &shape, what, run(&conv)),
-            (Data::F64(p), Data::F64(q)) => two_arrays(p, q, &shape, what, run(&conv)),
-            _ => Err(Error::invalid(format!(
-                "the input ({}) and grad_output ({}) must have the same floating-point dtype",
-                x.dtype(),
-                g.dtype()
-            ))),
-        }
+        tiled_product(x, g, (&blocks, c_out, a.groups), &shape, Product::WeightGrads)
     }
 
     /// Both batched (per-sample gradients): the vmap's examples join `N`, one
@@ -1166,7 +935,8 @@ weight_grads_fn! {
     /// (`[N, B * C_out, ...]`), so the input's blocks are packed once.
     #[batching_rule(op = "conv2d_weight_grads")]
     fn conv2d_weight_grads_rule(
-        x: &Tensor, x_bdim: Option<usize>, g: &Tensor, g_bdim: Option<usize>; kernel_size, a
+        x: &Tensor, x_bdim: Option<usize>, g: &Tensor, g_bdim: Option<usize>,
+        kernel_size: &[i64]; a: &[i64]
     ) -> Result<(Tensor, Option<usize>)> {
         let wg = |x: &Tensor, g: &Tensor| {
             ops::conv2d_weight_grads(x, g, kernel_size, a.stride, a.padding, a.dilation, a.groups)
@@ -1177,16 +947,10 @@ weight_grads_fn! {
             && g.ndim() == 5
         {
             let g = bdim_to_front(g, Some(gb))?;
-            let gs = g.shape().to_vec();
             // [B, N, C_out, ...] -> [N, B * C_out, ...]
-            let gm = ops::reshape(
-                &ops::transpose(&g, 0, 1)?,
-                &shape_arg(None, &[gs[1], gs[0] * gs[2], gs[3], gs[4]]),
-            )?;
-            let y = wg(x, &gm)?;
-            let ys = y.shape().to_vec();
-            let split = [ys[0], gs[0], gs[2], ys[2], ys[3], ys[4]];
-            return Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(1)));
+            let y = wg(x, &reshape_dim_into(0, 1, &g)?)?;
+            // [N, B * C_out, C_in, kh, kw] -> [N, B, C_out, C_in, kh, kw]
+            return Ok((reshape_dim_outof(1, [g.shape()[0], g.shape()[2]], &y)?, Some(1)));
         }
         let ts = materialize_at_front(&[x.clone(), g.clone()], &[x_bdim, g_bdim])?;
         let (xs, gs) = (ts[0].shape().to_vec(), ts[1].shape().to_vec());
@@ -1199,21 +963,15 @@ weight_grads_fn! {
             let (shape, _, _) = weight_grads_shape(&xm, &gm, kernel_size, &a)?;
             return empty_batch(&shape, x.dtype());
         }
-        let merge = |t: &Tensor, s: &[usize]| {
-            let mut m = vec![s[0] * s[1]];
-            m.extend_from_slice(&s[2..]);
-            ops::reshape(t, &shape_arg(None, &m))
-        };
-        let y = wg(&merge(&ts[0], &xs)?, &merge(&ts[1], &gs)?)?;
-        let mut split = vec![xs[0], xs[1]];
-        split.extend_from_slice(&y.shape()[1..]);
-        Ok((ops::reshape(&y, &shape_arg(None, &split))?, Some(0)))
+        // [B, N, ...] -> [B * N, ...], and back for the output.
+        let y = wg(&reshape_dim_into(0, 0, &ts[0])?, &reshape_dim_into(0, 0, &ts[1])?)?;
+        Ok((reshape_dim_outof(0, [xs[0], xs[1]], &y)?, Some(0)))
     }
 
     /// Bilinear in its two tensors: `wg(tx, g) + wg(x, tg)`.
     #[jvp(op = "conv2d_weight_grads")]
     fn conv2d_weight_grads_jvp(
-        x: &Tensor, g: &Tensor; kernel_size, a, _y: &Tensor,
+        x: &Tensor, g: &Tensor, kernel_size: &[i64]; a: &[i64], _y: &Tensor,
         x_tangent: Option<&Tensor>, g_tangent: Option<&Tensor>
     ) -> Result<Option<Tensor>> {
         let wg = |x: &Tensor, g: &Tensor| {
@@ -1247,19 +1005,13 @@ fn word_padding<const D: usize>(
         "valid" => Ok(([0; D], [0; D])),
         "same" => {
             let ws = w.shape();
-            if ws.len() != D + 2 {
-                return Err(Error::invalid(format!(
-                    "expected a {}-d weight [C_out, C_in / groups, {}], got shape {ws:?}",
-                    D + 2,
-                    if D == 1 { "k" } else { "kh, kw" }
-                )));
-            }
-            if per_dim::<D>("stride", stride, 1)?.iter().any(|&s| s != 1) {
+            check_weight_rank::<D>(ws, "C_out, C_in / groups")?;
+            if per_axis::<D>("stride", stride, 1)?.iter().any(|&s| s != 1) {
                 return Err(Error::invalid(format!(
                     "padding \"same\" needs stride 1 (as in PyTorch), got stride {stride:?}"
                 )));
             }
-            let dilation = per_dim::<D>("dilation", dilation, 1)?;
+            let dilation = per_axis::<D>("dilation", dilation, 1)?;
             let (mut left, mut extra) = ([0i64; D], [0usize; D]);
             for i in 0..D {
                 let total = dilation[i] as i128 * (ws[2 + i] as i128 - 1).max(0);

@@ -18,9 +18,9 @@
 //! batched product with `unfold` (`fold`'s vjp) of the output gradient.
 //! `conv_transpose1d` is `conv_transpose2d` of a height-1 image.
 
-use super::conv::per_dim;
+use super::conv::{check_bias, check_operands, kernel_dims, metas};
+use super::window::{height_one, per_axis, widen, Params, Window};
 use crate::batching::shape_arg;
-use crate::core::meta_rules::require_float;
 use crate::{decompose, meta, ops, Error, Result, Tensor, TensorMeta};
 
 /// The arguments of a transposed convolution after its input, weight and
@@ -58,35 +58,37 @@ macro_rules! transposed_fn {
     )*};
 }
 
-/// A checked transposed convolution with `D` spatial dims.
+/// A checked transposed convolution with `D` spatial dims: the operands'
+/// channels and the window of the convolution it is the transpose of, whose
+/// input is this one's output and whose blocks are this one's input
+/// positions (and the `extra` ones, see [`Transposed::extra`]).
 #[derive(Clone, Debug)]
-struct Geometry<const D: usize> {
+struct Transposed<const D: usize> {
     /// The input's batch size, if it has a batch dim.
     batch: Option<usize>,
     c_in: usize,
     c_out: usize,
     groups: usize,
-    kernel: [usize; D],
-    stride: [usize; D],
-    padding: [usize; D],
-    dilation: [usize; D],
     /// The input's spatial size.
     size: [usize; D],
-    /// The output's spatial size.
-    out: [usize; D],
-    /// Block positions `fold` needs past the input's, per dim:
-    /// `output_padding / stride`, nonzero only where `output_padding` is at
-    /// least the stride (allowed when it is below the dilation).
-    extra: [usize; D],
+    /// The convolution's window over the output.
+    window: Window<D>,
 }
 
-impl<const D: usize> Geometry<D> {
+impl<const D: usize> Transposed<D> {
     /// The output shape: `[N, C_out, *out]` or `[C_out, *out]`.
     fn output_shape(&self) -> Vec<usize> {
         let mut shape: Vec<usize> = self.batch.into_iter().collect();
         shape.push(self.c_out);
-        shape.extend(self.out);
+        shape.extend(self.window.size());
         shape
+    }
+
+    /// Block positions `fold` needs past the input's, per dim:
+    /// `output_padding / stride`, nonzero only where `output_padding` is at
+    /// least the stride (allowed when it is below the dilation).
+    fn extra(&self) -> [usize; D] {
+        std::array::from_fn(|i| self.window.axes[i].out - self.size[i])
     }
 }
 
@@ -101,54 +103,28 @@ fn geometry<const D: usize>(
     w: &TensorMeta,
     bias: Option<&TensorMeta>,
     a: &Args,
-) -> Result<Geometry<D>> {
-    require_float(x)?;
-    for (name, t) in [("weight", Some(w)), ("bias", bias)] {
-        if let Some(t) = t
-            && t.dtype() != x.dtype()
-        {
-            return Err(Error::invalid(format!(
-                "the input ({}) and {name} ({}) must have the same dtype",
-                x.dtype(),
-                t.dtype()
-            )));
-        }
-    }
+) -> Result<Transposed<D>> {
+    let (batched, groups) = check_operands::<D>(x, w, bias, a.groups, "C_in, C_out / groups")?;
     let (xs, ws) = (x.shape(), w.shape());
-    let kernel_dims = if D == 1 { "k" } else { "kh, kw" };
-    if xs.len() != D + 1 && xs.len() != D + 2 {
-        return Err(Error::invalid(format!(
-            "expected a {}-d (unbatched) or {}-d (batched) input, got shape {xs:?}",
-            D + 1,
-            D + 2
-        )));
-    }
-    if ws.len() != D + 2 {
-        return Err(Error::invalid(format!(
-            "expected a {}-d weight [C_in, C_out / groups, {kernel_dims}], got shape {ws:?}",
-            D + 2
-        )));
-    }
-    let stride = per_dim::<D>("stride", a.stride, 1)?;
-    let padding = per_dim::<D>("padding", a.padding, 0)?;
-    let output_padding = per_dim::<D>("output_padding", a.output_padding, 0)?;
-    let dilation = per_dim::<D>("dilation", a.dilation, 1)?;
-    if a.groups < 1 {
-        return Err(Error::invalid(format!(
-            "`groups` must be positive, got {}",
-            a.groups
-        )));
-    }
-    let groups = usize::try_from(a.groups).unwrap_or(usize::MAX);
     // PyTorch refuses a weight without input or output channels here (unlike
     // for conv2d), and so do we; an empty kernel or input image too.
     if ws[0] == 0 || ws[1] == 0 || ws[2..].contains(&0) {
         return Err(Error::invalid(format!(
-            "expected a non-empty weight [C_in, C_out / groups, {kernel_dims}] (input and output \
-             channels and kernel), got shape {ws:?}"
+            "expected a non-empty weight [C_in, C_out / groups, {}] (input and output channels \
+             and kernel), got shape {ws:?}",
+            kernel_dims::<D>()
         )));
     }
-    let batched = xs.len() == D + 2;
+    // (The kernel, from the weight's shape, is positive.)
+    let params = Params::<D>::parse(&shape_arg(None, &ws[2..]), a.dilation, a.padding, a.stride)?;
+    let Params {
+        kernel,
+        stride,
+        padding,
+        dilation,
+        ..
+    } = params;
+    let output_padding = per_axis::<D>("output_padding", a.output_padding, 0)?;
     let c_in = xs[usize::from(batched)];
     if c_in != ws[0] {
         return Err(Error::invalid(format!(
@@ -183,19 +159,9 @@ fn geometry<const D: usize>(
             "the output channels of weight {ws:?} times `groups` ({groups}) are too many"
         ))
     })?;
-    if let Some(b) = bias
-        && b.shape() != [c_out]
-    {
-        return Err(Error::invalid(format!(
-            "bias must have shape [{c_out}] (weight.shape[1] * groups, the output channels), got \
-             {:?}",
-            b.shape()
-        )));
-    }
+    check_bias(bias, c_out, "weight.shape[1] * groups, the output channels")?;
     let mut size = [0usize; D];
     size.copy_from_slice(&xs[xs.len() - D..]);
-    let mut kernel = [0usize; D];
-    kernel.copy_from_slice(&ws[2..]);
     // (size - 1) * stride - 2 * padding + dilation * (kernel - 1) +
     // output_padding + 1, in i128: every term is below 2^64, so no overflow.
     let mut lengths = [0i128; D];
@@ -230,22 +196,16 @@ fn geometry<const D: usize>(
     for i in 0..D {
         out[i] = usize::try_from(lengths[i]).map_err(|_| too_large("the output"))?;
     }
-    let mut extra = [0usize; D];
-    for i in 0..D {
-        extra[i] = output_padding[i] / stride[i];
-    }
-    let g = Geometry {
+    // The convolution over the output has `size + output_padding / stride`
+    // blocks per dim: `lengths + 2 * padding - dilation * (kernel - 1) - 1`
+    // is `(size - 1) * stride + output_padding`.
+    let g = Transposed {
         batch: batched.then(|| xs[0]),
         c_in,
         c_out,
         groups,
-        kernel,
-        stride,
-        padding,
-        dilation,
         size,
-        out,
-        extra,
+        window: params.over(out).map_err(|_| too_large("the output"))?,
     };
     crate::core::alloc::check_alloc(&g.output_shape(), x.dtype())
         .map_err(|_| too_large("the output"))?;
@@ -256,7 +216,7 @@ fn geometry<const D: usize>(
         .try_fold(c_out, |r, &k| r.checked_mul(k))
         .ok_or_else(|| too_large("the columns (output channels times kernel size)"))?;
     let mut cols = vec![g.batch.unwrap_or(1), rows];
-    cols.extend((0..D).map(|i| size[i].saturating_add(extra[i])));
+    cols.extend(g.window.out());
     crate::core::alloc::check_alloc(&cols, x.dtype())
         .map_err(|_| too_large("the columns (the kernel's blocks at every input position)"))?;
     Ok(g)
@@ -282,15 +242,12 @@ fn conv_transpose2d_by_fold(
     bias: Option<&Tensor>,
     a: &Args,
 ) -> Result<Tensor> {
-    let g = geometry::<2>(
-        &TensorMeta::of(x),
-        &TensorMeta::of(weight),
-        bias.map(TensorMeta::of).as_ref(),
-        a,
-    )?;
+    let (xm, wm, bm) = metas(x, weight, bias);
+    let g = geometry::<2>(&xm, &wm, bm.as_ref(), a)?;
     let lead: Vec<usize> = g.batch.into_iter().collect();
     let [h, w] = g.size;
-    let kk = g.kernel[0] * g.kernel[1];
+    let p = g.window.params();
+    let kk = p.kernel[0] * p.kernel[1];
     let (groups, c_in, c_out) = (g.groups, g.c_in, g.c_out);
     let rows = c_out * kk;
     let shape = |dims: &[usize]| shape_arg(None, &[&lead[..], dims].concat());
@@ -312,25 +269,26 @@ fn conv_transpose2d_by_fold(
     // An output_padding of at least the stride (allowed below the dilation)
     // gives the output more block positions than the input has: zero
     // columns at the end of each such dim.
-    let cols = if g.extra.iter().any(|&e| e > 0) {
+    let extra = g.extra();
+    let cols = if extra.iter().any(|&e| e > 0) {
         let mut grid = ops::reshape(&cols, &shape(&[rows, h, w]))?;
-        for (i, &e) in g.extra.iter().enumerate() {
+        for (i, &e) in extra.iter().enumerate() {
             if e > 0 {
                 grid = ops::pad_dim(&grid, i as i64 - 2, 0, e as i64)?;
             }
         }
-        let blocks = (h + g.extra[0]) * (w + g.extra[1]);
-        ops::reshape(&grid, &shape(&[rows, blocks]))?
+        let [bh, bw] = g.window.out();
+        ops::reshape(&grid, &shape(&[rows, bh * bw]))?
     } else {
         cols
     };
     let y = ops::fold(
         &cols,
-        &shape_arg(None, &g.out),
-        &shape_arg(None, &g.kernel),
-        &shape_arg(None, &g.dilation),
-        &shape_arg(None, &g.padding),
-        &shape_arg(None, &g.stride),
+        &shape_arg(None, &g.window.size()),
+        &shape_arg(None, &p.kernel),
+        &shape_arg(None, &p.dilation),
+        &shape_arg(None, &p.padding),
+        &shape_arg(None, &p.stride),
     )?;
     match bias {
         Some(b) => ops::add(&y, &ops::reshape(b, &[-1, 1, 1])?),
@@ -363,17 +321,13 @@ transposed_fn! {
     #[decompose(op = "conv_transpose1d")]
     fn conv_transpose1d_decomposition(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>; a)
         -> Result<Tensor> {
-        // The meta checked each list: one value.
-        let y = ops::conv_transpose2d(
-            &ops::unsqueeze(x, -2)?,
-            &ops::unsqueeze(weight, -2)?,
-            bias,
-            &[1, a.stride[0]],
-            &[0, a.padding[0]],
-            &[0, a.output_padding[0]],
-            a.groups,
-            &[1, a.dilation[0]],
-        )?;
-        ops::squeeze(&y, Some(-2))
+        // (The meta checked each list: one value.)
+        let weight = ops::unsqueeze(weight, -2)?;
+        let (stride, padding) = (widen(a.stride, 1), widen(a.padding, 0));
+        let (output_padding, dilation) = (widen(a.output_padding, 0), widen(a.dilation, 1));
+        height_one(x, |x| {
+            let (p, op) = (&padding, &output_padding);
+            ops::conv_transpose2d(x, &weight, bias, &stride, p, op, a.groups, &dilation)
+        })
     }
 }

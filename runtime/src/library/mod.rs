@@ -35,6 +35,7 @@ mod shape;
 mod sorting;
 pub(crate) mod unary;
 mod vjp;
+mod window;
 
 /// A 0-d tensor holding `value` in the dtype of `x`, so it does not promote
 /// `x` (PyTorch computes with the arguments converted to the tensor's

@@ -4,8 +4,9 @@
 //! window's maximum as PyTorch's CPU kernel does (row-major, the first
 //! maximum on a tie, a NaN always taken), scanning a row of windows at once
 //! (`pooling/scan.rs`, which also holds the window sums below), and returns
-//! the maxima with their positions in the input's `H x W` plane. Its batching rule folds the vmap dim into `N`
-//! (one kernel call, no loop); its vjp (`vjp/pooling.rs`) is a `scatter_add`
+//! the maxima with their positions in the input's `H x W` plane. Its
+//! batching rule folds the vmap dim into `N` (one kernel call, no loop, as
+//! the convolutions' rules do: `window::batch_as_images`); its vjp (`vjp/pooling.rs`) is a `scatter_add`
 //! of the cotangent at those positions and its jvp (`jvp/pooling.rs`) a
 //! `gather` of the tangent there, both ops with batching rules and
 //! derivatives of their own. `max_pool2d` is a composite returning the
@@ -28,14 +29,16 @@
 //! 1 on the input unsqueezed at dim -2.
 //!
 //! The window geometry (sizes, checks, output size, each window's valid
-//! positions) is computed in `i128`, so no argument, however large, can
-//! overflow it, and the kernel visits only a window's positions inside the
-//! input (a kernel of `i64::MAX` with matching padding costs what the input
-//! does).
+//! positions) is the convolutions' (`window.rs`), with `ceil_mode` and the
+//! poolings' own check that the padding is at most half the kernel. It is
+//! computed in `i128`, so no argument, however large, can overflow it, and
+//! the kernel visits only a window's positions inside the input (a kernel of
+//! `i64::MAX` with matching padding costs what the input does).
 
 use ndarray::IxDyn;
 
-use crate::batching::{bdim_to_front, logical_rank};
+use super::window::{batch_as_images, check_rank, height_one, widen, Axis, Params, Window};
+use crate::batching::bdim_to_front;
 use crate::core::alloc::checked_numel;
 use crate::core::cast::scalar_like;
 use crate::core::meta_rules::require_float;
@@ -49,87 +52,31 @@ pub(crate) mod scan;
 // ---------------------------------------------------------------------------
 // Window geometry
 
-/// One of the two pooled dims: its input size and pooling arguments, and the
-/// output size they give.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Axis1 {
-    pub size: usize,
-    kernel: i128,
-    stride: i128,
-    pad: i128,
-    dilation: i128,
-    pub out: usize,
-}
-
-impl Axis1 {
-    /// The start of window `i` in input coordinates (negative in the left
-    /// padding).
-    fn start(&self, i: usize) -> i128 {
-        i as i128 * self.stride - self.pad
-    }
-
-    /// The valid positions of window `i` (inside the input, every
-    /// `dilation`-th from its start, `kernel` of them at most): the first
-    /// and how many.
-    fn taps(&self, i: usize) -> (usize, usize) {
-        let start = self.start(i);
-        let size = self.size as i128;
-        // The first tap index j with start + j*dilation >= 0.
-        let j0 = if start >= 0 {
-            0
-        } else {
-            (-start + self.dilation - 1) / self.dilation
-        };
-        if j0 >= self.kernel {
-            return (0, 0);
-        }
-        let first = start + j0 * self.dilation;
-        if first >= size {
-            return (0, 0);
-        }
-        // Taps first, first + d, ... below size, and below the kernel's end.
-        let in_input = (size - 1 - first) / self.dilation + 1;
-        let count = in_input.min(self.kernel - j0);
-        (first as usize, count as usize)
-    }
-
-    /// The `[start, end)` rows of average-pooling window `i` inside the
-    /// input, and its size counting the padding (up to the padding's end,
-    /// as PyTorch's `count_include_pad`).
-    fn avg_window(&self, i: usize) -> (usize, usize, i128) {
-        let start = self.start(i);
-        let size = self.size as i128;
-        let end = (start + self.kernel).min(size + self.pad);
-        let with_pad = end - start;
-        let (s, e) = (start.max(0), end.min(size));
-        (s as usize, e.max(s) as usize, with_pad)
-    }
-}
-
-/// The pooled dims of an input, and what precedes them (`[N, C]` or `[C]`).
+/// The pooled planes of an input: what precedes them (`[N, C]` or `[C]`)
+/// and the window over their two dims (`window.rs`, shared with the
+/// convolutions).
 #[derive(Clone, Debug)]
-pub(crate) struct Geometry {
+pub(crate) struct Planes {
     pub lead: Vec<usize>,
-    pub h: Axis1,
-    pub w: Axis1,
+    pub window: Window<2>,
 }
 
-impl Geometry {
+impl Planes {
     /// Whether a window holds no input position (possible with dilation):
     /// its max is `-inf` at the position one past the plane.
     pub(crate) fn has_empty_window(&self) -> bool {
-        let empty = |a: &Axis1| (0..a.out).any(|i| a.taps(i).1 == 0);
-        empty(&self.h) || empty(&self.w)
+        let empty = |a: &Axis| (0..a.out).any(|i| a.taps(i).1 == 0);
+        self.window.axes.iter().any(empty)
     }
 
     /// The elements of one plane, `H * W`.
     pub(crate) fn plane(&self) -> usize {
-        self.h.size * self.w.size
+        self.window.size().iter().product()
     }
 
     /// The windows of one plane, `h_out * w_out`.
     pub(crate) fn windows(&self) -> usize {
-        self.h.out * self.w.out
+        self.window.out().iter().product()
     }
 
     /// The leading dims with the planes flattened to `n` elements each, as
@@ -141,43 +88,16 @@ impl Geometry {
     }
 
     fn out_shape(&self) -> Vec<usize> {
-        let mut s = self.lead.clone();
-        s.extend([self.h.out, self.w.out]);
-        s
+        out_shape(&self.lead, &self.window)
     }
 }
 
-/// A size argument as `[h, w]`: one value for both dims or two. `dims` is 1
-/// for the 1-d ops (one value, applied to the last dim; the first is 1 or
-/// 0, `one`).
-fn pair(name: &str, v: &[i64], dims: usize, one: i64) -> Result<[i64; 2]> {
-    match (dims, v) {
-        (2, [a]) => Ok([*a, *a]),
-        (2, [a, b]) => Ok([*a, *b]),
-        (1, [a]) => Ok([one, *a]),
-        (2, _) => Err(Error::invalid(format!(
-            "`{name}` must be one int or two ints, got {} ({v:?})",
-            v.len()
-        ))),
-        _ => Err(Error::invalid(format!(
-            "`{name}` must be one int, got {} ({v:?})",
-            v.len()
-        ))),
-    }
-}
-
-/// The output size of one pooled dim (PyTorch's `pooling_output_shape`):
-/// `floor((size + 2*pad - dilation*(kernel-1) - 1 [+ stride-1 with
-/// ceil_mode]) / stride) + 1`, less one with `ceil_mode` if the last window
-/// would start past the input and its left padding. Negative when the input
-/// is too small.
-fn out_size(size: i128, k: i128, s: i128, p: i128, d: i128, ceil_mode: bool) -> i128 {
-    let span = size + 2 * p - d * (k - 1) - 1 + if ceil_mode { s - 1 } else { 0 };
-    let mut out = span.div_euclid(s) + 1;
-    if ceil_mode && (out - 1) * s >= size + p {
-        out -= 1;
-    }
-    out
+/// The output shape of a pooling: the leading dims, then the window's
+/// positions along each pooled dim.
+fn out_shape<const D: usize>(lead: &[usize], window: &Window<D>) -> Vec<usize> {
+    let mut s = lead.to_vec();
+    s.extend(window.out());
+    s
 }
 
 /// The arguments of a max or average pooling, as the user wrote them (an
@@ -192,17 +112,19 @@ pub(crate) struct PoolArgs<'a> {
 }
 
 impl PoolArgs<'_> {
-    /// The geometry of `max_pool2d_with_indices` with these (checked)
+    /// The planes of `max_pool2d_with_indices` with these (checked)
     /// arguments on `x` (for its vjp and jvp).
-    pub(crate) fn max_pool2d(&self, x: &Tensor) -> Result<Geometry> {
-        geometry(&TensorMeta::of(x), 2, self)
+    pub(crate) fn max_pool2d(&self, x: &Tensor) -> Result<Planes> {
+        geometry(&TensorMeta::of(x), self)
     }
 
-    /// The arguments of an average pooling with `dims` pooled dims, with its
-    /// dilation of 1 (one value per dim, as a user would write it).
-    fn avg(self, dims: usize) -> Self {
-        let dilation: &[i64] = if dims == 1 { &[1] } else { &[1, 1] };
-        PoolArgs { dilation, ..self }
+    /// The arguments of an average pooling, with its dilation of 1 (one
+    /// value for every pooled dim, as a user would write it).
+    fn avg(self) -> Self {
+        PoolArgs {
+            dilation: &[1],
+            ..self
+        }
     }
 
     /// The 1-d arguments as the 2-d op's: kernel, stride and padding of
@@ -264,107 +186,54 @@ pub(crate) use pool_fn;
 /// or `dims + 2` (batched) dims.
 fn check_input(x: &TensorMeta, dims: usize) -> Result<()> {
     require_float(x)?;
-    let shape = x.shape();
-    if shape.len() != dims + 1 && shape.len() != dims + 2 {
-        return Err(Error::invalid(format!(
-            "`input` must have {} dims (unbatched) or {} (batched), got shape {shape:?}",
-            dims + 1,
-            dims + 2
-        )));
-    }
-    Ok(())
+    check_rank(x.shape(), dims).map(|_| ())
 }
 
-/// Checks the input's rank (`dims + 1` or `dims + 2`), dtype and sizes (the
+/// Checks the input's rank (`D + 1` or `D + 2`), dtype and sizes (the
 /// pooled dims and, for a batched input, the channels, not empty), and the
-/// pooling arguments as PyTorch does, and returns the geometry of the 2-d
-/// pooling they amount to (`dims` 1: a window of height 1 over a height of
-/// 1).
-fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
-    check_input(x, dims)?;
+/// pooling arguments as PyTorch does (the padding at most half the kernel),
+/// and returns the leading dims and the window over the last `D`.
+fn window<const D: usize>(x: &TensorMeta, a: &PoolArgs) -> Result<(Vec<usize>, Window<D>)> {
+    check_input(x, D)?;
     let shape = x.shape();
     let r = shape.len();
     // PyTorch: every dim may be empty but a batched input's first.
-    if shape[usize::from(r == dims + 2)..].contains(&0) {
+    if shape[usize::from(r == D + 2)..].contains(&0) {
         return Err(Error::invalid(format!(
             "`input` of shape {shape:?} is empty in a dim other than the batch dim"
         )));
     }
-    let k = pair("kernel_size", a.kernel_size, dims, 1)?;
-    let s = match a.stride {
-        None | Some([]) => k,
-        Some(s) => pair("stride", s, dims, 1)?,
+    let stride = match a.stride {
+        None | Some([]) => a.kernel_size,
+        Some(s) => s,
     };
-    let p = pair("padding", a.padding, dims, 0)?;
-    let d = pair("dilation", a.dilation, dims, 1)?;
-    if k.iter().any(|&v| v <= 0) {
-        return Err(Error::invalid(format!(
-            "`kernel_size` must be greater than zero, got {:?}",
-            a.kernel_size
-        )));
-    }
-    if s.iter().any(|&v| v <= 0) {
-        return Err(Error::invalid(format!(
-            "`stride` must be greater than zero, got {:?}",
-            a.stride.unwrap_or_default()
-        )));
-    }
-    if d.iter().any(|&v| v <= 0) {
-        return Err(Error::invalid(format!(
-            "`dilation` must be greater than zero, got {:?}",
-            a.dilation
-        )));
-    }
-    if p.iter().any(|&v| v < 0) {
-        return Err(Error::invalid(format!(
-            "`padding` must be non-negative, got {:?}",
-            a.padding
-        )));
-    }
-    if (0..2).any(|i| p[i] > k[i] / 2) {
+    let params = Params::<D> {
+        ceil_mode: a.ceil_mode,
+        ..Params::parse(a.kernel_size, a.dilation, a.padding, stride)?
+    };
+    if (0..D).any(|i| params.padding[i] > params.kernel[i] / 2) {
         return Err(Error::invalid(format!(
             "`padding` must be at most half of `kernel_size`, got padding {:?} and kernel_size {:?}",
             a.padding, a.kernel_size
         )));
     }
-    let (hs, ws) = if dims == 1 {
-        (1, shape[r - 1])
-    } else {
-        (shape[r - 2], shape[r - 1])
-    };
-    let axis = |i: usize, size: usize| -> Axis1 {
-        let (k, s, p, d) = (k[i] as i128, s[i] as i128, p[i] as i128, d[i] as i128);
-        let out = out_size(size as i128, k, s, p, d, a.ceil_mode);
-        Axis1 {
-            size,
-            kernel: k,
-            stride: s,
-            pad: p,
-            dilation: d,
-            out: usize::try_from(out).unwrap_or(0),
-        }
-    };
-    let (h, w) = (axis(0, hs), axis(1, ws));
-    if h.out == 0 || w.out == 0 {
-        return Err(Error::invalid(format!(
-            "the output would be empty: an input of size {:?} with kernel_size {:?}, \
-             padding {:?}, dilation {:?} and stride {:?} leaves no window",
-            &shape[r - dims..],
-            a.kernel_size,
-            a.padding,
-            a.dilation,
-            a.stride.unwrap_or(a.kernel_size),
-        )));
-    }
+    let mut size = [0usize; D];
+    size.copy_from_slice(&shape[r - D..]);
+    let window = params.over(size)?;
     // What the kernels and decompositions build per output position (window
     // lists, divisors) is bounded even when an empty batch empties the output.
-    check_positions(&[h.out, w.out], || {
-        format!("the input's spatial size {:?}", &shape[r - dims..])
+    check_positions(&window.out(), || {
+        format!("the input's spatial size {size:?}")
     })?;
-    let lead = shape[..r - dims].to_vec();
-    let g = Geometry { lead, h, w };
-    checked_numel(&g.out_shape())?;
-    Ok(g)
+    let lead = shape[..r - D].to_vec();
+    checked_numel(&out_shape(&lead, &window))?;
+    Ok((lead, window))
+}
+
+/// [`window`] over the two dims of a 2-d pooling, as its planes.
+fn geometry(x: &TensorMeta, a: &PoolArgs) -> Result<Planes> {
+    let (lead, window) = window::<2>(x, a)?;
+    Ok(Planes { lead, window })
 }
 
 // ---------------------------------------------------------------------------
@@ -373,7 +242,7 @@ fn geometry(x: &TensorMeta, dims: usize, a: &PoolArgs) -> Result<Geometry> {
 pool_fn! {
     #[meta(op = "max_pool2d_with_indices")]
     max fn max_pool2d_with_indices_meta(x: &TensorMeta; a) -> Result<(TensorMeta, TensorMeta)> {
-        let out = geometry(x, 2, &a)?.out_shape();
+        let out = geometry(x, &a)?.out_shape();
         Ok((
             TensorMeta::new(&out, x.dtype()),
             TensorMeta::new(&out, DType::I64),
@@ -390,12 +259,12 @@ pool_fn! {
 
 /// The maxima of the windows of `g` over `x`, and their positions
 /// (`scan.rs`).
-fn max_pool2d_values(x: &Tensor, g: &Geometry) -> Result<(Tensor, Tensor)> {
+fn max_pool2d_values(x: &Tensor, g: &Planes) -> Result<(Tensor, Tensor)> {
     let out = g.out_shape();
     let n = checked_numel(&out)?;
     fn run<T: scan::MaxElem + crate::core::buffers::Cached>(
         a: &ndarray::ArcArray<T, IxDyn>,
-        g: &Geometry,
+        g: &Planes,
         out: &[usize],
         n: usize,
     ) -> Result<(Tensor, Tensor)> {
@@ -430,48 +299,14 @@ pool_fn! {
     max fn max_pool2d_with_indices_rule(x: &Tensor, bdim: Option<usize>; a)
         -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
         let pool = |t: &Tensor| {
-            ops::max_pool2d_with_indices(t, a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode)
+            let (v, i) = ops::max_pool2d_with_indices(
+                t, a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode,
+            )?;
+            Ok([v, i])
         };
-        max_pool2d_folded(x, bdim, pool)
+        let [v, i] = batch_as_images(x, bdim, 3, pool)?;
+        Ok((v, i))
     }
-}
-
-/// `pool` (`max_pool2d_with_indices`) of `x` batched at `bdim`, the batch
-/// folded into `N`.
-#[allow(clippy::type_complexity)]
-fn max_pool2d_folded(
-    x: &Tensor,
-    bdim: Option<usize>,
-    pool: impl Fn(&Tensor) -> Result<(Tensor, Tensor)>,
-) -> Result<((Tensor, Option<usize>), (Tensor, Option<usize>))> {
-    if bdim.is_none() {
-        let (v, i) = pool(x)?;
-        return Ok(((v, None), (i, None)));
-    }
-    let rank = logical_rank(x, bdim)?;
-    let x = bdim_to_front(x, bdim)?;
-    let (v, i) = if rank == 4 {
-        let s = x.shape().to_vec();
-        let folded = [(s[0] * s[1]) as i64, s[2] as i64, s[3] as i64, s[4] as i64];
-        let (v, i) = pool(&ops::reshape(&x, &folded)?)?;
-        let unfold = |t: &Tensor| {
-            let o = t.shape();
-            ops::reshape(
-                t,
-                &[
-                    s[0] as i64,
-                    s[1] as i64,
-                    o[1] as i64,
-                    o[2] as i64,
-                    o[3] as i64,
-                ],
-            )
-        };
-        (unfold(&v)?, unfold(&i)?)
-    } else {
-        pool(&x)?
-    };
-    Ok(((v, Some(0)), (i, Some(0))))
 }
 
 // ---------------------------------------------------------------------------
@@ -481,7 +316,7 @@ fn max_pool2d_folded(
 pool_fn! {
     #[meta(op = "max_pool2d")]
     max fn max_pool2d_meta(x: &TensorMeta; a) -> Result<TensorMeta> {
-        Ok(TensorMeta::new(geometry(x, 2, &a)?.out_shape(), x.dtype()))
+        Ok(TensorMeta::new(geometry(x, &a)?.out_shape(), x.dtype()))
     }
 }
 
@@ -493,34 +328,25 @@ pool_fn! {
     }
 }
 
-/// A size argument of a 1-d op as the 2-d op's `[1, v]` (or `[fill, v]`),
-/// for one value (checked by the meta).
-fn widen(v: &[i64], fill: i64) -> [i64; 2] {
-    [fill, v.first().copied().unwrap_or(fill)]
-}
-
 pool_fn! {
     #[meta(op = "max_pool1d")]
     max fn max_pool1d_meta(x: &TensorMeta; a) -> Result<TensorMeta> {
-        pooled1d_meta(x, &geometry(x, 1, &a)?)
+        pooled1d_meta(x, &a)
     }
 }
 
-/// The meta of a 1-d pooling of `x` with geometry `g`: the leading dims and
+/// The meta of a 1-d pooling of `x` with arguments `a`: the leading dims and
 /// the pooled width.
-fn pooled1d_meta(x: &TensorMeta, g: &Geometry) -> Result<TensorMeta> {
-    let mut out = g.lead.clone();
-    out.push(g.w.out);
-    Ok(TensorMeta::new(out, x.dtype()))
+fn pooled1d_meta(x: &TensorMeta, a: &PoolArgs) -> Result<TensorMeta> {
+    let (lead, window) = window::<1>(x, a)?;
+    Ok(TensorMeta::new(out_shape(&lead, &window), x.dtype()))
 }
 
 pool_fn! {
     #[decompose(op = "max_pool1d")]
     max fn max_pool1d_decomposition(x: &Tensor; a) -> Result<Tensor> {
         let (kernel, stride, padding, dilation) = a.widened();
-        let x = ops::unsqueeze(x, -2)?;
-        let y = ops::max_pool2d(&x, &kernel, Some(&stride), &padding, &dilation, a.ceil_mode)?;
-        ops::squeeze(&y, Some(-2))
+        height_one(x, |x| ops::max_pool2d(x, &kernel, Some(&stride), &padding, &dilation, a.ceil_mode))
     }
 }
 
@@ -609,7 +435,7 @@ pool_fn! {
     avg fn avg_pool2d_meta(x: &TensorMeta; a, _count_include_pad: bool, divisor_override: Option<i64>)
         -> Result<TensorMeta> {
         check_divisor(divisor_override)?;
-        let g = geometry(x, 2, &a.avg(2))?;
+        let g = geometry(x, &a.avg())?;
         Ok(TensorMeta::new(g.out_shape(), x.dtype()))
     }
 }
@@ -630,9 +456,9 @@ fn avg_pool2d_sums(
     divisor_override: Option<i64>,
 ) -> Result<Tensor> {
     let m = TensorMeta::of(x);
-    let g = geometry(&m, 2, &a.avg(2))?;
-    let windows = |a: &Axis1| (0..a.out).map(|i| a.avg_window(i)).collect::<Vec<_>>();
-    let (rows, cols) = (windows(&g.h), windows(&g.w));
+    let g = geometry(&m, &a.avg())?;
+    let windows = |a: &Axis| (0..a.out).map(|i| a.clipped(i)).collect::<Vec<_>>();
+    let [rows, cols] = g.window.axes.each_ref().map(windows);
     let span = |w: &[(usize, usize, i128)]| w.iter().map(|&(s, e, _)| (s, e)).collect::<Vec<_>>();
     let divisor = match divisor_override {
         Some(d) => scalar_like(&m, d as f64),
@@ -657,8 +483,7 @@ fn avg_pool2d_sums(
 pool_fn! {
     #[meta(op = "avg_pool1d")]
     avg fn avg_pool1d_meta(x: &TensorMeta; a, _count_include_pad: bool) -> Result<TensorMeta> {
-        let g = geometry(x, 1, &a.avg(1))?;
-        pooled1d_meta(x, &g)
+        pooled1d_meta(x, &a.avg())
     }
 }
 
@@ -666,9 +491,9 @@ pool_fn! {
     #[decompose(op = "avg_pool1d")]
     avg fn avg_pool1d_decomposition(x: &Tensor; a, count_include_pad: bool) -> Result<Tensor> {
         let (kernel, stride, padding, _) = a.widened();
-        let x = ops::unsqueeze(x, -2)?;
-        let y = ops::avg_pool2d(&x, &kernel, Some(&stride), &padding, a.ceil_mode, count_include_pad, None)?;
-        ops::squeeze(&y, Some(-2))
+        height_one(x, |x| {
+            ops::avg_pool2d(x, &kernel, Some(&stride), &padding, a.ceil_mode, count_include_pad, None)
+        })
     }
 }
 
@@ -765,8 +590,7 @@ fn adaptive_avg_pool1d_meta(x: &TensorMeta, output_size: &[i64]) -> Result<Tenso
 
 #[decompose(op = "adaptive_avg_pool1d")]
 fn adaptive_avg_pool1d_decomposition(x: &Tensor, output_size: &[i64]) -> Result<Tensor> {
-    let y = ops::adaptive_avg_pool2d(&ops::unsqueeze(x, -2)?, &widen(output_size, 1))?;
-    ops::squeeze(&y, Some(-2))
+    height_one(x, |x| ops::adaptive_avg_pool2d(x, &widen(output_size, 1)))
 }
 
 // ---------------------------------------------------------------------------

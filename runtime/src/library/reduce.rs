@@ -11,7 +11,7 @@ use ndarray::{ArcArray, ArrayD, Axis, IxDyn};
 
 use super::like;
 use crate::batching::{
-    bdim_to_front, logical_rank, physical_dim, reduce_dim, shape_arg, RuleOutput,
+    bdim_to_front, logical_rank, physical_dim, reduce_dim, shape_arg, ReduceOp, RuleOutput,
 };
 use crate::core::cast::cast;
 use crate::core::meta_rules::{reduce_meta, require_float};
@@ -308,8 +308,8 @@ fn argmax_dense(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
 /// flattened example (`argmax`): over one dim, [`reduce_dim`] (the index along
 /// it is the same physical or logical); over all dims, each example flattened
 /// to one dim and reduced over it, then keepdim's rank restored.
-fn flat_index_rule(
-    op: impl Fn(&Tensor, Option<i64>, bool) -> Result<Tensor>,
+fn flat_index_rule<F: ReduceOp>(
+    op: F,
     x: &Tensor,
     bdim: Option<usize>,
     dim: Option<i64>,

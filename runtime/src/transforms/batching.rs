@@ -297,6 +297,31 @@ pub fn binary_broadcast(
     Ok((op(&t[0], &t[1])?, bdim))
 }
 
+/// A reduction over an optional dim as the rules of reductions take it,
+/// `op(x, dim, keepdim)`: `ops::sum`, `ops::amax`, or any function or
+/// closure of that signature (every one is a `ReduceOp`).
+///
+/// ```
+/// use batchrules::batching::{reduce_dim, ReduceOp};
+/// use batchrules::{ops, Result, Tensor};
+///
+/// // A rule generator for reductions, as `reduce_dim` is one.
+/// fn over_dim_0(op: impl ReduceOp, x: &Tensor, bdim: Option<usize>) -> Result<Tensor> {
+///     Ok(reduce_dim(op, x, bdim, Some(0), false)?.0)
+/// }
+/// let x = Tensor::from(ndarray::array![[1.0f64, 10.0], [2.0, 20.0]].into_dyn());
+/// // Batch dim 1: each example is a column.
+/// let sums = over_dim_0(ops::sum, &x, Some(1))?;
+/// assert_eq!(sums.to_array::<f64>()?, ndarray::array![3.0, 30.0].into_dyn());
+/// // A closure's argument types follow from the bound.
+/// let twice = over_dim_0(|t, d, k| ops::add(&ops::sum(t, d, k)?, &ops::sum(t, d, k)?), &x, Some(1))?;
+/// assert_eq!(twice.to_array::<f64>()?, ndarray::array![6.0, 60.0].into_dyn());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub trait ReduceOp: Fn(&Tensor, Option<i64>, bool) -> Result<Tensor> {}
+
+impl<F: Fn(&Tensor, Option<i64>, bool) -> Result<Tensor>> ReduceOp for F {}
+
 /// The rule of a reduction over an optional dim (`None`: all dims), such as
 /// `sum(Tensor self, int? dim=None, bool keepdim=False)`: batch dim to the front,
 /// then reduce the physical dims that hold logical ones.
@@ -313,7 +338,7 @@ pub fn binary_broadcast(
 /// # Ok::<(), batchrules::Error>(())
 /// ```
 pub fn reduce_dim(
-    op: impl Fn(&Tensor, Option<i64>, bool) -> Result<Tensor>,
+    op: impl ReduceOp,
     x: &Tensor,
     bdim: Option<usize>,
     dim: Option<i64>,
@@ -451,6 +476,99 @@ pub fn materialize_at_front(xs: &[Tensor], bdims: &[Option<usize>]) -> Result<Ve
             None => x.broadcast_new_dim(0, size),
         })
         .collect()
+}
+
+/// `x` with its dim `src` (usually a batch dim) folded into dim `dst`, as
+/// functorch's `reshape_dim_into`: the result has one dim fewer, and its dim
+/// `dst` (counted without `src`) is `size(src) * size(dst)` long, `src` the
+/// outer one: element `b` along `src` and `i` along `dst` lands at `b *
+/// size(dst) + i`. An op that already loops over a dim of its own (the
+/// images of a convolution, the groups of a grouped one) then runs once for
+/// the whole batch; [`reshape_dim_outof`] splits its output again.
+///
+/// `x`'s dim `src` is moved next to `dst` (no copy) and the two merged with
+/// `reshape`, which copies only when they are not already adjacent in
+/// memory. Errors if `src` is not a dim of `x` or `dst` not one of the
+/// result's.
+///
+/// ```
+/// use batchrules::batching::{reshape_dim_into, reshape_dim_outof};
+/// use batchrules::{ops, Tensor};
+///
+/// // A batch of 2 examples (batch dim last), each 3 rows of 1: dim 1 of x.
+/// let x = Tensor::from(ndarray::array![[[1.0f64, 4.0]], [[2.0, 5.0]], [[3.0, 6.0]]].into_dyn());
+/// assert_eq!(x.shape(), &[3, 1, 2]);
+/// // The batch folded into the rows: example 0's 3 rows, then example 1's.
+/// let rows = reshape_dim_into(2, 0, &x)?;
+/// assert_eq!(rows.shape(), &[6, 1]);
+/// assert_eq!(
+///     rows.to_array::<f64>()?,
+///     ndarray::array![[1.0], [2.0], [3.0], [4.0], [5.0], [6.0]].into_dyn()
+/// );
+/// // One op call for every example's rows, then the batch split out again.
+/// let y = reshape_dim_outof(0, [2, 3], &ops::mul(&rows, &rows)?)?;
+/// assert_eq!(y.shape(), &[2, 3, 1]);
+/// assert_eq!(y.to_array::<f64>()?[[1, 2, 0]], 36.0);
+/// // The batch folded into the columns instead: [3, 2 * 1].
+/// assert_eq!(reshape_dim_into(2, 1, &x)?.shape(), &[3, 2]);
+/// assert!(reshape_dim_into(3, 0, &x).is_err());
+/// assert!(reshape_dim_into(2, 2, &x).is_err());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn reshape_dim_into(src: usize, dst: usize, x: &Tensor) -> Result<Tensor> {
+    let mut shape = x.shape().to_vec();
+    if src >= shape.len() || dst >= shape.len() - 1 {
+        return Err(Error::Tensor(format!(
+            "reshape_dim_into: cannot fold dim {src} into dim {dst} of the rest of shape {:?} \
+             (needs a dim to fold and one to fold it into)",
+            x.shape()
+        )));
+    }
+    let size = shape.remove(src);
+    shape[dst] = shape[dst].checked_mul(size).ok_or_else(|| {
+        Error::Tensor(format!(
+            "reshape_dim_into: folding dim {src} into dim {dst} of shape {:?} overflows",
+            x.shape()
+        ))
+    })?;
+    crate::ops::reshape(&x.moved_dim(src, dst)?, &shape_arg(None, &shape))
+}
+
+/// `x` with its dim `dim` split in two, `[batch_size, size]`, the inverse of
+/// [`reshape_dim_into`] (functorch's `reshape_dim_outof`): element `b *
+/// size + i` of the dim goes to `b` along the new dim `dim` and `i` along
+/// dim `dim + 1`. Both sizes are given, so an empty batch (a dim of `0 *
+/// size`) keeps the size of what each example had. No copy when `x` is
+/// contiguous.
+///
+/// Errors if `dim` is not a dim of `x` or its size is not `batch_size *
+/// size`.
+///
+/// ```
+/// use batchrules::batching::reshape_dim_outof;
+/// use batchrules::Tensor;
+///
+/// let y = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[5, 6, 7])));
+/// assert_eq!(reshape_dim_outof(1, [2, 3], &y)?.shape(), &[5, 2, 3, 7]);
+/// // No examples: the per-example size 4 survives the empty dim.
+/// let empty = Tensor::from(ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[0, 7])));
+/// assert_eq!(reshape_dim_outof(0, [0, 4], &empty)?.shape(), &[0, 4, 7]);
+/// assert!(reshape_dim_outof(1, [4, 2], &y).is_err());
+/// assert!(reshape_dim_outof(3, [1, 1], &y).is_err());
+/// # Ok::<(), batchrules::Error>(())
+/// ```
+pub fn reshape_dim_outof(dim: usize, [batch_size, size]: [usize; 2], x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape();
+    if shape.get(dim).copied() != batch_size.checked_mul(size) {
+        return Err(Error::Tensor(format!(
+            "reshape_dim_outof: cannot split dim {dim} of shape {shape:?} into [{batch_size}, \
+             {size}]"
+        )));
+    }
+    let mut split = shape[..dim].to_vec();
+    split.extend([batch_size, size]);
+    split.extend_from_slice(&shape[dim + 1..]);
+    crate::ops::reshape(x, &shape_arg(None, &split))
 }
 
 /// A logical shape as the `int[]` argument of a shape op (`reshape`,

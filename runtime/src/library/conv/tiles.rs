@@ -16,7 +16,7 @@ use std::mem::size_of;
 
 use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
 
-use super::Geometry;
+use super::Blocks;
 use crate::core::buffers::{filled, Cached};
 use crate::library::gemm::Gemm;
 
@@ -52,10 +52,10 @@ fn tiles(
         .map(move |o| (o, (o + rows).min(blocks[0])))
 }
 
-/// The shapes of one convolution: its geometry (`n` images of `c` channels),
-/// the output channels and the groups.
+/// The shapes of one convolution: its blocks (over `n` images of `c`
+/// channels), the output channels and the groups.
 pub(super) struct Conv<'a> {
-    pub geometry: &'a Geometry,
+    pub blocks: &'a Blocks,
     pub c_out: usize,
     pub groups: usize,
     /// The most bytes of a tile's scratch ([`TILE_BYTES`]; smaller in the
@@ -66,24 +66,28 @@ pub(super) struct Conv<'a> {
 impl Conv<'_> {
     /// Rows of the scratch (`C * kh * kw`), and per group.
     fn k(&self) -> usize {
-        self.geometry.c * self.geometry.window.kernel.iter().product::<usize>()
+        let [rows, cols] = &self.blocks.window.axes;
+        self.blocks.c * rows.kernel * cols.kernel
     }
 
     /// Output positions per example.
     fn l(&self) -> usize {
-        self.geometry.blocks[0] * self.geometry.blocks[1]
+        let [bh, bw] = self.blocks.grid();
+        bh * bw
     }
 
     /// Values of one input image.
     fn image(&self) -> usize {
-        self.geometry.c * self.geometry.size[0] * self.geometry.size[1]
+        let [h, w] = self.blocks.size();
+        self.blocks.c * h * w
     }
 
     /// The scratch values of the largest tile.
     fn scratch_len<T>(&self) -> usize {
         let elem = std::mem::size_of::<T>();
-        let rows = tile_rows(self.k(), self.geometry.blocks, elem, self.tile_bytes);
-        self.k() * rows * self.geometry.blocks[1]
+        let grid = self.blocks.grid();
+        let rows = tile_rows(self.k(), grid, elem, self.tile_bytes);
+        self.k() * rows * grid[1]
     }
 
     /// im2col of the block rows `o0..o1` of image `n` of `x` into `dst`
@@ -95,10 +99,10 @@ impl Conv<'_> {
         (o0, o1): (usize, usize),
         dst: &mut [T],
     ) {
-        let g = self.geometry;
-        let [h, w] = g.size;
-        let bw = g.blocks[1];
-        let stride = g.window.stride[1];
+        let g = self.blocks;
+        let [h, w] = g.size();
+        let bw = g.grid()[1];
+        let stride = g.window.axes[1].stride;
         let mut at = 0;
         g.for_each_row_in(
             n * g.c..(n + 1) * g.c,
@@ -145,7 +149,7 @@ impl Conv<'_> {
         per: usize,
         example: impl Fn(usize, &mut [T], &mut Vec<T>) + Sync + Send,
     ) -> Vec<T> {
-        let n = self.geometry.n;
+        let n = self.blocks.n;
         if per == 0 || n == 0 {
             // Nothing to compute (and no scratch to size: an empty batch may
             // have huge spatial dims).
@@ -193,11 +197,12 @@ const PARALLEL_WORK: usize = 1 << 18;
 pub(super) fn forward<T: Gemm + Cached>(x: &[T], w: &[T], conv: &Conv) -> Vec<T> {
     let (k, l, groups) = (conv.k(), conv.l(), conv.groups);
     let (kg, cog) = (k / groups, conv.c_out / groups);
-    let bw = conv.geometry.blocks[1];
+    let grid = conv.blocks.grid();
+    let bw = grid[1];
     let per = conv.c_out * l;
     let image = conv.image();
     conv.each_example(per, |n, out_n, scratch| {
-        for (o0, o1) in tiles(k, conv.geometry.blocks, size_of::<T>(), conv.tile_bytes) {
+        for (o0, o1) in tiles(k, grid, size_of::<T>(), conv.tile_bytes) {
             let tl = (o1 - o0) * bw;
             let tile = &mut scratch[..k * tl];
             conv.pack(&x[n * image..(n + 1) * image], 0, (o0, o1), tile);
@@ -223,15 +228,14 @@ pub(super) fn forward<T: Gemm + Cached>(x: &[T], w: &[T], conv: &Conv) -> Vec<T>
 pub(super) fn weight_grads<T: Gemm + Cached>(x: &[T], g: &[T], conv: &Conv) -> Vec<T> {
     let (k, l, groups) = (conv.k(), conv.l(), conv.groups);
     let (kg, cog) = (k / groups, conv.c_out / groups);
-    let bw = conv.geometry.blocks[1];
+    let grid = conv.blocks.grid();
+    let bw = grid[1];
     let per = conv.c_out * kg;
     let image = conv.image();
     let per_g = conv.c_out * l;
     conv.each_example(per, |n, out_n, scratch| {
         let g_n = &g[n * per_g..(n + 1) * per_g];
-        for (t, (o0, o1)) in
-            tiles(k, conv.geometry.blocks, size_of::<T>(), conv.tile_bytes).enumerate()
-        {
+        for (t, (o0, o1)) in tiles(k, grid, size_of::<T>(), conv.tile_bytes).enumerate() {
             let tl = (o1 - o0) * bw;
             let tile = &mut scratch[..k * tl];
             conv.pack(&x[n * image..(n + 1) * image], 0, (o0, o1), tile);
@@ -256,7 +260,7 @@ pub(super) fn weight_grads<T: Gemm + Cached>(x: &[T], g: &[T], conv: &Conv) -> V
 #[cfg(feature = "unit-tests")]
 pub(crate) mod tests {
     use super::*;
-    use crate::library::conv::Window;
+    use crate::library::window::Params;
 
     /// Values in [-1, 1) from a simple generator.
     fn values(n: usize, seed: u64) -> Vec<f64> {
@@ -292,21 +296,15 @@ pub(crate) mod tests {
         ([1, 2, 3, 4], 2, [2, 2], [3, 1], [4, 2], [1, 1], 1),
     ];
 
-    fn geometry(&(xs, _, kernel, stride, padding, dilation, _): &Case) -> Geometry {
-        let window = Window {
-            kernel,
-            dilation,
-            padding,
-            stride,
-        };
-        let size = [xs[2], xs[3]];
-        let blocks = window.blocks(size).expect("a valid case");
-        Geometry {
+    fn blocks(&(xs, _, kernel, stride, padding, dilation, _): &Case) -> Blocks {
+        let int = |v: [usize; 2]| v.map(|v| v as i64);
+        let params = Params::parse(&int(kernel), &int(dilation), &int(padding), &int(stride));
+        Blocks {
             n: xs[0],
             c: xs[1],
-            size,
-            window,
-            blocks,
+            window: params
+                .and_then(|p| p.over([xs[2], xs[3]]))
+                .expect("a valid case"),
         }
     }
 
@@ -315,8 +313,7 @@ pub(crate) mod tests {
     /// the input); and each example's weight gradient likewise.
     fn scalar_reference(case: &Case, x: &[f64], w: &[f64], g: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let ([n, c, h, wd], c_out, [kh, kw], [sh, sw], [ph, pw], [dh, dw], groups) = *case;
-        let geo = geometry(case);
-        let [bh, bw] = geo.blocks;
+        let [bh, bw] = blocks(case).grid();
         let (cg, cog) = (c / groups, c_out / groups);
         let mut y = vec![0.0; n * c_out * bh * bw];
         let mut gw = vec![0.0; n * c_out * cg * kh * kw];
@@ -363,16 +360,17 @@ pub(crate) mod tests {
     /// and with tiles of one block row (several per example).
     pub(crate) fn tiled_kernels_match_the_direct_definition() {
         for case in CASES {
-            let geo = geometry(case);
+            let geo = blocks(case);
             let ([n, c, h, wd], c_out, [kh, kw], .., groups) = *case;
             let x = values(n * c * h * wd, 1);
             let w = values(c_out * c / groups * kh * kw, 2);
-            let g = values(n * c_out * geo.blocks[0] * geo.blocks[1], 3);
+            let [bh, bw] = geo.grid();
+            let g = values(n * c_out * bh * bw, 3);
             let (y_ref, gw_ref) = scalar_reference(case, &x, &w, &g);
             let mut results = vec![];
             for tile_bytes in [TILE_BYTES, 1] {
                 let conv = Conv {
-                    geometry: &geo,
+                    blocks: &geo,
                     c_out,
                     groups,
                     tile_bytes,

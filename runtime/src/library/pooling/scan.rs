@@ -39,8 +39,9 @@
 
 use std::ops::Range;
 
-use super::{Axis1, Geometry};
+use super::Planes;
 use crate::core::simd::vectorized;
+use crate::library::window::Axis;
 use crate::Element;
 
 // ---------------------------------------------------------------------------
@@ -96,10 +97,10 @@ pub(crate) struct MaxLayout {
 /// The output indices `0..a.out` whose windows are wholly inside the input:
 /// the first run of them (they are one run: a window's start grows with
 /// its index).
-fn inner(a: &Axis1, taps: &[(usize, usize)]) -> Range<usize> {
+fn inner(a: &Axis, taps: &[(usize, usize)]) -> Range<usize> {
     let full = |i: usize| {
         let (first, count) = taps[i];
-        count as i128 == a.kernel && first as i128 == a.start(i)
+        count == a.kernel && first as i128 == a.start(i)
     };
     let lo = (0..a.out).find(|&i| full(i)).unwrap_or(a.out);
     let hi = (lo..a.out).find(|&i| !full(i)).unwrap_or(a.out);
@@ -107,17 +108,17 @@ fn inner(a: &Axis1, taps: &[(usize, usize)]) -> Range<usize> {
 }
 
 impl MaxLayout {
-    pub(crate) fn new<T: MaxElem>(g: &Geometry) -> Self {
-        let (h, w) = (&g.h, &g.w);
+    pub(crate) fn new<T: MaxElem>(g: &Planes) -> Self {
+        let [h, w] = &g.window.axes;
         let rows: Vec<(usize, usize)> = (0..h.out).map(|i| h.taps(i)).collect();
         let cols: Vec<(usize, usize)> = (0..w.out).map(|j| w.taps(j)).collect();
-        let (dh, dw) = (h.dilation as usize, w.dilation as usize);
+        let (dh, dw) = (h.dilation, w.dilation);
         let width = w.size;
         let (mut inner_rows, mut inner_cols) = (inner(h, &rows), inner(w, &cols));
         let mut offsets = Vec::new();
         if !inner_rows.is_empty() && !inner_cols.is_empty() {
             // A window inside the input has at most `H * W` taps.
-            let (kh, kw) = (h.kernel as usize, w.kernel as usize);
+            let (kh, kw) = (h.kernel, w.kernel);
             offsets = (0..kh)
                 .flat_map(|t| (0..kw).map(move |u| t * dh * width + u * dw))
                 .collect();
@@ -126,11 +127,7 @@ impl MaxLayout {
                 offsets.clear();
             }
         }
-        let step = if inner_cols.len() > 1 {
-            w.stride as usize
-        } else {
-            1
-        };
+        let step = if inner_cols.len() > 1 { w.stride } else { 1 };
         let n = inner_cols.len();
         let flat = h.stride == 1 && step == 1 && inner_rows.len() > 1 && 3 * (width - n) <= width;
         let lanes = if flat {
@@ -363,7 +360,7 @@ pub(crate) fn max_pool_plane<T: MaxElem>(
 /// over the pool.
 pub(crate) fn max_pool_planes<T: MaxElem>(
     x: &[T],
-    g: &Geometry,
+    g: &Planes,
     values: &mut [T],
     indices: &mut [i64],
 ) {
@@ -575,15 +572,15 @@ pub(crate) mod tests {
     /// The window-at-a-time kernel this module replaced, kept as the reference.
     fn reference_max_pool<T: Element + PartialOrd>(
         x: &[T],
-        g: &Geometry,
+        g: &Planes,
         neg_inf: T,
         values: &mut Vec<T>,
         indices: &mut Vec<i64>,
     ) {
-        let (h, w) = (&g.h, &g.w);
+        let [h, w] = &g.window.axes;
         let rows: Vec<(usize, usize)> = (0..h.out).map(|i| h.taps(i)).collect();
         let cols: Vec<(usize, usize)> = (0..w.out).map(|j| w.taps(j)).collect();
-        let (dh, dw) = (h.dilation as usize, w.dilation as usize);
+        let (dh, dw) = (h.dilation, w.dilation);
         let width = w.size;
         let past_plane = g.plane() as i64;
         for plane in x.chunks_exact(g.plane()) {
@@ -676,10 +673,27 @@ pub(crate) mod tests {
         v.iter().map(|&x| x.into().to_bits()).collect()
     }
 
+    /// The arguments of a max pooling: kernel, stride, padding, dilation.
+    fn pool_args<'a>(
+        kernel_size: &'a [i64],
+        stride: &'a [i64],
+        padding: &'a [i64],
+        dilation: &'a [i64],
+        ceil_mode: bool,
+    ) -> PoolArgs<'a> {
+        PoolArgs {
+            kernel_size,
+            stride: Some(stride),
+            padding,
+            dilation,
+            ceil_mode,
+        }
+    }
+
     /// Runs the kernel and the reference on `x` pooled with `args`, and
     /// compares the values bit for bit and the positions.
     fn agree<T: MaxElem + Into<f64>>(x: &[T], shape: &[usize], args: &PoolArgs) -> bool {
-        let Ok(g) = geometry(&TensorMeta::new(shape, T::DTYPE), 2, args) else {
+        let Ok(g) = geometry(&TensorMeta::new(shape, T::DTYPE), args) else {
             return false;
         };
         let n = g.lead.iter().product::<usize>() * g.windows();
@@ -714,13 +728,7 @@ pub(crate) mod tests {
             ];
             let d = [1 + rng.below(3) as i64, 1 + rng.below(3) as i64];
             let ceil_mode = rng.below(2) == 0;
-            let args = PoolArgs {
-                kernel_size: &k,
-                stride: Some(&s),
-                padding: &p,
-                dilation: &d,
-                ceil_mode,
-            };
+            let args = pool_args(&k, &s, &p, &d, ceil_mode);
             let shape = [lead, h, w];
             let x: Vec<f64> = (0..lead * h * w).map(|_| rng.value()).collect();
             let ok = if case % 2 == 0 {
@@ -750,13 +758,7 @@ pub(crate) mod tests {
         ];
         for (k, s, p, d) in cases {
             for ceil_mode in [false, true] {
-                let args = PoolArgs {
-                    kernel_size: &k,
-                    stride: Some(&s),
-                    padding: &p,
-                    dilation: &d,
-                    ceil_mode,
-                };
+                let args = pool_args(&k, &s, &p, &d, ceil_mode);
                 let shape = [2, 23, 61];
                 let x: Vec<f64> = (0..2 * 23 * 61).map(|_| rng.value()).collect();
                 assert!(agree(&x, &shape, &args));
@@ -778,14 +780,8 @@ pub(crate) mod tests {
             2.0,
             2.0,
         ];
-        let args = PoolArgs {
-            kernel_size: &[1, 3],
-            stride: Some(&[1, 1]),
-            padding: &[0, 0],
-            dilation: &[1, 1],
-            ceil_mode: false,
-        };
-        let g = geometry(&TensorMeta::new([1, 1, 9], DType::F32), 2, &args).unwrap();
+        let args = pool_args(&[1, 3], &[1, 1], &[0, 0], &[1, 1], false);
+        let g = geometry(&TensorMeta::new([1, 1, 9], DType::F32), &args).unwrap();
         let (mut v, mut i) = (vec![0.0f32; 7], vec![0i64; 7]);
         max_pool_planes(&x, &g, &mut v, &mut i);
         assert!(v[..4].iter().all(|v| v.is_nan()));
@@ -848,6 +844,74 @@ pub(crate) mod tests {
         }
     }
 
+    /// The window geometry the kernels read (`window.rs`, shared with the
+    /// convolutions) against its definition, position by position: the
+    /// number of windows (with and without `ceil_mode`), each window's taps
+    /// inside the input, and, the other way round, the windows each tap
+    /// reads inside the input.
+    pub(crate) fn window_geometry_matches_its_definition() {
+        use crate::library::window::Params;
+        let mut rng = Rng(31);
+        let mut fitted = 0;
+        for _ in 0..4000 {
+            let size = 1 + rng.below(12) as usize;
+            let (k, s) = (1 + rng.below(5) as usize, 1 + rng.below(4) as usize);
+            let ceil_mode = rng.below(2) == 0;
+            // (A pooling's padding, with ceil_mode, is at most half the kernel.)
+            let p = rng.below(if ceil_mode { k as u64 / 2 + 1 } else { 4 }) as usize;
+            let d = 1 + rng.below(3) as usize;
+            let params = Params::<1> {
+                kernel: [k],
+                stride: [s],
+                padding: [p],
+                dilation: [d],
+                ceil_mode,
+            };
+            // Window i spans [i*s - p, i*s - p + span) in input positions;
+            // it must end inside the padded input, or with ceil_mode start
+            // inside the input or its left padding and overhang the padded
+            // end by less than the stride.
+            let (span, padded_end) = ((k - 1) * d + 1, size + p);
+            let fits = |i: usize| {
+                let end = i * s + span; // (shifted by p)
+                if ceil_mode {
+                    end < padded_end + p + s && i * s < padded_end
+                } else {
+                    end <= padded_end + p
+                }
+            };
+            let want = (0..).take_while(|&i| fits(i)).count();
+            let Ok(window) = params.over([size]) else {
+                assert_eq!(want, 0, "{params:?} on {size}");
+                continue;
+            };
+            fitted += 1;
+            let [a] = window.axes;
+            assert_eq!(a.out, want, "{params:?} on {size}");
+            for i in 0..a.out {
+                let inside: Vec<usize> = (0..k)
+                    .map(|t| (i * s + t * d) as i128 - p as i128)
+                    .filter(|&at| at >= 0 && at < size as i128)
+                    .map(|at| at as usize)
+                    .collect();
+                let (first, count) = a.taps(i);
+                let taps: Vec<usize> = (0..count).map(|c| first + c * d).collect();
+                assert_eq!(taps, inside, "window {i} of {params:?} on {size}");
+            }
+            for t in 0..k {
+                let reads: Vec<usize> = (0..a.out)
+                    .filter(|&i| {
+                        let at = (i * s + t * d) as i128 - p as i128;
+                        at >= 0 && at < size as i128
+                    })
+                    .collect();
+                let (lo, hi) = a.reading(t);
+                assert_eq!((lo..hi).collect::<Vec<_>>(), reads, "tap {t} of {params:?}");
+            }
+        }
+        assert!(fitted > 2000, "only {fitted} cases fit a window");
+    }
+
     pub(crate) fn runs_cover_the_windows_in_order() {
         let windows = [
             (0, 1),
@@ -873,14 +937,8 @@ pub(crate) mod tests {
         let mut rng = Rng(5);
         let shape = [67, 29, 31];
         let x: Vec<f32> = (0..67 * 29 * 31).map(|_| rng.value() as f32).collect();
-        let args = PoolArgs {
-            kernel_size: &[3, 2],
-            stride: Some(&[1, 1]),
-            padding: &[1, 1],
-            dilation: &[1, 1],
-            ceil_mode: false,
-        };
-        let g = geometry(&TensorMeta::new(shape, DType::F32), 2, &args).unwrap();
+        let args = pool_args(&[3, 2], &[1, 1], &[1, 1], &[1, 1], false);
+        let g = geometry(&TensorMeta::new(shape, DType::F32), &args).unwrap();
         let n = 67 * g.windows();
         let (mut want_v, mut want_i) = (Vec::new(), Vec::new());
         reference_max_pool(&x, &g, f32::NEG_INFINITY, &mut want_v, &mut want_i);
@@ -908,6 +966,7 @@ pub(crate) mod tests {
         a_nan_wins_and_a_later_nan_moves_the_index,
         window_sums_add_in_the_order_of_the_window_at_a_time_loops,
         runs_cover_the_windows_in_order,
+        window_geometry_matches_its_definition,
         #[cfg(feature = "rayon")]
         one_thread_and_two_give_the_same_bits,
     }
