@@ -3,6 +3,15 @@
 //! crate's `erf`, and mpmath values recorded in
 //! `tests/reference/mpmath_vmath.json`).
 
+use super::fp32::{
+    erf as erf_f32, expm1 as expm1_f32, log as log_f32, log1p as log1p_f32, sigmoid as sigmoid_f32,
+    tanh as tanh_f32,
+};
+use super::fp64::{
+    erf as erf_f64, expm1 as expm1_f64, half as half_floor, log as log_f64, log1p as log1p_f64,
+    sigmoid as sigmoid_f64, split as split_f64, tanh as tanh_f64,
+    SQRT_HALF_BITS as SQRT_HALF_BITS_F64,
+};
 use super::*;
 use crate::core::simd::{best_tier, vectorized, vectorized_at, SimdLevel};
 
