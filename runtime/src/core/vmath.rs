@@ -310,6 +310,10 @@ macro_rules! float_functions {
                 exp(self)
             }
             #[inline(always)]
+            fn v_expm1(self) -> $t {
+                expm1(self)
+            }
+            #[inline(always)]
             fn v_ln(self) -> $t {
                 log(self)
             }
@@ -554,6 +558,9 @@ pub(crate) use fp64::exp as exp_f64;
 pub(crate) trait VMath: Copy {
     /// `e^x`.
     fn v_exp(self) -> Self;
+    /// `e^x - 1`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn v_expm1(self) -> Self;
     /// `ln x`.
     fn v_ln(self) -> Self;
     /// `ln(1 + x)`.
