@@ -1,30 +1,119 @@
 //! The vectorized math against the plain scalar calls (bit for bit) and
 //! against references nobody here wrote (the platform's libm, the `libm`
 //! crate's `erf`, and mpmath values recorded in
-//! `tests/reference/mpmath_vmath.json`).
+//! `tests/reference/mpmath_vmath.txt`).
+//!
+//! The checks are written once, generic over [`Float`] (f32 and f64), and
+//! run for each type.
 
 use super::*;
 use crate::core::simd::{best_tier, vectorized, vectorized_at, SimdLevel};
 
-/// Inputs that cover the whole f32 range: the special values, the
-/// thresholds of each function, and a stride through every bit pattern.
-fn inputs_f32(stride: u32) -> Vec<f32> {
+/// The tiers the loops are compared at (`vectorized_at` runs each at the
+/// highest the CPU has, up to it).
+const TIERS: [SimdLevel; 3] = [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512];
+
+/// What the checks need of f32 and f64 besides [`VMath`].
+trait Float:
+    VMath
+    + PartialEq
+    + From<f32>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::fmt::Debug
+    + std::fmt::LowerExp
+{
+    /// The type's name, for messages.
+    const NAME: &'static str;
+    const MIN_POSITIVE: Self;
+    const MAX: Self;
+    const INFINITY: Self;
+    const NAN: Self;
+    /// The exponent of the smallest normal number (-126, -1022).
+    const MIN_NORMAL_EXP: i32;
+    /// The bits of the significand below its leading 1 (23, 52).
+    const MANT_BITS: i32;
+    fn from_bits(bits: u64) -> Self;
+    fn bits(self) -> u64;
+    fn nan(self) -> bool;
+    fn infinite(self) -> bool;
+    fn to_f64(self) -> f64;
+    /// `x` rounded to the type.
+    fn from_f64(x: f64) -> Self;
+    /// `i * 0.001`, in the type.
+    fn thousandths(i: i32) -> Self;
+}
+
+macro_rules! float {
+    ($($t:ident, $bits:ident);*) => {$(
+        impl Float for $t {
+            const NAME: &'static str = stringify!($t);
+            const MIN_POSITIVE: $t = $t::MIN_POSITIVE;
+            const MAX: $t = $t::MAX;
+            const INFINITY: $t = $t::INFINITY;
+            const NAN: $t = $t::NAN;
+            const MIN_NORMAL_EXP: i32 = $t::MIN_EXP - 1;
+            const MANT_BITS: i32 = $t::MANTISSA_DIGITS as i32 - 1;
+            fn from_bits(bits: u64) -> $t {
+                $t::from_bits(bits as $bits)
+            }
+            fn bits(self) -> u64 {
+                u64::from(self.to_bits())
+            }
+            fn nan(self) -> bool {
+                self.is_nan()
+            }
+            fn infinite(self) -> bool {
+                self.is_infinite()
+            }
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
+            fn from_f64(x: f64) -> $t {
+                x as $t
+            }
+            fn thousandths(i: i32) -> $t {
+                i as $t * 0.001
+            }
+        }
+    )*};
+}
+
+float!(f32, u32; f64, u64);
+
+/// Inputs that cover the whole range of `T`: the special values, `extra`
+/// (the thresholds of each function), `walk` (a stride through the bit
+/// patterns), and a dense run near the interesting middle of the range.
+fn inputs<T: Float>(extra: &[T], walk: Vec<T>) -> Vec<T> {
+    let one = T::from(1.0);
+    let tiny = T::from_bits(1);
+    let largest_subnormal = T::from_bits(T::MIN_POSITIVE.bits() - 1);
     let mut xs = vec![
-        0.0,
-        -0.0,
-        f32::MIN_POSITIVE,
-        -f32::MIN_POSITIVE,
-        f32::from_bits(1),
-        -f32::from_bits(1),
-        f32::from_bits(0x007f_ffff),
-        f32::MAX,
-        f32::MIN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        1.0,
-        -1.0,
+        T::from(0.0),
+        T::from(-0.0),
+        T::MIN_POSITIVE,
+        -T::MIN_POSITIVE,
+        tiny,
+        -tiny,
+        largest_subnormal,
+        T::MAX,
+        -T::MAX,
+        T::INFINITY,
+        -T::INFINITY,
+        T::NAN,
+        -T::NAN,
+        one,
+        -one,
+    ];
+    xs.extend_from_slice(extra);
+    xs.extend(walk);
+    xs.extend((-20_000..=20_000).map(T::thousandths));
+    xs
+}
+
+/// [`inputs`] for f32, with every `stride`th bit pattern.
+fn inputs_f32(stride: u32) -> Vec<f32> {
+    let extra = [
         2.0,
         0.5,
         88.72283,
@@ -46,35 +135,18 @@ fn inputs_f32(stride: u32) -> Vec<f32> {
         -0.999_999_94,
         f32::EPSILON,
     ];
+    let mut walk = Vec::new();
     let mut bits: u32 = 0;
     while let Some(next) = bits.checked_add(stride) {
-        xs.push(f32::from_bits(bits));
+        walk.push(f32::from_bits(bits));
         bits = next;
     }
-    // Dense near the interesting middle of the range.
-    for i in -20_000..=20_000 {
-        xs.push(i as f32 * 0.001);
-    }
-    xs
+    inputs(&extra, walk)
 }
 
+/// [`inputs`] for f64, with `count` bit patterns of both signs.
 fn inputs_f64(count: u64) -> Vec<f64> {
-    let mut xs = vec![
-        0.0,
-        -0.0,
-        f64::MIN_POSITIVE,
-        -f64::MIN_POSITIVE,
-        f64::from_bits(1),
-        -f64::from_bits(1),
-        f64::from_bits(0x000f_ffff_ffff_ffff),
-        f64::MAX,
-        f64::MIN,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        -f64::NAN,
-        1.0,
-        -1.0,
+    let extra = [
         709.782_712_893_384,
         709.782_712_893_385,
         710.0,
@@ -95,42 +167,28 @@ fn inputs_f64(count: u64) -> Vec<f64> {
         -0.999_999_999_999_999_9,
         f64::EPSILON,
     ];
-    // A stride through the bit patterns of both signs.
     let step = u64::MAX / count;
+    let mut walk = Vec::new();
     let mut bits: u64 = 12_345;
     while let Some(next) = bits.checked_add(step) {
-        xs.push(f64::from_bits(bits));
+        walk.push(f64::from_bits(bits));
         bits = next;
     }
-    for i in -20_000..=20_000 {
-        xs.push(i as f64 * 0.001);
-    }
-    xs
+    inputs(&extra, walk)
 }
 
-/// Whether a value is NaN, for [`same_bits`] over f32 and f64.
-trait IsNan: Copy {
-    fn nan(&self) -> bool;
-}
-impl IsNan for f32 {
-    fn nan(&self) -> bool {
-        self.is_nan()
-    }
-}
-impl IsNan for f64 {
-    fn nan(&self) -> bool {
-        self.is_nan()
-    }
+/// `x.v_softplus(2, 20)`, one of the functions [`vectorized_equals_scalar`]
+/// checks.
+#[inline(always)]
+fn softplus<T: Float>(x: T) -> T {
+    x.v_softplus(T::from(2.0), T::from(20.0))
 }
 
-/// `(name, function, bound in ulp)` of an f64 function checked against
-/// mpmath.
-type CaseMp = (&'static str, fn(f64) -> f64, f64);
-
-/// `(name, function, f64 reference, bound in ulp)` of an f32 function.
-type CaseF32 = (&'static str, fn(f32) -> f32, fn(f64) -> f64, f64);
-/// `(name, function, f64 reference, bound in ulp)` of an f64 function.
-type CaseF64 = (&'static str, fn(f64) -> f64, fn(f64) -> f64, f64);
+/// `x.v_elu(1.5)`, as [`softplus`].
+#[inline(always)]
+fn elu<T: Float>(x: T) -> T {
+    x.v_elu(T::from(1.5))
+}
 
 /// Whether `u` (an error in ulp, or NaN) is not within `bound`.
 fn beyond(u: f64, bound: f64) -> bool {
@@ -144,191 +202,130 @@ fn beyond(u: f64, bound: f64) -> bool {
 /// tier is still compiled apart; `cargo test --release` checks the
 /// vectorized loops, and so does `accuracy_f32_exhaustive`.)
 /// NaN results only need to be NaN on both.
-fn same_bits<T: Copy + PartialEq + std::fmt::Debug + IsNan>(
-    name: &str,
-    xs: &[T],
-    f: fn(T) -> T,
-    wide: &[T],
-    bits: impl Fn(T) -> u64,
-) {
+fn same_bits<T: Float>(name: &str, xs: &[T], f: fn(T) -> T, wide: &[T]) {
     let f = std::hint::black_box(f);
     for (&x, &w) in xs.iter().zip(wide) {
         let s = f(x);
         let both_nan = s.nan() && w.nan();
         assert!(
-            both_nan || bits(s) == bits(w),
+            both_nan || s.bits() == w.bits(),
             "{name}({x:?}): scalar {s:?}, vectorized {w:?}"
         );
     }
 }
 
-macro_rules! bitwise_tests {
-    ($test:ident, $t:ty, $inputs:expr, $bits:expr, [$($f:ident),*]) => {
-        pub(crate) fn $test() {
-            let xs: Vec<$t> = $inputs;
-            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
-                $(
-                    let wide = vectorized_at(
-                        tier,
-                        #[inline(always)]
-                        || {
-                            let mut out: Vec<$t> = vec![0.0; xs.len()];
-                            for (o, &x) in out.iter_mut().zip(&xs) {
-                                *o = $f(x);
-                            }
-                            out
-                        },
-                    );
-                    same_bits(&format!("{} ({tier:?})", stringify!($f)), &xs, $f, &wide, $bits);
-                )*
-            }
+/// [`same_bits`] for every function of [`VMath`] over `xs`, at each tier.
+fn vectorized_equals_scalar<T: Float>(xs: &[T]) {
+    for tier in TIERS {
+        macro_rules! check {
+            ($($name:literal: $f:expr),*) => {$(
+                let wide = vectorized_at(
+                    tier,
+                    #[inline(always)]
+                    || {
+                        let mut out = vec![T::from(0.0); xs.len()];
+                        for (o, &x) in out.iter_mut().zip(xs) {
+                            *o = $f(x);
+                        }
+                        out
+                    },
+                );
+                let name = format!("{}_{} ({tier:?})", $name, T::NAME);
+                same_bits(&name, xs, $f, &wide);
+            )*};
         }
-    };
+        check!(
+            "exp": T::v_exp,
+            "expm1": T::v_expm1,
+            "log": T::v_ln,
+            "log1p": T::v_ln1p,
+            "tanh": T::v_tanh,
+            "sigmoid": T::v_sigmoid,
+            "erf": T::v_erf,
+            "gelu": T::v_gelu,
+            "gelu_tanh": T::v_gelu_tanh,
+            "silu": T::v_silu,
+            "softplus": softplus::<T>,
+            "elu": elu::<T>
+        );
+    }
 }
 
-bitwise_tests!(
-    vectorized_equals_scalar_f32,
-    f32,
-    inputs_f32(40_009),
-    |v: f32| u64::from(v.to_bits()),
-    [
-        exp_f32,
-        expm1_f32,
-        log_f32,
-        log1p_f32,
-        tanh_f32,
-        sigmoid_f32,
-        erf_f32,
-        gelu_f32,
-        gelu_tanh_f32,
-        silu_f32,
-        softplus_f32,
-        elu_f32
-    ]
-);
-bitwise_tests!(
-    vectorized_equals_scalar_f64,
-    f64,
-    inputs_f64(100_000),
-    |v: f64| v.to_bits(),
-    [
-        exp_f64,
-        expm1_f64,
-        log_f64,
-        log1p_f64,
-        tanh_f64,
-        sigmoid_f64,
-        erf_f64,
-        gelu_f64,
-        gelu_tanh_f64,
-        silu_f64,
-        softplus_f64,
-        elu_f64
-    ]
-);
-
-fn gelu_f32(x: f32) -> f32 {
-    x.v_gelu()
-}
-fn gelu_tanh_f32(x: f32) -> f32 {
-    x.v_gelu_tanh()
-}
-fn silu_f32(x: f32) -> f32 {
-    x.v_silu()
-}
-fn softplus_f32(x: f32) -> f32 {
-    x.v_softplus(2.0, 20.0)
-}
-fn elu_f32(x: f32) -> f32 {
-    x.v_elu(1.5)
-}
-fn gelu_f64(x: f64) -> f64 {
-    x.v_gelu()
-}
-fn gelu_tanh_f64(x: f64) -> f64 {
-    x.v_gelu_tanh()
-}
-fn silu_f64(x: f64) -> f64 {
-    x.v_silu()
-}
-fn softplus_f64(x: f64) -> f64 {
-    x.v_softplus(2.0, 20.0)
-}
-fn elu_f64(x: f64) -> f64 {
-    x.v_elu(1.5)
+pub(crate) fn vectorized_equals_scalar_f32() {
+    vectorized_equals_scalar(&inputs_f32(40_009));
 }
 
-/// The distance from `y` to the reference `r` in ulps of f32 at `r` (the
-/// spacing of f32 values around `r`, 2^-149 among the subnormals). Both NaN,
-/// or equal (infinities included), is 0; one NaN, or an infinity against a
-/// finite value, is infinite.
-pub(super) fn ulps_f32(y: f32, r: f64) -> f64 {
-    if y.is_nan() || r.is_nan() {
-        return if y.is_nan() && r.is_nan() {
+pub(crate) fn vectorized_equals_scalar_f64() {
+    vectorized_equals_scalar(&inputs_f64(100_000));
+}
+
+/// The distance from `y` to the reference `r` in ulps of `T` at `r` (the
+/// spacing of `T`'s values around `r`, the smallest subnormal's among the
+/// subnormals). Both NaN, or equal (infinities included), is 0; one NaN, or
+/// an infinity against a finite value, is infinite. (For f64, `r` is itself
+/// rounded, correctly, so the figure may be 0.5 above the true error.)
+fn ulps<T: Float>(y: T, r: f64) -> f64 {
+    if y.nan() || r.is_nan() {
+        return if y.nan() && r.is_nan() {
             0.0
         } else {
             f64::INFINITY
         };
     }
-    if y as f64 == r {
+    if y.to_f64() == r {
         return 0.0;
     }
-    if y.is_infinite() || r.is_infinite() {
-        // Overflow: the reference beyond f32::MAX rounds to inf.
-        let rr = r as f32;
-        return if rr == y { 0.0 } else { f64::INFINITY };
-    }
-    let e = (r.abs().log2().floor() as i32).max(-126);
-    let ulp = 2f64.powi(e) * 2f64.powi(-23);
-    (y as f64 - r).abs() / ulp
-}
-
-/// As [`ulps_f32`], for an f64 result against a reference `r` given as an
-/// f64 (correctly rounded, so the figure may be 0.5 above the true error).
-pub(super) fn ulps_f64(y: f64, r: f64) -> f64 {
-    if y.is_nan() || r.is_nan() {
-        return if y.is_nan() && r.is_nan() {
+    if y.infinite() || r.is_infinite() {
+        // Overflow: a reference beyond f32::MAX rounds to inf (an f64 one
+        // is `r` itself, which is not `y` by now).
+        return if T::from_f64(r) == y {
             0.0
         } else {
             f64::INFINITY
         };
     }
-    if y == r {
-        return 0.0;
-    }
-    if y.is_infinite() || r.is_infinite() {
-        return f64::INFINITY;
-    }
-    let e = (r.abs().log2().floor() as i32).max(-1022);
+    let e = (r.abs().log2().floor() as i32).max(T::MIN_NORMAL_EXP);
     // 2^e first: powi of a negative power divides, and 1 / 2^1024 is 0.
-    let ulp = 2f64.powi(e) * 2f64.powi(-52);
-    (y - r).abs() / ulp
+    let ulp = 2f64.powi(e) * 2f64.powi(-T::MANT_BITS);
+    (y.to_f64() - r).abs() / ulp
 }
 
-/// The f64 references of the f32 functions: glibc (through `std`) and the
-/// `libm` crate's `erf`, whose errors (below 1 ulp of f64) are 2^-29 ulp of
-/// f32.
-pub(super) fn references_f32() -> Vec<CaseF32> {
-    vec![
-        ("exp", exp_f32, f64::exp, 1.0),
-        ("expm1", expm1_f32, f64::exp_m1, 2.0),
-        ("log", log_f32, f64::ln, 1.0),
-        ("log1p", log1p_f32, f64::ln_1p, 2.0),
-        ("tanh", tanh_f32, f64::tanh, 3.0),
-        ("sigmoid", sigmoid_f32, |x| 1.0 / (1.0 + (-x).exp()), 2.5),
-        ("erf", erf_f32, libm::erf, 2.0),
+/// The reference of `sigmoid`, in f64 (for f32: f64's rounding errors are
+/// far below f32's ulp).
+fn sigmoid_reference(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// `(name, function, f64 reference, bound in ulp for f32, for f64)` of a
+/// function with a reference.
+type Case<T> = (&'static str, fn(T) -> T, fn(f64) -> f64, f64, f64);
+/// A [`Case`] with the bound of one type.
+type Bounded<T> = (&'static str, fn(T) -> T, fn(f64) -> f64, f64);
+
+/// The functions with a reference: glibc (through `std`) or the `libm`
+/// crate's `erf` (their errors, below 1 ulp of f64, are 2^-29 ulp of f32).
+/// The f64 bound is the one against mpmath; against these references the
+/// tests allow 1 more.
+fn references<T: Float>() -> [Case<T>; 7] {
+    [
+        ("exp", T::v_exp, f64::exp, 1.0, 1.0),
+        ("expm1", T::v_expm1, f64::exp_m1, 2.0, 2.0),
+        ("log", T::v_ln, f64::ln, 1.0, 1.0),
+        ("log1p", T::v_ln1p, f64::ln_1p, 2.0, 2.0),
+        ("tanh", T::v_tanh, f64::tanh, 3.0, 3.0),
+        ("sigmoid", T::v_sigmoid, sigmoid_reference, 2.5, 2.0),
+        ("erf", T::v_erf, libm::erf, 2.0, 2.0),
     ]
 }
 
-/// Each f32 function within its stated ulps of the f64 reference over the
-/// sweep (the `#[ignore]`d `accuracy_f32_exhaustive` takes every f32).
-pub(crate) fn accuracy_f32() {
-    let xs = inputs_f32(65_537);
+/// Each of `cases`, `(name, function, reference, bound)`, within its bound
+/// of its reference over `xs`.
+fn accuracy<T: Float>(xs: &[T], cases: impl Iterator<Item = Bounded<T>>) {
     let mut failures = Vec::new();
-    for (name, f, reference, bound) in references_f32() {
-        let mut worst = (0.0, 0.0f32);
-        for &x in &xs {
-            let u = ulps_f32(f(x), reference(x as f64));
+    for (name, f, reference, bound) in cases {
+        let mut worst = (0.0, T::from(0.0));
+        for &x in xs {
+            let u = ulps(f(x), reference(x.to_f64()));
             if beyond(u, worst.0) {
                 worst = (u, x);
             }
@@ -344,6 +341,27 @@ pub(crate) fn accuracy_f32() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
+/// Each f32 function within its stated ulps of the f64 reference over the
+/// sweep (the `#[ignore]`d `accuracy_f32_exhaustive` takes every f32).
+pub(crate) fn accuracy_f32() {
+    let cases = references::<f32>().into_iter();
+    accuracy(
+        &inputs_f32(65_537),
+        cases.map(|(n, f, r, bound, _)| (n, f, r, bound)),
+    );
+}
+
+/// Each f64 function against glibc and the `libm` crate, which are within
+/// about 1 ulp of f64 themselves, so the bound allows 1 more. (Not
+/// `sigmoid`: its formula in f64 rounds several times; mpmath checks it.)
+pub(crate) fn accuracy_f64_against_libm() {
+    let cases = references::<f64>().into_iter().filter(|c| c.0 != "sigmoid");
+    accuracy(
+        &inputs_f64(200_000),
+        cases.map(|(n, f, r, _, bound)| (n, f, r, bound + 1.0)),
+    );
+}
+
 /// Every f32 input, for the table in the module's documentation: run with
 /// `BATCHRULES_UNIT_TESTS=vmath::accuracy_f32_exhaustive cargo test --release
 /// --test suite unit:: -- --ignored --nocapture`.
@@ -351,7 +369,7 @@ pub(crate) fn accuracy_f32() {
 /// bits for every input.
 pub(crate) fn accuracy_f32_exhaustive() {
     let mut failures = Vec::new();
-    for (name, scalar, reference, bound) in references_f32() {
+    for (name, scalar, reference, bound, _) in references::<f32>() {
         let scalar = std::hint::black_box(scalar);
         let mut worst = (0.0, 0.0f32);
         let mut differ = 0u64;
@@ -367,7 +385,7 @@ pub(crate) fn accuracy_f32_exhaustive() {
                 if !(y.to_bits() == w.to_bits() || (y.is_nan() && w.is_nan())) {
                     differ += 1;
                 }
-                let u = ulps_f32(y, reference(x as f64));
+                let u = ulps(y, reference(x as f64));
                 if beyond(u, worst.0) {
                     worst = (u, x);
                 }
@@ -388,11 +406,11 @@ pub(crate) fn accuracy_f32_exhaustive() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
-/// The function `name` of [`references_f32`] over `xs`, by the loop at the
+/// The function `name` of [`references`] over `xs`, by the loop at the
 /// CPU's best tier (with the function inlined, so it vectorizes).
 fn wide_f32(name: &str, xs: &[f32]) -> Vec<f32> {
     macro_rules! wide {
-        ($f:ident) => {
+        ($f:path) => {
             vectorized_at(best_tier(), || {
                 let mut out = vec![0.0f32; xs.len()];
                 for (o, &x) in out.iter_mut().zip(xs) {
@@ -403,49 +421,14 @@ fn wide_f32(name: &str, xs: &[f32]) -> Vec<f32> {
         };
     }
     match name {
-        "exp" => wide!(exp_f32),
-        "expm1" => wide!(expm1_f32),
-        "log" => wide!(log_f32),
-        "log1p" => wide!(log1p_f32),
-        "tanh" => wide!(tanh_f32),
-        "sigmoid" => wide!(sigmoid_f32),
-        _ => wide!(erf_f32),
+        "exp" => wide!(fp32::exp),
+        "expm1" => wide!(fp32::expm1),
+        "log" => wide!(fp32::log),
+        "log1p" => wide!(fp32::log1p),
+        "tanh" => wide!(fp32::tanh),
+        "sigmoid" => wide!(fp32::sigmoid),
+        _ => wide!(fp32::erf),
     }
-}
-
-/// The f64 references from glibc and the `libm` crate (within about 1 ulp
-/// of f64 themselves, so the bound allows 1 more).
-fn references_f64() -> Vec<CaseF64> {
-    vec![
-        ("exp", exp_f64, f64::exp, 1.0 + 1.0),
-        ("expm1", expm1_f64, f64::exp_m1, 2.0 + 1.0),
-        ("log", log_f64, f64::ln, 1.0 + 1.0),
-        ("log1p", log1p_f64, f64::ln_1p, 2.0 + 1.0),
-        ("tanh", tanh_f64, f64::tanh, 3.0 + 1.0),
-        ("erf", erf_f64, libm::erf, 2.0 + 1.0),
-    ]
-}
-
-pub(crate) fn accuracy_f64_against_libm() {
-    let xs = inputs_f64(200_000);
-    let mut failures = Vec::new();
-    for (name, f, reference, bound) in references_f64() {
-        let mut worst = (0.0, 0.0f64);
-        for &x in &xs {
-            let u = ulps_f64(f(x), reference(x));
-            if beyond(u, worst.0) {
-                worst = (u, x);
-            }
-        }
-        println!("{name}: max {:.3} ulp at {:e}", worst.0, worst.1);
-        if beyond(worst.0, bound) {
-            failures.push(format!(
-                "{name}: {} ulps at {:e} (bound {bound})",
-                worst.0, worst.1
-            ));
-        }
-    }
-    assert!(failures.is_empty(), "{failures:?}");
 }
 
 /// The f64 functions against mpmath's values, correctly rounded to f64
@@ -453,15 +436,7 @@ pub(crate) fn accuracy_f64_against_libm() {
 /// plus the half ulp of the reference's rounding.
 pub(crate) fn accuracy_f64_against_mpmath() {
     let table = include_str!("../../../../tests/reference/mpmath_vmath.txt");
-    let functions: [CaseMp; 7] = [
-        ("exp", exp_f64, 1.0),
-        ("expm1", expm1_f64, 2.0),
-        ("log", log_f64, 1.0),
-        ("log1p", log1p_f64, 2.0),
-        ("tanh", tanh_f64, 3.0),
-        ("sigmoid", sigmoid_f64, 2.0),
-        ("erf", erf_f64, 2.0),
-    ];
+    let functions = references::<f64>();
     let mut worst = vec![(0.0f64, 0.0f64, 0usize); functions.len()];
     for line in table.lines().filter(|l| !l.starts_with('#')) {
         let mut parts = line.split_whitespace();
@@ -474,7 +449,7 @@ pub(crate) fn accuracy_f64_against_mpmath() {
             .iter()
             .position(|f| f.0 == name)
             .expect("a known function");
-        let u = ulps_f64(functions[i].1(x), r);
+        let u = ulps(functions[i].1(x), r);
         worst[i].2 += 1;
         if beyond(u, worst[i].0) {
             worst[i].0 = u;
@@ -482,7 +457,7 @@ pub(crate) fn accuracy_f64_against_mpmath() {
         }
     }
     let mut failures = Vec::new();
-    for ((name, _, bound), (u, x, count)) in functions.iter().zip(&worst) {
+    for ((name, _, _, _, bound), (u, x, count)) in functions.iter().zip(&worst) {
         println!("{name} f64 against mpmath: max {u:.3} ulp at {x:e} ({count} values)");
         assert!(*count > 500, "{name}: only {count} values");
         if beyond(*u, bound + 0.5) {
@@ -492,17 +467,19 @@ pub(crate) fn accuracy_f64_against_mpmath() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
-/// Nanoseconds per element of each f32 function: the libm call of `std`
-/// (through `vectorized`, where it stays a call) and this module's function
-/// at each tier. Run with `BATCHRULES_UNIT_TESTS=vmath::throughput cargo test
-/// --release --test suite unit:: -- --ignored --nocapture`.
-pub(crate) fn throughput() {
+/// Nanoseconds per element over `xs` of `libm` (through `vectorized`, where
+/// it stays a call) and of `f` at each tier, printed as a row of
+/// [`throughput`]'s table.
+fn throughput_row<T: Float>(
+    name: &str,
+    xs: &[T],
+    libm: impl Fn(T) -> T + Copy,
+    f: impl Fn(T) -> T + Copy,
+) {
     use std::time::Instant;
-    let xs: Vec<f32> = (0..4096).map(|i| (i as f32 - 2048.0) * 0.003).collect();
-    let mut out = vec![0.0f32; xs.len()];
     let rounds = 2000;
-    let time = |run: &mut dyn FnMut(&mut [f32])| {
-        let mut out = vec![0.0f32; xs.len()];
+    let time = |run: &mut dyn FnMut(&mut [T])| {
+        let mut out = vec![T::from(0.0); xs.len()];
         let start = Instant::now();
         for _ in 0..rounds {
             run(&mut out);
@@ -510,95 +487,67 @@ pub(crate) fn throughput() {
         }
         start.elapsed().as_secs_f64() * 1e9 / (rounds * xs.len()) as f64
     };
-    macro_rules! row {
-        ($name:expr, $libm:expr, $f:expr) => {{
-            let libm = time(&mut |o: &mut [f32]| {
-                vectorized(|| {
-                    for (o, &x) in o.iter_mut().zip(&xs) {
-                        *o = $libm(x);
-                    }
-                })
-            });
-            let mut cells = vec![format!("{:>6.2}", libm)];
-            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
-                let t = time(&mut |o: &mut [f32]| {
-                    vectorized_at(
-                        tier,
-                        #[inline(always)]
-                        || {
-                            for (o, &x) in o.iter_mut().zip(&xs) {
-                                *o = $f(x);
-                            }
-                        },
-                    )
-                });
-                cells.push(format!("{:>6.2}", t));
+    let libm = time(&mut |o: &mut [T]| {
+        vectorized(|| {
+            for (o, &x) in o.iter_mut().zip(xs) {
+                *o = libm(x);
             }
-            println!("{:<10} {}", $name, cells.join(" "));
-        }};
+        })
+    });
+    let mut cells = vec![format!("{:>6.2}", libm)];
+    for tier in TIERS {
+        let t = time(&mut |o: &mut [T]| {
+            vectorized_at(
+                tier,
+                #[inline(always)]
+                || {
+                    for (o, &x) in o.iter_mut().zip(xs) {
+                        *o = f(x);
+                    }
+                },
+            )
+        });
+        cells.push(format!("{:>6.2}", t));
     }
-    println!("f32 ns/element: libm, then baseline, avx2+fma, avx-512");
-    row!("exp", f32::exp, exp_f32);
-    row!("expm1", f32::exp_m1, expm1_f32);
-    row!("log", f32::ln, log_f32);
-    row!("log1p", f32::ln_1p, log1p_f32);
-    row!("tanh", f32::tanh, tanh_f32);
-    row!("sigmoid", |x: f32| 1.0 / (1.0 + (-x).exp()), sigmoid_f32);
-    row!("erf", libm::erff, erf_f32);
-    out[0] = 0.0;
+    println!("{:<10} {}", name, cells.join(" "));
+}
+
+/// Nanoseconds per element of each function: the libm call of `std` (or
+/// of the `libm` crate) and this module's function at each tier. Run with
+/// `BATCHRULES_UNIT_TESTS=vmath::throughput cargo test --release --test
+/// suite unit:: -- --ignored --nocapture`.
+pub(crate) fn throughput() {
+    let xs: Vec<f32> = (0..4096).map(|i| (i as f32 - 2048.0) * 0.003).collect();
     let xs64: Vec<f64> = xs.iter().map(|&x| f64::from(x)).collect();
-    let time64 = |run: &mut dyn FnMut(&mut [f64])| {
-        let mut out = vec![0.0f64; xs64.len()];
-        let start = Instant::now();
-        for _ in 0..rounds {
-            run(&mut out);
-            std::hint::black_box(&mut out);
-        }
-        start.elapsed().as_secs_f64() * 1e9 / (rounds * xs64.len()) as f64
-    };
-    macro_rules! row64 {
-        ($name:expr, $libm:expr, $f:expr) => {{
-            let libm = time64(&mut |o: &mut [f64]| {
-                vectorized(|| {
-                    for (o, &x) in o.iter_mut().zip(&xs64) {
-                        *o = $libm(x);
-                    }
-                })
-            });
-            let mut cells = vec![format!("{:>6.2}", libm)];
-            for tier in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
-                let t = time64(&mut |o: &mut [f64]| {
-                    vectorized_at(
-                        tier,
-                        #[inline(always)]
-                        || {
-                            for (o, &x) in o.iter_mut().zip(&xs64) {
-                                *o = $f(x);
-                            }
-                        },
-                    )
-                });
-                cells.push(format!("{:>6.2}", t));
-            }
-            println!("{:<10} {}", $name, cells.join(" "));
-        }};
+    macro_rules! table {
+        ($t:ident, $m:ident, $xs:expr, $erf:path) => {
+            println!(
+                "{} ns/element: libm, then baseline, avx2+fma, avx-512",
+                stringify!($t)
+            );
+            throughput_row("exp", $xs, $t::exp, $m::exp);
+            throughput_row("expm1", $xs, $t::exp_m1, $m::expm1);
+            throughput_row("log", $xs, $t::ln, $m::log);
+            throughput_row("log1p", $xs, $t::ln_1p, $m::log1p);
+            throughput_row("tanh", $xs, $t::tanh, $m::tanh);
+            throughput_row(
+                "sigmoid",
+                $xs,
+                |x: $t| 1.0 / (1.0 + (-x).exp()),
+                $m::sigmoid,
+            );
+            throughput_row("erf", $xs, $erf, $m::erf);
+        };
     }
-    println!("f64 ns/element: libm, then baseline, avx2+fma, avx-512");
-    row64!("exp", f64::exp, exp_f64);
-    row64!("expm1", f64::exp_m1, expm1_f64);
-    row64!("log", f64::ln, log_f64);
-    row64!("log1p", f64::ln_1p, log1p_f64);
-    row64!("tanh", f64::tanh, tanh_f64);
-    row64!("sigmoid", |x: f64| 1.0 / (1.0 + (-x).exp()), sigmoid_f64);
-    row64!("erf", libm::erf, erf_f64);
-    std::hint::black_box(&out);
+    table!(f32, fp32, &xs, libm::erff);
+    table!(f64, fp64, &xs64, libm::erf);
 }
 
 /// The logical-shift forms of the arithmetic shifts of i64 (for AVX2, which
 /// has none) give the shift's results over their whole domain.
 pub(crate) fn shifts_without_an_arithmetic_shift_of_i64() {
     for n in -4096i64..=4096 {
-        assert_eq!(half_floor(n), n >> 1, "{n}");
+        assert_eq!(fp64::half(n), n >> 1, "{n}");
     }
     // Every exponent of a positive normal f64, with mantissas on both sides
     // of sqrt(1/2).
@@ -606,8 +555,8 @@ pub(crate) fn shifts_without_an_arithmetic_shift_of_i64() {
         for m in [0u64, 0x6a09e667f3bcc, 0x6a09e667f3bcd, (1 << 52) - 1] {
             let x = f64::from_bits(e << 52 | m);
             let bits = x.to_bits() as i64;
-            let k = bits.wrapping_sub(SQRT_HALF_BITS_F64) >> 52;
-            let (kf, f) = split_f64(x);
+            let k = bits.wrapping_sub(fp64::SQRT_HALF_BITS) >> 52;
+            let (kf, f) = fp64::split(x);
             assert_eq!(kf, k as f64, "{x:e}");
             assert_eq!(f.to_bits(), (bits.wrapping_sub(k << 52)) as u64, "{x:e}");
         }
