@@ -132,7 +132,7 @@ pub const fn param_code(r: Registered, count: usize, index: usize, found: Spelle
 
 /// A return type of a schema signature, as const generics: the number of
 /// items, a bit mask of those for a `Tensor[]`, and the item, an index of
-/// [`RETURN_ITEMS`] (see [`ReturnShape`](crate::checks::ReturnShape)).
+/// [`RETURN_ITEMS`] (see `checks::ReturnShape`).
 /// [`return_code`] computes it.
 pub struct ReturnCode<const COUNT: u8, const LISTS: u8, const ITEM: u8>;
 

@@ -449,7 +449,7 @@ pub struct Registered<'a> {
     pub ops: &'a [OpSchema],
     /// The op's name, as the attribute gives it.
     pub name: &'a str,
-    /// The op's index in `ops` ([`op_index`]), or `usize::MAX` if there is
+    /// The op's index in `ops` (`op_index`), or `usize::MAX` if there is
     /// none: looked up once, since looking a name up is the costly part of
     /// the checks' evaluation.
     pub op: usize,
