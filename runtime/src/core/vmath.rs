@@ -66,7 +66,7 @@
 //! | `log1p` | 0.86 | 1 | 2 |
 //! | `tanh` | 2.42 | 2 | 3 |
 //! | `sigmoid` | 2.40 | 1 | f32 2.5, f64 2 |
-//! | `erf` | 0.94 (sweep) | 1 | 2 |
+//! | `erf` | 1.34 | 1 | 2 |
 //!
 //! The composites (`gelu`, `gelu_tanh`, `silu`, `softplus`, `elu`) are
 //! evaluated in the order of operations of PyTorch's formulas (and of this

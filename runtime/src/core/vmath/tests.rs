@@ -407,17 +407,22 @@ pub(crate) fn accuracy_f32_exhaustive() {
 }
 
 /// The function `name` of [`references`] over `xs`, by the loop at the
-/// CPU's best tier (with the function inlined, so it vectorizes).
+/// CPU's best tier (with the loop and the function inlined, so it
+/// vectorizes).
 fn wide_f32(name: &str, xs: &[f32]) -> Vec<f32> {
     macro_rules! wide {
         ($f:path) => {
-            vectorized_at(best_tier(), || {
-                let mut out = vec![0.0f32; xs.len()];
-                for (o, &x) in out.iter_mut().zip(xs) {
-                    *o = $f(x);
-                }
-                out
-            })
+            vectorized_at(
+                best_tier(),
+                #[inline(always)]
+                || {
+                    let mut out = vec![0.0f32; xs.len()];
+                    for (o, &x) in out.iter_mut().zip(xs) {
+                        *o = $f(x);
+                    }
+                    out
+                },
+            )
         };
     }
     match name {
@@ -467,49 +472,51 @@ pub(crate) fn accuracy_f64_against_mpmath() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
-/// Nanoseconds per element over `xs` of `libm` (through `vectorized`, where
-/// it stays a call) and of `f` at each tier, printed as a row of
-/// [`throughput`]'s table.
-fn throughput_row<T: Float>(
-    name: &str,
-    xs: &[T],
-    libm: impl Fn(T) -> T + Copy,
-    f: impl Fn(T) -> T + Copy,
-) {
-    use std::time::Instant;
+/// Nanoseconds per element of `run` over an output as long as `xs`.
+fn time<T: Float>(xs: &[T], run: &mut dyn FnMut(&mut [T])) -> f64 {
     let rounds = 2000;
-    let time = |run: &mut dyn FnMut(&mut [T])| {
-        let mut out = vec![T::from(0.0); xs.len()];
-        let start = Instant::now();
-        for _ in 0..rounds {
-            run(&mut out);
-            std::hint::black_box(&mut out);
-        }
-        start.elapsed().as_secs_f64() * 1e9 / (rounds * xs.len()) as f64
-    };
-    let libm = time(&mut |o: &mut [T]| {
-        vectorized(|| {
-            for (o, &x) in o.iter_mut().zip(xs) {
-                *o = libm(x);
-            }
-        })
-    });
-    let mut cells = vec![format!("{:>6.2}", libm)];
-    for tier in TIERS {
-        let t = time(&mut |o: &mut [T]| {
-            vectorized_at(
-                tier,
-                #[inline(always)]
-                || {
-                    for (o, &x) in o.iter_mut().zip(xs) {
-                        *o = f(x);
-                    }
-                },
-            )
-        });
-        cells.push(format!("{:>6.2}", t));
+    let mut out = vec![T::from(0.0); xs.len()];
+    let start = std::time::Instant::now();
+    for _ in 0..rounds {
+        run(&mut out);
+        std::hint::black_box(&mut out);
     }
-    println!("{:<10} {}", name, cells.join(" "));
+    start.elapsed().as_secs_f64() * 1e9 / (rounds * xs.len()) as f64
+}
+
+/// One row of [`throughput`]'s table: nanoseconds per element over `$xs`
+/// of `$libm` (through `vectorized`, where it stays a call) and of `$f` at
+/// each tier. A macro, not a generic function, so that each tier's loop
+/// calls `$f` by its path and inlines it: passed as an `impl Fn`, f64's
+/// `erf` (the largest function) was left out of line, the loop calling a
+/// copy compiled for the baseline, and measured several times slower.
+macro_rules! throughput_row {
+    ($name:literal, $xs:expr, $libm:expr, $f:path) => {{
+        let xs = $xs;
+        let libm = time(xs, &mut |o| {
+            vectorized(|| {
+                for (o, &x) in o.iter_mut().zip(xs) {
+                    *o = $libm(x);
+                }
+            })
+        });
+        let mut cells = vec![format!("{:>6.2}", libm)];
+        for tier in TIERS {
+            let t = time(xs, &mut |o| {
+                vectorized_at(
+                    tier,
+                    #[inline(always)]
+                    || {
+                        for (o, &x) in o.iter_mut().zip(xs) {
+                            *o = $f(x);
+                        }
+                    },
+                )
+            });
+            cells.push(format!("{:>6.2}", t));
+        }
+        println!("{:<10} {}", $name, cells.join(" "));
+    }};
 }
 
 /// Nanoseconds per element of each function: the libm call of `std` (or
@@ -525,18 +532,18 @@ pub(crate) fn throughput() {
                 "{} ns/element: libm, then baseline, avx2+fma, avx-512",
                 stringify!($t)
             );
-            throughput_row("exp", $xs, $t::exp, $m::exp);
-            throughput_row("expm1", $xs, $t::exp_m1, $m::expm1);
-            throughput_row("log", $xs, $t::ln, $m::log);
-            throughput_row("log1p", $xs, $t::ln_1p, $m::log1p);
-            throughput_row("tanh", $xs, $t::tanh, $m::tanh);
-            throughput_row(
+            throughput_row!("exp", $xs, $t::exp, $m::exp);
+            throughput_row!("expm1", $xs, $t::exp_m1, $m::expm1);
+            throughput_row!("log", $xs, $t::ln, $m::log);
+            throughput_row!("log1p", $xs, $t::ln_1p, $m::log1p);
+            throughput_row!("tanh", $xs, $t::tanh, $m::tanh);
+            throughput_row!(
                 "sigmoid",
                 $xs,
                 |x: $t| 1.0 / (1.0 + (-x).exp()),
-                $m::sigmoid,
+                $m::sigmoid
             );
-            throughput_row("erf", $xs, $erf, $m::erf);
+            throughput_row!("erf", $xs, $erf, $m::erf);
         };
     }
     table!(f32, fp32, &xs, libm::erff);
