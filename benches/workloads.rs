@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use batchrules::{
-    grad, jacfwd, jacrev, jvp, ops, owned, vjp, vmap, FallbackPolicy, Result, Tensor,
+    grad, jacfwd, jacrev, jit, jvp, ops, owned, vjp, vmap, FallbackPolicy, Result, Tensor,
 };
 use criterion::{BenchmarkId, Criterion};
 
@@ -190,6 +190,11 @@ fn w1_mlp(c: &mut Criterion) {
     g.bench_function("batchrules_vmap", |bch| {
         let p = (tw1.clone(), tb1.clone(), tw2.clone(), tb2.clone());
         bch.iter(|| black_box(mlp_batched(&p, &txs).unwrap()))
+    });
+    g.bench_function("batchrules_jit", |bch| {
+        let p = (tw1.clone(), tb1.clone(), tw2.clone(), tb2.clone());
+        let f = jit(|(p, xs): (Mlp, Tensor)| mlp_batched(&p, &xs));
+        bch.iter(|| black_box(f.call((&p, &txs)).unwrap()))
     });
     // The same MLP in `linear`'s layout (weights `[out, in]`): with
     // `linear`, whose bias add is fused into the product by `addmm`, and
@@ -570,6 +575,10 @@ fn w8_per_sample_grads(c: &mut Criterion) {
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(per_sample_grads(&params, &txs, &tys).unwrap()))
     });
+    g.bench_function("batchrules_jit", |bch| {
+        let f = jit(|(p, xs, ys): (Mlp, Tensor, Tensor)| per_sample_grads(&p, &xs, &ys));
+        bch.iter(|| black_box(f.call((&params, &txs, &tys)).unwrap()))
+    });
     g.bench_function("batchrules_vmap_grad_fused", |bch| {
         bch.iter(|| black_box(per_sample_grads_of(mlp_loss_fused, &params, &txs, &tys).unwrap()))
     });
@@ -659,6 +668,14 @@ fn w10_jacobians(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("jacfwd", &name), |bch| {
             bch.iter(|| black_box(jacfwd(f).call(&x).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("jacrev_jit", &name), |bch| {
+            let j = jit(|x: Tensor| jacrev(f).call(&x));
+            bch.iter(|| black_box(j.call(&x).unwrap()))
+        });
+        g.bench_function(BenchmarkId::new("jacfwd_jit", &name), |bch| {
+            let j = jit(|x: Tensor| jacfwd(f).call(&x));
+            bch.iter(|| black_box(j.call(&x).unwrap()))
         });
         g.bench_function(BenchmarkId::new("vjp_loop", &name), |bch| {
             let eye: Vec<Tensor> = (0..d_out).map(|i| unit(d_out, i)).collect();
@@ -1017,6 +1034,12 @@ fn w12_mnist_per_sample_grads(c: &mut Criterion) {
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(models::mnist_per_sample_grads(&p, &x, &y).unwrap()))
     });
+    g.bench_function("batchrules_jit", |bch| {
+        let f = jit(|(p, x, y): (models::MnistCnn, Tensor, Tensor)| {
+            models::mnist_per_sample_grads(&p, &x, &y)
+        });
+        bch.iter(|| black_box(f.call((&p, &x, &y)).unwrap()))
+    });
     g.bench_function("batchrules_loop_grad", |bch| {
         bch.iter(|| black_box(models::mnist_loop_grads(&p, &examples).unwrap()))
     });
@@ -1039,6 +1062,12 @@ fn w13_transformer_per_sample_grads(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(models::transformer_per_sample_grads(&p, &x, &y).unwrap()))
+    });
+    g.bench_function("batchrules_jit", |bch| {
+        let f = jit(|(p, x, y): (models::Block, Tensor, Tensor)| {
+            models::transformer_per_sample_grads(&p, &x, &y)
+        });
+        bch.iter(|| black_box(f.call((&p, &x, &y)).unwrap()))
     });
     g.bench_function("batchrules_loop_grad", |bch| {
         bch.iter(|| black_box(models::transformer_loop_grads(&p, &examples).unwrap()))
@@ -1126,7 +1155,7 @@ fn w16_conv2d(c: &mut Criterion) {
 /// fallback loop forbidden; against the per-example GEMMs of the gradients.
 fn w17_conv2d_per_sample_grads(c: &mut Criterion) {
     let (xs, w) = (tensor(&CONV_IN), tensor(&CONV_WEIGHT));
-    let per_sample = || -> Result<Tensor> {
+    let per_sample_of = |(w, xs): (Tensor, Tensor)| -> Result<Tensor> {
         vmap(|(w, x): (Tensor, Tensor)| {
             grad(|(w, x): (Tensor, Tensor)| ops::sum(&conv_layer(&x, &w)?, None, false))
                 .call((&w, &x))
@@ -1135,11 +1164,16 @@ fn w17_conv2d_per_sample_grads(c: &mut Criterion) {
         .fallback(FallbackPolicy::Error)
         .call((&w, &xs))
     };
+    let per_sample = || per_sample_of((w.clone(), xs.clone()));
     assert_eq!(per_sample().unwrap().shape(), &[64, 64, 32, 3, 3]);
     let mut g = c.benchmark_group("W17_conv2d_per_sample_grads_b64");
     g.sample_size(10);
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(per_sample().unwrap()))
+    });
+    g.bench_function("batchrules_jit", |bch| {
+        let f = jit(per_sample_of);
+        bch.iter(|| black_box(f.call((&w, &xs)).unwrap()))
     });
     g.bench_function("batchrules_vmap_grad_cache256", |bch| {
         batchrules::tuning::set_buffer_cache_limit(256 << 20);

@@ -130,6 +130,9 @@ mod forward;
 // jacobian: Jacobians in both modes (one builder) and the Hessian
 #[path = "transforms/jacobian.rs"]
 pub mod jacobian;
+// jit: tracing to a program, its passes and replay
+#[path = "transforms/jit/mod.rs"]
+pub mod jit;
 // Layer library: the built-in op library
 mod library;
 // Layer api: weights files, testing helpers, coverage, owned ops, operators
@@ -181,6 +184,7 @@ pub use jacobian::{
     hessian, jacfwd, jacfwd_with_aux, jacrev, jacrev_with_aux, HasAux, Hessian, Jacfwd,
     JacfwdWithAux, Jacobian, JacobianOf, JacobianOutput, Jacrev, JacrevWithAux, NoAux, WithAux,
 };
+pub use jit::{jit, Jit};
 pub use vmap::{
     fallback_policy, scoped_fallback_policy, set_fallback_policy, vmap, vmap_depth, FallbackPolicy,
     FallbackPolicyScope, FieldDims, InDim, InDims, Inputs, LeafCounts, OutDims, Randomness, Vmap,

@@ -29,6 +29,7 @@ mod hostile;
 mod hostile_sweep;
 mod hostile_transforms;
 mod io_hostile;
+mod jit;
 mod jvp;
 mod jvp_library;
 mod layers;

@@ -141,6 +141,12 @@ pub trait LevelTensor: Any + Send + Sync + fmt::Debug {
     fn select(&self, dim: usize, index: usize) -> Result<Tensor>;
     /// See [`Tensor::broadcast_new_dim`]; `dim` is already validated.
     fn broadcast_new_dim(&self, dim: usize, size: usize) -> Result<Tensor>;
+    /// What the error of [`Tensor::data`] on a tensor of this level tells the
+    /// user to do instead; `None` (the default) says to compute with ops and
+    /// return the result from the transformed function.
+    fn data_advice(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// `x`'s blocks of `block` values, each repeated `times` times in a row (all
@@ -294,13 +300,18 @@ impl Tensor {
         match &self.repr {
             Repr::Dense(d) => Ok(d),
             Repr::Level(v) => Err(Error::Tensor(format!(
-                "cannot read the data of a tensor {} at {} level {} (logical shape {:?}): \
-                 inside {}, compute with ops and return the result from the transformed function",
+                "cannot read the data of a tensor {} at {} level {} (logical shape {:?}): {}",
                 v.kind(),
                 v.transform(),
                 v.level().depth,
                 v.shape(),
-                v.transform(),
+                v.data_advice().map_or_else(
+                    || format!(
+                        "inside {}, compute with ops and return the result from the transformed function",
+                        v.transform()
+                    ),
+                    str::to_string
+                ),
             ))),
         }
     }

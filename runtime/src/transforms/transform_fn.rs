@@ -247,4 +247,5 @@ names! {
     jacfwd,
     hessian,
     linearize,
+    jit,
 }

@@ -417,7 +417,10 @@ fn call_dense(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tens
 }
 
 /// The kernel (or the composite's decomposition), after the meta.
-fn run_dense_kernel(entry: &'static OpEntry, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
+pub(crate) fn run_dense_kernel(
+    entry: &'static OpEntry,
+    args: &[Arg<Tensor>],
+) -> Result<Outs<Tensor>> {
     let f = match entry.schema.kind {
         OpKind::Primitive => entry.kernel,
         OpKind::Composite => entry.decomposition.map(|(f, _)| f),

@@ -1,0 +1,408 @@
+//! `jit`: replays equal eager execution bit for bit (every op sample of the
+//! built-in table, dense, under vmap and under grad), tracing errors are
+//! eager's errors, data-dependent code is refused, signatures retrace, the
+//! cache is bounded, and `jit` inside another transform runs eagerly.
+
+use batchrules::dispatch::call_op;
+use batchrules::registry::OpEntry;
+use batchrules::rules::Arg;
+use batchrules::testing::{describe, example, sample_tensors, with_tensors};
+use batchrules::{grad, jit, ops, vmap, DType, FallbackPolicy, Randomness, Result, Tensor};
+
+const TABLE: &str = "batchrules::ops";
+
+/// The bits of a tensor: shape, dtype and each element's bit pattern.
+fn bits(t: &Tensor) -> (Vec<usize>, DType, Vec<u64>) {
+    let values: Vec<u64> = match t.dtype() {
+        DType::F32 => t
+            .to_array::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| u64::from(v.to_bits()))
+            .collect(),
+        DType::F64 => t
+            .to_array::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        DType::I64 => t
+            .to_array::<i64>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+        DType::Bool => t
+            .to_array::<bool>()
+            .unwrap()
+            .iter()
+            .map(|&v| u64::from(v))
+            .collect(),
+    };
+    (t.shape().to_vec(), t.dtype(), values)
+}
+
+fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| bits(x) == bits(y))
+}
+
+/// The ops of the table with their sample and error inputs.
+/// An op with its sample inputs and its error inputs.
+type OpSamples = (
+    &'static OpEntry,
+    Vec<Vec<Arg<Tensor>>>,
+    Vec<Vec<Arg<Tensor>>>,
+);
+
+fn samples() -> Vec<OpSamples> {
+    let reg = batchrules::registry::registry().unwrap();
+    batchrules_samples::op_infos()
+        .filter(|i| i.table.path == TABLE)
+        .map(|i| {
+            let entry = reg.find(TABLE, i.op).unwrap();
+            (entry, (i.samples)(), (i.errors)())
+        })
+        .collect()
+}
+
+type OpFn<'a> = dyn Fn(Vec<Tensor>) -> Result<Vec<Tensor>> + 'a;
+
+/// Runs `f` eagerly and under `jit` on `inputs`, then under the same `jit`
+/// on `other` (same signature, other values): both replays must equal eager
+/// bit for bit, with one trace. `Err` describes the first difference.
+fn compare(f: &OpFn<'_>, inputs: &[Tensor], other: &[Tensor]) -> std::result::Result<(), String> {
+    let jitted = jit(|ts: Vec<Tensor>| f(ts));
+    for (round, ts) in [inputs, other].into_iter().enumerate() {
+        let eager = f(ts.to_vec());
+        let traced = jitted.call(ts);
+        match (eager, traced) {
+            (Ok(e), Ok(t)) if same_bits(&e, &t) => {}
+            (Ok(_), Ok(_)) => return Err(format!("call {round}: values differ from eager")),
+            (Err(e), Err(t)) if e.to_string() == t.to_string() => {}
+            (e, t) => {
+                return Err(format!(
+                    "call {round}: eager {:?}, jit {:?}",
+                    e.map(|_| ()).map_err(|e| e.to_string()),
+                    t.map(|_| ()).map_err(|e| e.to_string())
+                ))
+            }
+        }
+    }
+    if jitted.traces() > 1 {
+        return Err(format!(
+            "traced {} times for one signature",
+            jitted.traces()
+        ));
+    }
+    Ok(())
+}
+
+fn is_float(t: &Tensor) -> bool {
+    matches!(t.dtype(), DType::F32 | DType::F64)
+}
+
+#[test]
+fn jit_equals_eager_bitwise_on_every_op_sample() {
+    let _policy = batchrules::scoped_fallback_policy(FallbackPolicy::Error);
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for (entry, samples, _) in samples() {
+        for sample in samples {
+            let tensors = sample_tensors(&sample);
+            let other: Vec<Tensor> = tensors.iter().map(|t| example(t, 1).unwrap()).collect();
+            let dense =
+                |ts: Vec<Tensor>| Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec());
+            // Under vmap: every tensor batched at dim 0 (three examples).
+            let stack = |k0: usize| -> Vec<Tensor> {
+                tensors
+                    .iter()
+                    .map(|t| {
+                        let ex: Vec<Tensor> =
+                            (k0..k0 + 3).map(|k| example(t, k).unwrap()).collect();
+                        ops::stack(&ex, 0).unwrap()
+                    })
+                    .collect()
+            };
+            let randomness = if entry.schema.random {
+                Randomness::Different
+            } else {
+                Randomness::Error
+            };
+            let batched = |ts: Vec<Tensor>| {
+                vmap(|ts: Vec<Tensor>| Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec()))
+                    .randomness(randomness)
+                    .call(ts)
+            };
+            // Under grad: the sum of the float outputs, by the first float input.
+            let first_float = tensors.iter().position(is_float);
+            let by_grad = |ts: Vec<Tensor>| -> Result<Vec<Tensor>> {
+                let i = first_float.unwrap_or(0);
+                let loss = |x: Tensor| -> Result<Tensor> {
+                    let mut all = ts.clone();
+                    all[i] = x;
+                    let outs = call_op(entry, &with_tensors(&sample, &all)?)?;
+                    let mut total: Option<Tensor> = None;
+                    for o in outs.iter().filter(|o| is_float(o)) {
+                        let s = ops::sum(o, None, false)?;
+                        total = Some(match total {
+                            Some(t) => ops::add(&t, &s)?,
+                            None => s,
+                        });
+                    }
+                    total.ok_or_else(|| batchrules::Error::Tensor("no float output".into()))
+                };
+                Ok(vec![grad(loss).call(&ts[i])?])
+            };
+            let mut runs: Vec<(&str, &OpFn<'_>, Vec<Tensor>, Vec<Tensor>)> =
+                vec![("dense", &dense, tensors.clone(), other.clone())];
+            if !tensors.is_empty() {
+                runs.push(("vmap", &batched, stack(0), stack(1)));
+            }
+            let differentiable = entry.schema.differentiable && !entry.schema.random;
+            if differentiable
+                && first_float.is_some()
+                && dense(tensors.clone()).is_ok_and(|o| o.iter().any(is_float))
+            {
+                runs.push(("grad", &by_grad, tensors.clone(), other.clone()));
+            }
+            for (how, f, a, b) in runs {
+                cases += 1;
+                if let Err(m) = compare(f, &a, &b) {
+                    failures.push(format!(
+                        "{} {} ({how}): {m}",
+                        entry.name(),
+                        describe(&sample)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(cases > 300, "only {cases} cases ran");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn jit_gives_eager_errors_on_every_error_sample() {
+    let mut failures = Vec::new();
+    for (entry, _, errors) in samples() {
+        for sample in errors {
+            let tensors = sample_tensors(&sample);
+            let f = |ts: Vec<Tensor>| -> Result<Vec<Tensor>> {
+                Ok(call_op(entry, &with_tensors(&sample, &ts)?)?.into_vec())
+            };
+            let eager = f(tensors.clone()).map(|_| ()).map_err(|e| e.to_string());
+            let traced = jit(f)
+                .call(&tensors[..])
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            if eager.is_ok() || eager != traced {
+                failures.push(format!(
+                    "{} {}: eager {eager:?}, jit {traced:?}",
+                    entry.name(),
+                    describe(&sample)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn t(values: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_shape_vec(shape, values.to_vec()).unwrap()
+}
+
+#[test]
+fn meta_errors_inside_transforms_are_eagers() {
+    // vmap(triu) on [32, 2]: each example is 1-d, which triu refuses.
+    let x = Tensor::from(ndarray::Array::<f64, _>::zeros((32, 2)).into_dyn());
+    let f = |x: Tensor| vmap(|r: Tensor| ops::triu(&r, 0)).call(&x);
+    let eager = f(x.clone()).unwrap_err().to_string();
+    let traced = jit(f).call(&x).unwrap_err().to_string();
+    assert_eq!(traced, eager);
+    assert!(traced.contains("triu"), "{traced}");
+}
+
+#[test]
+fn reading_data_while_tracing_is_an_error_that_says_so() {
+    let f = |x: Tensor| {
+        let first = x.to_array::<f64>()?[[0]];
+        if first > 0.0 {
+            ops::neg(&x)
+        } else {
+            Ok(x)
+        }
+    };
+    let x = t(&[1.0, 2.0], &[2]);
+    // Eagerly it runs,
+    assert!(f(x.clone()).is_ok());
+    // traced it cannot: the error names what read the data and says what to do.
+    let err = jit(f).call(&x).unwrap_err().to_string();
+    assert!(err.contains("Tensor::to_array"), "{err}");
+    assert!(err.contains("jit"), "{err}");
+    assert!(err.contains("without `jit`"), "{err}");
+}
+
+#[test]
+fn a_new_signature_traces_again_and_the_cache_is_bounded() {
+    let f = jit(|x: Tensor| ops::mul(&x, &x)).cache_size(2);
+    let a = t(&[1.0, 2.0, 3.0], &[3]);
+    let b = t(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let c = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    assert_eq!(
+        f.call(&a)
+            .unwrap()
+            .to_array::<f64>()
+            .unwrap()
+            .as_slice()
+            .unwrap(),
+        &[1.0, 4.0, 9.0]
+    );
+    f.call(&t(&[4.0, 5.0, 6.0], &[3])).unwrap();
+    assert_eq!(f.traces(), 1, "same shape and dtype: a replay");
+    f.call(&b).unwrap();
+    assert_eq!(f.traces(), 2, "a new shape traces again");
+    let a32 = Tensor::from(a.to_array::<f64>().unwrap().mapv(|v| v as f32));
+    f.call(&a32).unwrap();
+    assert_eq!(f.traces(), 3, "a new dtype traces again");
+    // The cache holds 2: [4] f64 and [3] f32; [3] f64 was dropped.
+    f.call(&b).unwrap();
+    assert_eq!(f.traces(), 3);
+    f.call(&c).unwrap();
+    f.call(&a).unwrap();
+    assert_eq!(f.traces(), 5, "the least recently used program was dropped");
+    let zero = jit(|x: Tensor| ops::neg(&x)).cache_size(0);
+    assert!(zero
+        .call(&a)
+        .unwrap_err()
+        .to_string()
+        .contains("cache_size(0)"));
+}
+
+#[test]
+fn random_ops_draw_what_eager_draws() {
+    let x = Tensor::from(ndarray::Array::<f64, _>::ones((4, 16)).into_dyn());
+    // Dense: a fixed seed is a pure draw.
+    let f = |x: Tensor| ops::dropout(&x, 0.5, 11);
+    let jitted = jit(f);
+    assert_eq!(
+        bits(&jitted.call(&x).unwrap()),
+        bits(&f(x.clone()).unwrap())
+    );
+    // Under vmap with Different: each example its own stream, as eagerly.
+    let g = |x: Tensor| {
+        vmap(|r: Tensor| ops::dropout(&r, 0.5, 11))
+            .randomness(Randomness::Different)
+            .call(&x)
+    };
+    let eager = g(x.clone()).unwrap();
+    assert_eq!(bits(&jit(g).call(&x).unwrap()), bits(&eager));
+    // And the default policy refuses, as it does eagerly.
+    let h = |x: Tensor| vmap(|r: Tensor| ops::dropout(&r, 0.5, 11)).call(&x);
+    assert_eq!(
+        jit(h).call(&x).unwrap_err().to_string(),
+        h(x.clone()).unwrap_err().to_string()
+    );
+    // `rand` has no tensor argument: recorded, and folded to a constant.
+    let r = jit(|x: Tensor| ops::add(&x, &ops::rand(&[4, 16], 3, DType::F64)?));
+    let program = r.lower(&x).unwrap();
+    assert!(program.passes().folded >= 1, "{program}");
+    assert_eq!(
+        program.op_counts(),
+        vec![("add".to_string(), 1)],
+        "{program}"
+    );
+    assert_eq!(
+        bits(&r.call(&x).unwrap()),
+        bits(&ops::add(&x, &ops::rand(&[4, 16], 3, DType::F64).unwrap()).unwrap())
+    );
+}
+
+#[test]
+fn the_loss_value_of_per_example_gradients_is_dropped() {
+    let loss = |(w, x): (Tensor, Tensor)| ops::sum(&ops::tanh(&ops::mul(&w, &x)?)?, None, false);
+    let per_example = jit(move |(w, xs): (Tensor, Tensor)| {
+        vmap(|(w, x): (Tensor, Tensor)| grad(loss).call((&w, &x)))
+            .in_dims([None, Some(0)])
+            .call((&w, &xs))
+    });
+    let w = t(&[0.5, -1.0, 2.0], &[3]);
+    let xs = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let program = per_example.lower((&w, &xs)).unwrap();
+    let text = program.to_string();
+    // The forward sum (the loss value) is recorded but no output needs it.
+    assert!(program.passes().dead >= 1, "{text}");
+    assert!(
+        !program.op_counts().iter().any(|(op, _)| op == "sum"),
+        "{text}"
+    );
+    assert!(
+        text.contains("= input 0") && text.contains("return ("),
+        "{text}"
+    );
+    let eager = vmap(|(w, x): (Tensor, Tensor)| grad(loss).call((&w, &x)))
+        .in_dims([None, Some(0)])
+        .call((&w, &xs))
+        .unwrap();
+    assert_eq!(bits(&per_example.call((&w, &xs)).unwrap()), bits(&eager));
+}
+
+#[test]
+fn equal_steps_are_merged() {
+    let f = jit(|x: Tensor| ops::add(&ops::exp(&x)?, &ops::exp(&x)?));
+    let x = t(&[0.5, 1.5], &[2]);
+    let program = f.lower(&x).unwrap();
+    assert_eq!(program.passes().merged, 1, "{program}");
+    assert_eq!(program.len(), 2, "{program}");
+    let e = ops::exp(&x).unwrap();
+    assert_eq!(bits(&f.call(&x).unwrap()), bits(&ops::add(&e, &e).unwrap()));
+}
+
+#[test]
+fn jit_inside_another_transform_runs_eagerly_with_the_same_results() {
+    let x = t(&[0.5, 1.5, -2.0, 3.0, 0.25, 1.0], &[3, 2]);
+    let f = |x: Tensor| ops::sum(&ops::mul(&ops::sin(&x)?, &x)?, None, false);
+    let inner = jit(f);
+    let under_vmap = vmap(|r: Tensor| inner.call(&r)).call(&x).unwrap();
+    assert_eq!(bits(&under_vmap), bits(&vmap(f).call(&x).unwrap()));
+    let under_grad = grad(|r: Tensor| inner.call(&r)).call(&x).unwrap();
+    assert_eq!(bits(&under_grad), bits(&grad(f).call(&x).unwrap()));
+    assert_eq!(inner.traces(), 0, "nothing was traced");
+    assert!(vmap(|r: Tensor| inner.lower(&r).map(|_| r))
+        .call(&x)
+        .is_err());
+}
+
+#[test]
+fn structs_and_captured_tensors() {
+    #[derive(Clone, batchrules::TensorTree)]
+    struct Lin {
+        w: Tensor,
+        b: Tensor,
+    }
+    let scale = t(&[2.0], &[1]);
+    let p = Lin {
+        w: t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]),
+        b: t(&[0.5, -0.5], &[2]),
+    };
+    let x = t(&[1.0, -1.0], &[2]);
+    let f = |(p, x): (Lin, Tensor)| -> Result<Lin> {
+        let g = grad(|p: Lin| {
+            ops::sum(
+                &ops::mul(&ops::linear(&x, &p.w, Some(&p.b))?, &scale)?,
+                None,
+                false,
+            )
+        })
+        .call(&p)?;
+        Ok(g)
+    };
+    let eager = f((p.clone(), x.clone())).unwrap();
+    let traced = jit(f).call((&p, &x)).unwrap();
+    assert_eq!(bits(&traced.w), bits(&eager.w));
+    assert_eq!(bits(&traced.b), bits(&eager.b));
+}
