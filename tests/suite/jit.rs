@@ -406,3 +406,133 @@ fn structs_and_captured_tensors() {
     assert_eq!(bits(&traced.w), bits(&eager.w));
     assert_eq!(bits(&traced.b), bits(&eager.b));
 }
+
+/// The model workloads under `jit`: W12-W17 (`benches/models` and W16/W17's
+/// conv layer, at the batches `threads.rs` uses), each replayed on a rayon
+/// pool of one thread and of two, equal to eager execution bit for bit.
+mod models {
+    use batchrules::prelude::*;
+    use batchrules::{jit, FallbackPolicy};
+
+    use crate::common::bits;
+    use crate::threads::models;
+
+    fn leaf_bits<T: TensorTree>(t: &T) -> Vec<Vec<u64>> {
+        tree_leaves(t).into_iter().map(|(_, l)| bits(&l)).collect()
+    }
+
+    /// `eager()` once, and `jitted()` on pools of 1 and 2 threads (the
+    /// first call traces); every result has eager's bits.
+    fn jit_equals_eager<T: TensorTree + Send>(
+        name: &str,
+        eager: impl Fn() -> Result<T>,
+        jitted: impl Fn() -> Result<T> + Sync,
+    ) {
+        let want = leaf_bits(&eager().unwrap());
+        assert!(!want.is_empty());
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = leaf_bits(&pool.install(&jitted).unwrap());
+            assert!(
+                got == want,
+                "{name}: jit on {threads} threads differs from eager"
+            );
+        }
+    }
+
+    fn first(t: &Tensor, n: i64) -> Tensor {
+        t.narrow(0, 0, n).unwrap()
+    }
+
+    #[test]
+    fn w12_w14_mnist_cnn() {
+        let p = models::MnistCnn::new().unwrap();
+        let (x, y) = models::mnist_inputs().unwrap();
+        let (x, y) = (first(&x, 16), first(&y, 16));
+        let grads = jit(|(p, x, y): (models::MnistCnn, Tensor, Tensor)| {
+            models::mnist_per_sample_grads(&p, &x, &y)
+        });
+        jit_equals_eager(
+            "W12",
+            || models::mnist_per_sample_grads(&p, &x, &y),
+            || grads.call((&p, &x, &y)),
+        );
+        let step =
+            jit(|(p, x, y): (models::MnistCnn, Tensor, Tensor)| models::dp_sgd_step(&p, &x, &y, 7));
+        jit_equals_eager(
+            "W14",
+            || models::dp_sgd_step(&p, &x, &y, 7),
+            || step.call((&p, &x, &y)),
+        );
+        assert_eq!((grads.traces(), step.traces()), (1, 1));
+    }
+
+    #[test]
+    fn w13_transformer() {
+        let p = models::Block::new().unwrap();
+        let (x, y) = models::transformer_inputs().unwrap();
+        let (x, y) = (first(&x, 8), first(&y, 8));
+        let grads = jit(|(p, x, y): (models::Block, Tensor, Tensor)| {
+            models::transformer_per_sample_grads(&p, &x, &y)
+        });
+        jit_equals_eager(
+            "W13",
+            || models::transformer_per_sample_grads(&p, &x, &y),
+            || grads.call((&p, &x, &y)),
+        );
+    }
+
+    #[test]
+    fn w15_ntk() {
+        let p = models::NtkCnn::new().unwrap();
+        let (x1, x2) = models::ntk_inputs().unwrap();
+        let (x1, x2) = (first(&x1, 3), first(&x2, 2));
+        let ntk = jit(|(p, x1, x2): (models::NtkCnn, Tensor, Tensor)| models::ntk(&p, &x1, &x2));
+        jit_equals_eager(
+            "W15",
+            || models::ntk(&p, &x1, &x2),
+            || ntk.call((&p, &x1, &x2)),
+        );
+    }
+
+    #[test]
+    fn w16_w17_conv_layer() {
+        let values = |n: usize, scale: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i as f32) * 0.0137).sin() * scale)
+                .collect()
+        };
+        let x = Tensor::from_shape_vec(&[4, 32, 28, 28], values(4 * 32 * 28 * 28, 1.0)).unwrap();
+        let w = Tensor::from_shape_vec(&[64, 32, 3, 3], values(64 * 32 * 9, 0.05)).unwrap();
+        let forward = |(x, w): (Tensor, Tensor)| ops::conv2d(&x, &w, None, &[1], &[1], &[1], 1);
+        let jitted = jit(forward);
+        jit_equals_eager(
+            "W16",
+            || forward((x.clone(), w.clone())),
+            || jitted.call((&x, &w)),
+        );
+        let per_sample = |(w, x): (Tensor, Tensor)| {
+            vmap(|(w, x): (Tensor, Tensor)| {
+                grad(|(w, x): (Tensor, Tensor)| {
+                    ops::conv2d(&x.unsqueeze(0)?, &w, None, &[1], &[1], &[1], 1)?.sum()
+                })
+                .call((&w, &x))
+            })
+            .in_dims([None, Some(0)])
+            .fallback(FallbackPolicy::Error)
+            .call((&w, &x))
+        };
+        let jitted = jit(per_sample);
+        jit_equals_eager(
+            "W17",
+            || per_sample((w.clone(), x.clone())),
+            || jitted.call((&w, &x)),
+        );
+        // The forward conv is dead: only the weight gradients are returned.
+        let program = jitted.lower((&w, &x)).unwrap();
+        assert!(program.passes().dead > 0, "{program}");
+    }
+}

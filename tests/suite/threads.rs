@@ -10,7 +10,7 @@ use batchrules::FallbackPolicy;
 
 #[allow(dead_code)]
 #[path = "../../benches/models/mod.rs"]
-mod models;
+pub(crate) mod models;
 
 use crate::common::bits;
 
