@@ -328,6 +328,11 @@ def jax_figs():
         return xent(block(p, x), y)
 
     psg_t = jax.jit(jax.vmap(jax.grad(block_loss), in_axes=(None, 0, 0)))
+    # The first call traces, compiles and runs (what batchrules' W13 bench
+    # prints as "jit first call").
+    t = time.perf_counter()
+    jax.block_until_ready(psg_t(p, x, y))
+    report("w13_jax_jit_first_call", (time.perf_counter() - t) * 1e3)
     report("w13_jax_jit_vmap_grad", bench(lambda: jax.block_until_ready(psg_t(p, x, y)), 20),
            checksum(jax.tree_util.tree_leaves(psg_t(p, x, y))))
 

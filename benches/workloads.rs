@@ -1063,10 +1063,21 @@ fn w13_transformer_per_sample_grads(c: &mut Criterion) {
     g.bench_function("batchrules_vmap_grad", |bch| {
         bch.iter(|| black_box(models::transformer_per_sample_grads(&p, &x, &y).unwrap()))
     });
+    // The first call of a new `jit` traces, plans and replays once.
+    let f = jit(|(p, x, y): (models::Block, Tensor, Tensor)| {
+        models::transformer_per_sample_grads(&p, &x, &y)
+    });
+    let start = std::time::Instant::now();
+    black_box(f.call((&p, &x, &y)).unwrap());
+    let first = start.elapsed();
+    let start = std::time::Instant::now();
+    black_box(f.call((&p, &x, &y)).unwrap());
+    println!(
+        "W13 jit first call (trace, plan, replay): {:.2} ms; a replay: {:.2} ms",
+        first.as_secs_f64() * 1e3,
+        start.elapsed().as_secs_f64() * 1e3
+    );
     g.bench_function("batchrules_jit", |bch| {
-        let f = jit(|(p, x, y): (models::Block, Tensor, Tensor)| {
-            models::transformer_per_sample_grads(&p, &x, &y)
-        });
         bch.iter(|| black_box(f.call((&p, &x, &y)).unwrap()))
     });
     g.bench_function("batchrules_loop_grad", |bch| {
