@@ -536,3 +536,30 @@ mod models {
         assert!(program.passes().dead > 0, "{program}");
     }
 }
+
+#[test]
+fn jit_of_jacrev_jacfwd_hessian_and_jvp_equals_eager() {
+    use batchrules::{hessian, jacfwd, jacrev, jvp};
+    let x = t(&[0.5, -1.5, 2.0], &[3]);
+    let w = t(&[1.0, 2.0, 0.5, -1.0, 0.25, 3.0], &[2, 3]);
+    let f = |x: Tensor| ops::tanh(&ops::linear(&x, &w, None)?);
+    let scalar = |x: Tensor| ops::sum(&ops::mul(&ops::sin(&x)?, &x)?, None, false);
+    let cases: Vec<(&str, Box<dyn Fn(Tensor) -> Result<Tensor>>)> = vec![
+        ("jacrev", Box::new(move |x: Tensor| jacrev(f).call(&x))),
+        ("jacfwd", Box::new(move |x: Tensor| jacfwd(f).call(&x))),
+        (
+            "hessian",
+            Box::new(move |x: Tensor| hessian(scalar).call(&x)),
+        ),
+        ("jvp", Box::new(move |x: Tensor| Ok(jvp(f, &x, &x)?.1))),
+    ];
+    for (name, g) in cases {
+        let eager = g(x.clone()).unwrap();
+        let jitted = jit(|x: Tensor| g(x));
+        for round in 0..2 {
+            let got = jitted.call(&x).unwrap();
+            assert_eq!(bits(&got), bits(&eager), "{name}, call {round}");
+        }
+        assert_eq!(jitted.traces(), 1, "{name}");
+    }
+}

@@ -93,7 +93,10 @@ struct Plan {
 /// use ndarray::array;
 ///
 /// // Per-example gradients of a squared error, traced once.
-/// let loss = |(w, x): (Tensor, Tensor)| ops::sum(&ops::square(&ops::mul(&w, &x)?)?, None, false);
+/// let loss = |(w, x): (Tensor, Tensor)| {
+///     let wx = ops::mul(&w, &x)?;
+///     ops::sum(&ops::mul(&wx, &wx)?, None, false)
+/// };
 /// let per_example = jit(move |(w, xs): (Tensor, Tensor)| {
 ///     vmap(|(w, x): (Tensor, Tensor)| grad(loss).call((&w, &x)))
 ///         .in_dims([None, Some(0)])
