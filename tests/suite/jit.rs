@@ -544,7 +544,8 @@ fn jit_of_jacrev_jacfwd_hessian_and_jvp_equals_eager() {
     let w = t(&[1.0, 2.0, 0.5, -1.0, 0.25, 3.0], &[2, 3]);
     let f = |x: Tensor| ops::tanh(&ops::linear(&x, &w, None)?);
     let scalar = |x: Tensor| ops::sum(&ops::mul(&ops::sin(&x)?, &x)?, None, false);
-    let cases: Vec<(&str, Box<dyn Fn(Tensor) -> Result<Tensor>>)> = vec![
+    type Case<'a> = (&'static str, Box<dyn Fn(Tensor) -> Result<Tensor> + 'a>);
+    let cases: Vec<Case<'_>> = vec![
         ("jacrev", Box::new(move |x: Tensor| jacrev(f).call(&x))),
         ("jacfwd", Box::new(move |x: Tensor| jacfwd(f).call(&x))),
         (

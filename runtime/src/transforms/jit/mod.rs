@@ -5,8 +5,8 @@
 //! function pushes, so it sees exactly the op calls that eager execution
 //! would send to the dense kernels (after vmap's batching rules, grad's
 //! backward pass, composites' decompositions). It records them with their
-//! output metas instead of running them ([`trace`]), optimizes the recording
-//! and plans when each value is freed ([`program`]), and replays the
+//! output metas instead of running them (`trace.rs`), optimizes the recording
+//! and plans when each value is freed (`program.rs`, [`Program`]), and replays the
 //! program's kernels on the inputs of every call with the same signature.
 //!
 //! In the `transforms` layer (`runtime/src/transforms/`). It may use the
@@ -38,9 +38,10 @@ pub const DEFAULT_CACHE_SIZE: usize = 8;
 
 /// A function prepared for tracing and replay; see [`jit`].
 #[must_use = "`jit(f)` only prepares the transform: keep it and call `.call(args)`"]
-pub struct Jit<F, A> {
+pub struct Jit<F, A, O, M> {
     f: F,
-    args: PhantomData<fn(A)>,
+    /// The function's argument and output, and its arity (fixed by `jit`).
+    types: PhantomData<fn(A) -> (O, M)>,
     capacity: usize,
     cache: Mutex<Cache>,
 }
@@ -126,20 +127,21 @@ struct Plan {
 /// transform (`vmap(jit(f))`, `grad(jit(f))`), or on tensors of a
 /// transform level, it runs `f` eagerly through the stack, with the same
 /// results as without `jit`.
-pub fn jit<F, A, O, M>(f: F) -> Jit<F, A>
+pub fn jit<F, A, O, M>(f: F) -> Jit<F, A, O, M>
 where
     F: TransformFn<A, O, name::jit, M>,
     M: OneArgument<name::jit>,
 {
+    let cache = Mutex::default();
     Jit {
-        f,
-        args: PhantomData,
         capacity: DEFAULT_CACHE_SIZE,
-        cache: Mutex::default(),
+        cache,
+        types: PhantomData,
+        f,
     }
 }
 
-impl<F, A> std::fmt::Debug for Jit<F, A> {
+impl<F, A, O, M> std::fmt::Debug for Jit<F, A, O, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Jit")
             .field("cache_size", &self.capacity)
@@ -148,7 +150,7 @@ impl<F, A> std::fmt::Debug for Jit<F, A> {
     }
 }
 
-impl<F, A> Jit<F, A> {
+impl<F, A, O, M> Jit<F, A, O, M> {
     /// Sets how many input signatures keep their programs (the least
     /// recently used is dropped first); the default is
     /// [`DEFAULT_CACHE_SIZE`]. `call` errors if `size` is 0.
@@ -166,38 +168,33 @@ impl<F, A> Jit<F, A> {
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
 
+impl<F, A, O, M> Jit<F, A, O, M>
+where
+    F: TransformFn<A, O, name::jit, M>,
+    O: TensorTree + Send + Sync + 'static,
+{
     /// Runs the function: a replay of the program for the signature of
     /// `args`, traced first if it is new. `args` takes the forms
     /// [`Vmap::call`](crate::Vmap::call) takes (see [`VmapInputs`]).
     ///
     /// Errors as the function would eagerly (the metas run while tracing),
     /// if the function reads tensor data, or if [`Jit::cache_size`] is 0.
-    pub fn call<I, O, M>(&self, args: I) -> Result<O>
-    where
-        I: VmapInputs<Inner = A>,
-        F: TransformFn<A, O, name::jit, M>,
-        O: TensorTree + Send + Sync + 'static,
-    {
+    pub fn call<I: VmapInputs<Inner = A>>(&self, args: I) -> Result<O> {
         let inputs = args.tensors();
-        if dispatch::depth() > 0 || inputs.iter().any(|t| t.level().is_some()) {
+        let Some(plan) = self.planned(&args, &inputs)? else {
             return self.f.run(args.rebuild(inputs)?);
-        }
-        let plan = self.plan(&args, &inputs)?;
+        };
         let template = plan.template.downcast_ref::<O>().ok_or_else(|| {
             Error::Tensor("jit: the program's output has another type (a bug)".to_string())
         })?;
+        // A kernel that refuses the values (an index out of range, say)
+        // gets the error eager execution gives, which names the ops the
+        // failing one ran inside of.
         let outs = match plan.program.run(&inputs) {
             Ok(outs) => outs,
-            // A kernel refused the values (an index out of range, say): the
-            // error eager execution gives, which names the ops the failing
-            // one ran inside of.
-            Err(replayed) => {
-                return match self.f.run(args.rebuild(inputs)?) {
-                    Err(eager) => Err(eager),
-                    Ok(_) => Err(replayed),
-                }
-            }
+            Err(replayed) => return Err(self.eager_error(&args, &inputs, replayed)),
         };
         let mut outs = outs.into_iter();
         template.map_leaves(&mut |_| {
@@ -213,30 +210,47 @@ impl<F, A> Jit<F, A> {
     ///
     /// Errors as [`Jit::call`] does, and if `jit` would run eagerly here
     /// (inside another transform): then there is no program.
-    pub fn lower<I, O, M>(&self, args: I) -> Result<Program>
-    where
-        I: VmapInputs<Inner = A>,
-        F: TransformFn<A, O, name::jit, M>,
-        O: TensorTree + Send + Sync + 'static,
-    {
+    pub fn lower<I: VmapInputs<Inner = A>>(&self, args: I) -> Result<Program> {
         let inputs = args.tensors();
-        if dispatch::depth() > 0 || inputs.iter().any(|t| t.level().is_some()) {
-            return Err(Error::Tensor(
+        match self.planned(&args, &inputs)? {
+            Some(plan) => Ok(plan.program.clone()),
+            None => Err(Error::Tensor(
                 "jit(..).lower: inside another transform, jit runs the function eagerly, \
                  so there is no program; call lower outside every transform"
                     .to_string(),
-            ));
+            )),
         }
-        Ok(self.plan(&args, &inputs)?.program.clone())
+    }
+
+    /// The plan for `inputs`, or `None` where `jit` runs the function
+    /// eagerly: inside another transform, or on tensors of a level.
+    fn planned<I: VmapInputs<Inner = A>>(
+        &self,
+        args: &I,
+        inputs: &Inputs,
+    ) -> Result<Option<Arc<Plan>>> {
+        if dispatch::depth() > 0 || inputs.iter().any(|t| t.level().is_some()) {
+            return Ok(None);
+        }
+        self.plan(args, inputs).map(Some)
+    }
+
+    /// The error eager execution gives for `args` (with leaves `inputs`),
+    /// or `otherwise` if it runs.
+    fn eager_error<I: VmapInputs<Inner = A>>(
+        &self,
+        args: &I,
+        inputs: &Inputs,
+        otherwise: Error,
+    ) -> Error {
+        match args.rebuild(inputs.clone()).and_then(|a| self.f.run(a)) {
+            Err(eager) => eager,
+            Ok(_) => otherwise,
+        }
     }
 
     /// The plan for the signature of `inputs`, from the cache or traced.
-    fn plan<I, O, M>(&self, args: &I, inputs: &Inputs) -> Result<Arc<Plan>>
-    where
-        I: VmapInputs<Inner = A>,
-        F: TransformFn<A, O, name::jit, M>,
-        O: TensorTree + Send + Sync + 'static,
-    {
+    fn plan<I: VmapInputs<Inner = A>>(&self, args: &I, inputs: &Inputs) -> Result<Arc<Plan>> {
         if self.capacity == 0 {
             return Err(Error::Tensor(
                 "jit: cache_size(0): the cache must hold at least one program".to_string(),
@@ -260,18 +274,13 @@ impl<F, A> Jit<F, A> {
                 return Ok(plan);
             }
         }
-        let plan = match self.trace::<I, O, M>(args, inputs) {
+        let plan = match self.trace(args, inputs) {
             Ok(plan) => Arc::new(plan),
             // An error while tracing: the function's own error, as eager
             // execution gives it (a meta error names the levels the function
             // pushed, which tracing shifts by one), or, if the function runs
             // eagerly, the tracing error (it read tensor data).
-            Err(traced) => {
-                return match self.f.run(args.rebuild(inputs.clone())?) {
-                    Err(eager) => Err(eager),
-                    Ok(_) => Err(traced),
-                }
-            }
+            Err(traced) => return Err(self.eager_error(args, inputs, traced)),
         };
         let mut cache = self.lock();
         cache.traces += 1;
@@ -284,12 +293,7 @@ impl<F, A> Jit<F, A> {
     }
 
     /// Traces the function on `inputs` and plans the program.
-    fn trace<I, O, M>(&self, args: &I, inputs: &Inputs) -> Result<Plan>
-    where
-        I: VmapInputs<Inner = A>,
-        F: TransformFn<A, O, name::jit, M>,
-        O: TensorTree + Send + Sync + 'static,
-    {
+    fn trace<I: VmapInputs<Inner = A>>(&self, args: &I, inputs: &Inputs) -> Result<Plan> {
         let recorder = Arc::new(Recorder::default());
         let (ids, template) = {
             let interp = Rc::new(JitInterpreter {
