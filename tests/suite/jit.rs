@@ -564,3 +564,25 @@ fn jit_of_jacrev_jacfwd_hessian_and_jvp_equals_eager() {
         assert_eq!(jitted.traces(), 1, "{name}");
     }
 }
+
+#[test]
+fn a_traced_tensor_kept_past_its_trace_is_an_error_not_a_panic() {
+    use std::sync::Mutex;
+    let kept: Mutex<Option<Tensor>> = Mutex::new(None);
+    let f = jit(|x: Tensor| {
+        let mut k = kept.lock().unwrap();
+        let y = match k.take() {
+            // A tensor of an earlier trace: its level is gone.
+            Some(old) => ops::add(&x, &old)?,
+            None => ops::neg(&x)?,
+        };
+        *k = Some(y.clone());
+        Ok(y)
+    });
+    let a = t(&[1.0, 2.0], &[2]);
+    let b = t(&[1.0, 2.0, 3.0], &[3]);
+    assert_eq!(bits(&f.call(&a).unwrap()), bits(&ops::neg(&a).unwrap()));
+    // A new signature traces again and meets the stale traced tensor.
+    let err = f.call(&b).unwrap_err().to_string();
+    assert!(err.contains("outside the jit that created it"), "{err}");
+}
