@@ -4,56 +4,9 @@
 
 use crate::role::{Each, Naming, ParamGroup, Role};
 
-/// A schema type without optionality.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Base {
-    Tensor,
-    TensorList,
-    Int,
-    IntList,
-    Float,
-    Bool,
-    ScalarType,
-    Reduction,
-    Str,
-}
-
-impl Base {
-    /// The base of the schema type written `name` (one of
-    /// `batchrules_roles::SCHEMA_TYPES`).
-    fn of(name: &str) -> Base {
-        match name {
-            "Tensor" => Base::Tensor,
-            "Tensor[]" => Base::TensorList,
-            "int" => Base::Int,
-            "int[]" => Base::IntList,
-            "float" => Base::Float,
-            "bool" => Base::Bool,
-            "ScalarType" => Base::ScalarType,
-            "Reduction" => Base::Reduction,
-            "str" => Base::Str,
-            other => unreachable!("`{other}` is in SCHEMA_TYPES but has no Base"),
-        }
-    }
-
-    pub fn variant(self) -> &'static str {
-        match self {
-            Base::Tensor => "Tensor",
-            Base::TensorList => "TensorList",
-            Base::Int => "Int",
-            Base::IntList => "IntList",
-            Base::Float => "Float",
-            Base::Bool => "Bool",
-            Base::ScalarType => "ScalarType",
-            Base::Reduction => "Reduction",
-            Base::Str => "Str",
-        }
-    }
-
-    pub fn is_tensor(self) -> bool {
-        matches!(self, Base::Tensor | Base::TensorList)
-    }
-}
+/// A schema type without optionality: the one enum of
+/// `batchrules_roles`, which the runtime re-exports as `schema::ArgType`.
+pub use batchrules_roles::ArgType as Base;
 
 #[derive(Clone, Debug)]
 pub struct Arg {
@@ -147,7 +100,7 @@ fn parse_type(s: &str) -> Result<(Base, bool), String> {
     if let (true, Some(why)) = (optional, ty.not_optional) {
         return Err(format!("`{s}?` is not supported; {why}"));
     }
-    Ok((Base::of(ty.name), optional))
+    Ok((ty.base, optional))
 }
 
 /// `a, b and c`.
@@ -462,7 +415,7 @@ mod tests {
         for ty in batchrules_roles::SCHEMA_TYPES {
             let (base, optional) = parse_type(ty.name).unwrap();
             assert!(!optional);
-            assert_eq!(Base::of(ty.name), base);
+            assert_eq!(ty.base, base);
             let opt = parse_type(&format!("{}?", ty.name));
             match ty.not_optional {
                 None => assert_eq!(opt.unwrap(), (base, true), "{}", ty.name),

@@ -493,6 +493,54 @@ const JVP_REFUSALS: &[Refusal] = &[
     },
 ];
 
+/// The type of one schema argument, without optionality: what the
+/// `op_table!` macro parses a schema's type into, and the runtime's
+/// `schema::ArgType` (a re-export). Each [`SchemaType`] names its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgType {
+    /// `Tensor`
+    Tensor,
+    /// `Tensor[]`
+    TensorList,
+    /// `int` (`i64`)
+    Int,
+    /// `int[]` (`&[i64]`)
+    IntList,
+    /// `float` (`f64`)
+    Float,
+    /// `bool`
+    Bool,
+    /// `ScalarType` (the runtime's `DType`)
+    ScalarType,
+    /// `Reduction` (the runtime's `Reduction`): how a loss reduces.
+    Reduction,
+    /// `str` (`&str`): a word such as conv2d's `padding="same"`, or einsum's
+    /// equation.
+    Str,
+}
+
+impl ArgType {
+    /// The variant's name (`"TensorList"`), as generated code spells it.
+    pub const fn variant(self) -> &'static str {
+        match self {
+            ArgType::Tensor => "Tensor",
+            ArgType::TensorList => "TensorList",
+            ArgType::Int => "Int",
+            ArgType::IntList => "IntList",
+            ArgType::Float => "Float",
+            ArgType::Bool => "Bool",
+            ArgType::ScalarType => "ScalarType",
+            ArgType::Reduction => "Reduction",
+            ArgType::Str => "Str",
+        }
+    }
+
+    /// Whether an argument of this type holds tensors.
+    pub const fn is_tensor(self) -> bool {
+        matches!(self, ArgType::Tensor | ArgType::TensorList)
+    }
+}
+
 /// A type an op schema may give an argument, as a schema string writes it.
 ///
 /// [`SCHEMA_TYPES`] lists them all; the `op_table!` macro accepts exactly
@@ -501,6 +549,8 @@ const JVP_REFUSALS: &[Refusal] = &[
 pub struct SchemaType {
     /// The type as written: `Tensor`, `Tensor[]`, `int`, ...
     pub name: &'static str,
+    /// What it is.
+    pub base: ArgType,
     /// Why `name?` (an optional argument) is refused, if it is; `None` if a
     /// schema may write `name?`.
     pub not_optional: Option<&'static str>,
@@ -510,38 +560,47 @@ pub struct SchemaType {
 pub const SCHEMA_TYPES: [SchemaType; 9] = [
     SchemaType {
         name: "Tensor",
+        base: ArgType::Tensor,
         not_optional: None,
     },
     SchemaType {
         name: "Tensor[]",
+        base: ArgType::TensorList,
         not_optional: Some("use an empty `Tensor[]`"),
     },
     SchemaType {
         name: "int",
+        base: ArgType::Int,
         not_optional: None,
     },
     SchemaType {
         name: "int[]",
+        base: ArgType::IntList,
         not_optional: None,
     },
     SchemaType {
         name: "float",
+        base: ArgType::Float,
         not_optional: None,
     },
     SchemaType {
         name: "bool",
+        base: ArgType::Bool,
         not_optional: None,
     },
     SchemaType {
         name: "ScalarType",
+        base: ArgType::ScalarType,
         not_optional: None,
     },
     SchemaType {
         name: "Reduction",
+        base: ArgType::Reduction,
         not_optional: Some("`Reduction::None` already means no reduction"),
     },
     SchemaType {
         name: "str",
+        base: ArgType::Str,
         not_optional: Some("give the `str` a default value instead (`str padding=\"valid\"`)"),
     },
 ];
@@ -554,8 +613,22 @@ pub fn schema_type(name: &str) -> Option<SchemaType> {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use super::{Each, Naming, Role};
+    use super::{Each, Naming, Role, SCHEMA_TYPES};
     use std::vec::Vec;
+
+    /// Each schema type has a base of its own: the enum and the list of
+    /// types describe the same nine types.
+    #[test]
+    fn every_schema_type_has_its_own_base() {
+        for (i, t) in SCHEMA_TYPES.iter().enumerate() {
+            assert!(
+                SCHEMA_TYPES[..i].iter().all(|u| u.base != t.base),
+                "`{}` shares its base with an earlier type",
+                t.name
+            );
+            assert_eq!(t.base.is_tensor(), t.name.starts_with("Tensor"));
+        }
+    }
 
     /// The placeholders of `template`: the words in braces.
     fn placeholders(template: &str) -> Vec<&str> {

@@ -28,29 +28,10 @@ impl OpKind {
     }
 }
 
-/// The type of one schema argument, without optionality.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ArgType {
-    /// `Tensor`
-    Tensor,
-    /// `Tensor[]`
-    TensorList,
-    /// `int` (`i64`)
-    Int,
-    /// `int[]` (`&[i64]`)
-    IntList,
-    /// `float` (`f64`)
-    Float,
-    /// `bool`
-    Bool,
-    /// `ScalarType` ([`DType`](crate::DType))
-    ScalarType,
-    /// `Reduction` ([`Reduction`](crate::Reduction)): how a loss reduces.
-    Reduction,
-    /// `str` (`&str`): a word such as conv2d's `padding="same"`, or einsum's
-    /// equation.
-    Str,
-}
+/// The type of one schema argument, without optionality: declared once, in
+/// `batchrules-roles`, next to the list of schema types, and shared with the
+/// `op_table!` macro that parses schemas into it.
+pub use batchrules_roles::ArgType;
 
 /// One argument of an op schema.
 #[derive(Clone, Copy, Debug)]
