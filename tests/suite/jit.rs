@@ -586,3 +586,17 @@ fn a_traced_tensor_kept_past_its_trace_is_an_error_not_a_panic() {
     let err = f.call(&b).unwrap_err().to_string();
     assert!(err.contains("outside the jit that created it"), "{err}");
 }
+
+#[test]
+fn steps_that_differ_only_in_the_sign_of_a_zero_are_not_merged() {
+    // On negative values leaky_relu with slope 0.0 gives -0.0, with -0.0
+    // gives +0.0: two steps, not one.
+    let f = |x: Tensor| Ok((ops::leaky_relu(&x, 0.0)?, ops::leaky_relu(&x, -0.0)?));
+    let x = t(&[-1.0, 2.0], &[2]);
+    let (a, b) = f(x.clone()).unwrap();
+    assert_ne!(bits(&a), bits(&b));
+    let jitted = jit(f);
+    let (ja, jb) = jitted.call(&x).unwrap();
+    assert_eq!((bits(&ja), bits(&jb)), (bits(&a), bits(&b)));
+    assert_eq!(jitted.lower(&x).unwrap().passes().merged, 0);
+}

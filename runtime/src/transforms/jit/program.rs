@@ -143,6 +143,22 @@ impl Recording {
     }
 }
 
+/// What makes two steps equal: the same action on the same arguments
+/// (floats compared by their bits, so that `-0.0` and `0.0`, or two NaNs,
+/// are told apart).
+fn step_key(step: &Step) -> String {
+    let args: Vec<String> = step
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Float(v) => format!("Float({:#x})", v.to_bits()),
+            Arg::OptFloat(Some(v)) => format!("OptFloat({:#x})", v.to_bits()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    format!("{} {}", step.action.key(), args.join(" "))
+}
+
 /// How many recorded steps each pass removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PassCounts {
@@ -221,7 +237,7 @@ impl Program {
                 passes.folded += 1;
                 continue;
             }
-            let key = format!("{} {:?}", step.action.key(), step.args);
+            let key = step_key(&step);
             if let Some(earlier) = seen.get(&key) {
                 for (&v, &e) in step.outs.iter().zip(earlier) {
                     canon[v] = e;
