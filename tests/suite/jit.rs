@@ -13,33 +13,7 @@ const TABLE: &str = "batchrules::ops";
 
 /// The bits of a tensor: shape, dtype and each element's bit pattern.
 fn bits(t: &Tensor) -> (Vec<usize>, DType, Vec<u64>) {
-    let values: Vec<u64> = match t.dtype() {
-        DType::F32 => t
-            .to_array::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| u64::from(v.to_bits()))
-            .collect(),
-        DType::F64 => t
-            .to_array::<f64>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect(),
-        DType::I64 => t
-            .to_array::<i64>()
-            .unwrap()
-            .iter()
-            .map(|&v| v as u64)
-            .collect(),
-        DType::Bool => t
-            .to_array::<bool>()
-            .unwrap()
-            .iter()
-            .map(|&v| u64::from(v))
-            .collect(),
-    };
-    (t.shape().to_vec(), t.dtype(), values)
+    (t.shape().to_vec(), t.dtype(), crate::common::bits(t))
 }
 
 fn same_bits(a: &[Tensor], b: &[Tensor]) -> bool {
@@ -414,12 +388,7 @@ mod models {
     use batchrules::prelude::*;
     use batchrules::{jit, FallbackPolicy};
 
-    use crate::common::bits;
-    use crate::threads::models;
-
-    fn leaf_bits<T: TensorTree>(t: &T) -> Vec<Vec<u64>> {
-        tree_leaves(t).into_iter().map(|(_, l)| bits(&l)).collect()
-    }
+    use crate::threads::{first, leaf_bits, models};
 
     /// `eager()` once, and `jitted()` on pools of 1 and 2 threads (the
     /// first call traces); every result has eager's bits.
@@ -441,10 +410,6 @@ mod models {
                 "{name}: jit on {threads} threads differs from eager"
             );
         }
-    }
-
-    fn first(t: &Tensor, n: i64) -> Tensor {
-        t.narrow(0, 0, n).unwrap()
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub(crate) mod models;
 use crate::common::bits;
 
 /// The bits of every leaf of `t`, in order.
-fn leaf_bits<T: TensorTree>(t: &T) -> Vec<Vec<u64>> {
+pub(crate) fn leaf_bits<T: TensorTree>(t: &T) -> Vec<Vec<u64>> {
     tree_leaves(t).into_iter().map(|(_, l)| bits(&l)).collect()
 }
 
@@ -43,7 +43,7 @@ fn same_bits_on_1_2_3_threads<T: TensorTree + Send>(name: &str, f: impl Fn() -> 
     }
 }
 
-fn first(t: &Tensor, n: i64) -> Tensor {
+pub(crate) fn first(t: &Tensor, n: i64) -> Tensor {
     t.narrow(0, 0, n).unwrap()
 }
 

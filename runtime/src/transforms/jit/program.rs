@@ -78,15 +78,26 @@ pub(crate) enum Action {
 }
 
 impl Action {
-    fn name(&self) -> String {
+    /// The op's name, or the view's kind (`view.permute`).
+    fn short_name(&self) -> &'static str {
         match self {
-            Action::Op(e) => e.name().to_string(),
-            Action::View(View::Permute(p)) => format!("view.permute{p:?}"),
-            Action::View(View::Unsqueeze(d)) => format!("view.unsqueeze({d})"),
-            Action::View(View::Select { dim, index }) => format!("view.select({dim}, {index})"),
-            Action::View(View::BroadcastNewDim { dim, size }) => {
-                format!("view.broadcast_new_dim({dim}, {size})")
-            }
+            Action::Op(e) => e.name(),
+            Action::View(View::Permute(_)) => "view.permute",
+            Action::View(View::Unsqueeze(_)) => "view.unsqueeze",
+            Action::View(View::Select { .. }) => "view.select",
+            Action::View(View::BroadcastNewDim { .. }) => "view.broadcast_new_dim",
+        }
+    }
+
+    /// The short name, with a view's own arguments.
+    fn name(&self) -> String {
+        let short = self.short_name();
+        match self {
+            Action::Op(_) => short.to_string(),
+            Action::View(View::Permute(p)) => format!("{short}{p:?}"),
+            Action::View(View::Unsqueeze(d)) => format!("{short}({d})"),
+            Action::View(View::Select { dim, index }) => format!("{short}({dim}, {index})"),
+            Action::View(View::BroadcastNewDim { dim, size }) => format!("{short}({dim}, {size})"),
         }
     }
 
@@ -217,18 +228,23 @@ impl Program {
             }
             // Folding: every tensor argument a constant (a random draw with
             // a fixed seed and no tensor is one too: draws are pure).
-            let consts: Option<Vec<Arg<Tensor>>> = step
+            let constant = |v: &ValueId| match &values[*v].def {
+                Def::Const(t) => Ok(t.clone()),
+                _ => Err(Error::Tensor(format!(
+                    "jit: %{v} is not a constant (a bug)"
+                ))),
+            };
+            let folds = step
                 .args
                 .iter()
-                .map(|a| {
-                    a.try_map(|&v| match &values[v].def {
-                        Def::Const(t) => Ok(t.clone()),
-                        _ => Err(Error::Tensor(String::new())),
-                    })
-                    .ok()
-                })
-                .collect();
-            if let Some(args) = consts {
+                .flat_map(|a| a.tensors())
+                .all(|&v| matches!(values[v].def, Def::Const(_)));
+            if folds {
+                let args = step
+                    .args
+                    .iter()
+                    .map(|a| a.try_map(constant))
+                    .collect::<Result<Vec<_>>>()?;
                 let outs = run_action(&step.action, &args)?;
                 check_outs(&values, &step, &outs)?;
                 for (&v, t) in step.outs.iter().zip(outs) {
@@ -362,16 +378,10 @@ impl Program {
     pub fn op_counts(&self) -> Vec<(String, usize)> {
         let mut counts: Vec<(String, usize)> = Vec::new();
         for step in &self.steps {
-            let name = match &step.action {
-                Action::Op(e) => e.name().to_string(),
-                Action::View(v) => {
-                    let full = Action::View(v.clone()).name();
-                    full.split(['(', '[']).next().unwrap_or("view").to_string()
-                }
-            };
-            match counts.iter_mut().find(|(n, _)| *n == name) {
+            let name = step.action.short_name();
+            match counts.iter_mut().find(|(n, _)| n == name) {
                 Some((_, c)) => *c += 1,
-                None => counts.push((name, 1)),
+                None => counts.push((name.to_string(), 1)),
             }
         }
         counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

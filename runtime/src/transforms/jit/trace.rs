@@ -102,12 +102,22 @@ impl Recorder {
             .iter()
             .map(|a| a.try_map(|t| self.value_of(t, level)))
             .collect::<Result<Vec<_>>>()?;
+        Ok(self.record_ids(action, args, metas, level))
+    }
+
+    /// [`Recorder::record`] on arguments already given as value ids.
+    fn record_ids(
+        self: &Arc<Self>,
+        action: Action,
+        args: Vec<Arg<ValueId>>,
+        metas: &[TensorMeta],
+        level: LevelId,
+    ) -> Outs<Tensor> {
         let ids = self.with(|r| r.step(action, args, metas.iter().cloned()));
-        Ok(ids
-            .into_iter()
+        ids.into_iter()
             .zip(metas)
             .map(|(id, m)| self.traced(id, m.clone(), level))
-            .collect())
+            .collect()
     }
 }
 
@@ -138,15 +148,10 @@ const DATA_ADVICE: &str = "jit traces the function with shapes and dtypes only, 
 impl Traced {
     fn view(&self, view: View) -> Result<Tensor> {
         let meta = TensorMeta::new(view.shape(self.meta.shape()), self.meta.dtype());
-        let arg = [Arg::Tensor(Tensor::from_level(Arc::new(Traced {
-            level: self.level,
-            id: self.id,
-            meta: self.meta.clone(),
-            recorder: Arc::clone(&self.recorder),
-        })))];
+        let args = vec![Arg::Tensor(self.id)];
         let mut outs = self
             .recorder
-            .record(Action::View(view), &arg, &[meta], self.level)?;
+            .record_ids(Action::View(view), args, &[meta], self.level);
         outs.pop()
             .ok_or_else(|| Error::Tensor("jit: a view recorded no output".to_string()))
     }
