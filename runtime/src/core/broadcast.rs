@@ -61,9 +61,11 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Result<Tensor> {
     if a.shape() == b.shape() {
-        let zip = ndarray::Zip::from(a).and(b);
         #[cfg(feature = "rayon")]
         if parallel(a.len()) {
+            // (Strided operands are made standard first: one parallel path,
+            // compiled once per kernel.)
+            let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
             if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
                 let piece = crate::core::buffers::piece_rows(x.len(), 1, PIECE_MIN);
                 let out = crate::core::buffers::par_build(x.len(), piece, |start, out| {
@@ -76,8 +78,6 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
                 })?;
                 return Tensor::from_shape_vec(a.shape(), out);
             }
-            crate::core::spin::region();
-            return Ok(Tensor::from(zip.par_map_collect(|&x, &y| f(x, y))));
         }
         if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
             // Both standard layout: into a buffer from the cache.
@@ -88,7 +88,9 @@ pub(crate) fn zip_broadcast<T: Element, U: Element + Cached>(
             );
             return Tensor::from_shape_vec(a.shape(), out);
         }
-        return Ok(Tensor::from(zip.map_collect(|&x, &y| f(x, y))));
+        return Ok(Tensor::from(
+            ndarray::Zip::from(a).and(b).map_collect(|&x, &y| f(x, y)),
+        ));
     }
     // A row operand (one whose shape is a suffix of the other's, such as a bias)
     // broadcast over contiguous data: a plain loop over rows.

@@ -43,6 +43,9 @@ pub(super) fn map_array<T: crate::Element + crate::core::buffers::Cached>(
 ) -> ndarray::ArrayD<T> {
     #[cfg(feature = "rayon")]
     if crate::core::broadcast::parallel(a.len()) {
+        // (A strided input is made standard first: one parallel path,
+        // compiled once per kernel.)
+        let a = a.as_standard_layout();
         if let Some(values) = a.as_slice() {
             let piece = crate::core::buffers::piece_rows(
                 values.len(),
@@ -63,8 +66,6 @@ pub(super) fn map_array<T: crate::Element + crate::core::buffers::Cached>(
                 return array;
             }
         }
-        crate::core::spin::region();
-        return ndarray::Zip::from(a).par_map_collect(|&v| f(v));
     }
     if let Some(values) = a.as_slice() {
         // Standard layout: into a buffer from the cache, in the same layout.
@@ -107,29 +108,24 @@ fn map_in_place<T: crate::Element>(
     f: impl Fn(T) -> T + Sync + Send,
 ) {
     #[cfg(feature = "rayon")]
-    if crate::core::broadcast::parallel(a.len()) {
-        use rayon::prelude::*;
-        crate::core::spin::region();
-        if let Some(values) = a.as_slice_mut() {
-            let piece = crate::core::buffers::piece_rows(
-                values.len(),
-                1,
-                crate::core::broadcast::PIECE_MIN,
-            );
-            values.par_chunks_mut(piece).for_each(|values| {
-                crate::core::simd::vectorized(
-                    #[inline(always)]
-                    || {
-                        // A `for` loop, not `for_each`: see `extend_mapped`.
-                        for v in values.iter_mut() {
-                            *v = f(*v);
-                        }
-                    },
-                )
-            });
-            return;
-        }
-        ndarray::Zip::from(a).par_for_each(|v| *v = f(*v));
+    if crate::core::broadcast::parallel(a.len())
+        && let Some(values) = a.as_slice_memory_order_mut()
+    {
+        // (Any contiguous order: each value is mapped alone. A strided
+        // array takes the serial loop below.)
+        let piece =
+            crate::core::buffers::piece_rows(values.len(), 1, crate::core::broadcast::PIECE_MIN);
+        crate::core::buffers::par_pieces(values, piece, &|_, values| {
+            crate::core::simd::vectorized(
+                #[inline(always)]
+                || {
+                    // A `for` loop, not `for_each`: see `extend_mapped`.
+                    for v in values.iter_mut() {
+                        *v = f(*v);
+                    }
+                },
+            )
+        });
         return;
     }
     if let Some(values) = a.as_slice_mut() {
