@@ -172,6 +172,36 @@ fn bytes_of_val<T>(v: &Vec<T>) -> usize {
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    /// Set while a [`KeepAll`] guard lives on this thread.
+    static KEEP_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While it lives, this thread's cache also keeps and hands out buffers
+/// smaller than [`MIN_BYTES`] (within the same limits): a program that runs
+/// the same kernels on the same shapes again, as a [`jit`](mod@crate::jit) replay
+/// does, then finds every output buffer of its kernels in the cache instead
+/// of asking the allocator for each small one.
+pub(crate) struct KeepAll {
+    was: bool,
+}
+
+impl KeepAll {
+    pub(crate) fn new() -> KeepAll {
+        KeepAll {
+            was: KEEP_ALL.with(|k| k.replace(true)),
+        }
+    }
+}
+
+impl Drop for KeepAll {
+    fn drop(&mut self) {
+        KEEP_ALL.with(|k| k.set(self.was));
+    }
+}
+
+/// Whether buffers of `bytes` go through this thread's cache.
+fn cacheable(bytes: usize) -> bool {
+    bytes >= MIN_BYTES || KEEP_ALL.with(std::cell::Cell::get)
 }
 
 /// An element type whose buffers the cache keeps.
@@ -205,7 +235,7 @@ pub(crate) fn take<T: Cached>(n: usize) -> Vec<T> {
 
 /// A cached buffer for `n` elements, emptied, if this thread has one.
 fn cached<T: Cached>(n: usize) -> Option<Vec<T>> {
-    if bytes_of::<T>(n) < MIN_BYTES {
+    if n == 0 || !cacheable(bytes_of::<T>(n)) {
         return None;
     }
     let mut v = CACHE
@@ -414,7 +444,7 @@ pub(crate) fn give<T: Cached>(v: Vec<T>) {
         released(bytes);
     }
     let limit = buffer_cache_limit();
-    if bytes < MIN_BYTES || bytes > limit {
+    if bytes == 0 || !cacheable(bytes) || bytes > limit {
         return;
     }
     // Within the floor, a thread keeps what it is given (as the fixed cap

@@ -18,6 +18,12 @@
 //! `ATEN_CPU_CAPABILITY` does for PyTorch; the results are the same bits at
 //! every tier, which `tests/suite/simd_levels.rs` checks on the ops in an
 //! optimized build.
+//!
+//! The tiers are compiled only at opt-level 2 and above, where LLVM
+//! vectorizes loops (`runtime/build.rs` sets `cfg(batchrules_simd_tiers)`):
+//! below it they would be the same scalar code again, so there every level
+//! runs the code as compiled, and [`simd_level`] still reports the level
+//! chosen.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -101,7 +107,7 @@ pub fn set_simd_level(level: SimdLevel) -> crate::Result<()> {
     Ok(())
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", batchrules_simd_tiers))]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn with_avx2_fma<R>(f: impl FnOnce() -> R) -> R {
     f()
@@ -153,7 +159,8 @@ pub(crate) fn best_tier() -> SimdLevel {
 /// measurements choose lower ones.
 #[inline(always)]
 pub(crate) fn vectorized_at<R>(tier: SimdLevel, f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
+    // (Only where LLVM vectorizes loops: see `runtime/build.rs`.)
+    #[cfg(all(target_arch = "x86_64", batchrules_simd_tiers))]
     {
         if tier >= SimdLevel::Avx512 && has_avx512() {
             // SAFETY: the CPU has every feature the function is compiled
@@ -169,7 +176,7 @@ pub(crate) fn vectorized_at<R>(tier: SimdLevel, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", batchrules_simd_tiers))]
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")]
 unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
     f()

@@ -364,6 +364,15 @@ impl Tensor {
         }
     }
 
+    /// Whether the tensor is dense with its values in row-major order and no
+    /// gaps (the layout the kernels give their outputs).
+    pub(crate) fn is_standard_layout(&self) -> bool {
+        match &self.repr {
+            Repr::Dense(dense) => each_dtype!(&*dense.0, a => a.is_standard_layout()),
+            Repr::Level(_) => false,
+        }
+    }
+
     /// The dense data of a tensor whose buffer nobody else holds, to write a
     /// result into: `None` when another handle of the tensor, another array
     /// sharing its buffer (a view made from it, a clone of its [`Data`]) or a

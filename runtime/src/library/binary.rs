@@ -133,6 +133,7 @@ macro_rules! arith {
                 write: in_place,
                 form: crate::dispatch::Form::Broadcasting,
             };
+            crate::rule!(crate::dispatch::in_place_rules, crate::ops, $name => IN_PLACE);
 
             two_tensor_rule!($op, |a, a_bdim, b, b_bdim| {
                 crate::batching::binary_broadcast(ops::$name, a, a_bdim, b, b_bdim)

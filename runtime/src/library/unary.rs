@@ -163,15 +163,13 @@ macro_rules! map_float_in_place {
 /// a new op works without it, so neither is dead code to the compiler.
 macro_rules! pointwise_in_place {
     ($name:ident) => {
-        /// How the op writes its result over its operand ([`crate::owned`]).
-        #[allow(
-            dead_code,
-            reason = "read by the op's by-value form in `owned`, if it has one"
-        )]
+        /// How the op writes its result over its operand ([`crate::owned`],
+        /// and [`jit`](mod@crate::jit)'s replays through `in_place_rules`).
         pub(crate) const IN_PLACE: crate::dispatch::InPlace = crate::dispatch::InPlace {
             write: in_place,
             form: crate::dispatch::Form::Unary,
         };
+        crate::rule!(crate::dispatch::in_place_rules, crate::ops, $name => IN_PLACE);
     };
 }
 
@@ -209,7 +207,6 @@ macro_rules! float_unary {
                 map_float!(x, |$v| $body)
             }
 
-            #[allow(dead_code, reason = "read by IN_PLACE, used if the op has a by-value form")]
             fn in_place(x: &mut Data, _: &[crate::Arg<Tensor>]) -> Result<()> {
                 map_float_in_place!(x, |$v| $body)
             }

@@ -23,6 +23,13 @@ pub struct InPlace {
     pub(crate) form: Form,
 }
 
+crate::rule_table! {
+    /// The [`InPlace`] form of each op that has one (the built-in pointwise
+    /// ops register theirs where they are defined). [`jit`](mod@crate::jit) reads it
+    /// to write a step's result over an operand whose last use the step is.
+    pub mod in_place_rules: InPlace = "in-place writing", rule = "in-place form", refusing = None;
+}
+
 /// The shape of a built-in op that takes an owned call, as a transform sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Form {

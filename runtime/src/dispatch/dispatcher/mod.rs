@@ -31,7 +31,7 @@ mod meta_cache;
 use std::any::Any;
 
 pub(crate) use in_place::Form;
-pub use in_place::{call_owned, InPlace};
+pub use in_place::{call_owned, in_place_rules, InPlace};
 pub(crate) use levels::reaches_random;
 pub use levels::{
     below_level, depth, escaped, interpreter, level_at, push_level, LevelGuard, MAX_DEPTH,

@@ -82,10 +82,19 @@ struct Plan {
 /// fails as it does eagerly. The recording is then optimized: steps whose
 /// arguments are all constants are computed once, equal steps are merged,
 /// and steps no output depends on are dropped (the loss value of
-/// `vmap(grad(loss))`, say). Each value is freed after its last use. Later
+/// `vmap(grad(loss))`, say). Each value is freed after its last use, and a
+/// pointwise op (`exp`, `mul`, ...) whose first operand is used for the last
+/// time there writes its result over that operand's buffer, when nobody
+/// else holds it (the planned steps say `in place of`). A replay takes the
+/// output buffers of its kernels, small ones too, from the thread's buffer
+/// cache, which the previous replay filled. Later
 /// calls with the same signature replay the program: the same kernels on the
 /// same values in the same order, so the results equal eager execution bit
-/// for bit, without the cost of running the transforms again. The programs
+/// for bit, without the cost of running the transforms again. (One
+/// exception: the sign and payload bits of a NaN, which the in-place loops
+/// and LLVM's freedom to commute float additions and multiplications may
+/// propagate from the other operand; every other bit, `-0.0` included,
+/// agrees.) The programs
 /// of the last [`DEFAULT_CACHE_SIZE`] signatures are kept (see
 /// [`Jit::cache_size`]); keep the `Jit` value to reuse them.
 ///

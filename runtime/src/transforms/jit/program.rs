@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::core::value::{Arg, Outs, TensorMeta};
-use crate::dispatch::run_dense_kernel;
+use crate::dispatch::{attribute, in_place_rules, run_dense_kernel, InPlace};
 use crate::registry::OpEntry;
 use crate::{DType, Error, Result, Tensor};
 
@@ -182,6 +182,10 @@ pub struct PassCounts {
     pub merged: usize,
     /// Steps no output depends on (the loss value of `vmap(grad(loss))`, say).
     pub dead: usize,
+    /// Kept steps planned to write their result over their first operand's
+    /// buffer (a pointwise op on a value used for the last time there); a
+    /// replay does so when nobody else holds that buffer.
+    pub in_place: usize,
 }
 
 /// A traced and planned program: what [`Jit::call`](super::Jit::call) replays
@@ -199,6 +203,9 @@ pub struct Program {
     steps: Vec<Step>,
     /// Per step: the values whose last use it is.
     frees: Vec<Vec<ValueId>>,
+    /// Per step: the op's in-place form, when the step may write its result
+    /// over its first operand (see [`writes_in_place`]).
+    in_place: Vec<Option<InPlace>>,
     outputs: Vec<ValueId>,
     passes: PassCounts,
 }
@@ -308,12 +315,19 @@ impl Program {
         let consts = (0..values.len())
             .filter(|&v| live[v] && matches!(values[v].def, Def::Const(_)))
             .collect();
+        let in_place = alive
+            .iter()
+            .zip(&frees)
+            .map(|(step, frees)| writes_in_place(&values, step, frees))
+            .collect::<Result<Vec<_>>>()?;
+        passes.in_place = in_place.iter().filter(|w| w.is_some()).count();
         Ok(Program {
             values,
             inputs,
             consts,
             steps: alive,
             frees,
+            in_place,
             outputs,
             passes,
         })
@@ -329,6 +343,10 @@ impl Program {
                 inputs.len()
             )));
         }
+        // Every kernel output buffer, small ones too, through this thread's
+        // cache: a replay runs the same kernels on the same shapes as the
+        // last one, so from the second replay on they come from there.
+        let _keep = crate::core::buffers::KeepAll::new();
         let mut slots: Vec<Option<Tensor>> = vec![None; self.values.len()];
         for (&v, t) in self.inputs.iter().zip(inputs) {
             slots[v] = Some(t.clone());
@@ -338,14 +356,19 @@ impl Program {
                 slots[v] = Some(t.clone());
             }
         }
-        for (step, frees) in self.steps.iter().zip(&self.frees) {
-            let outs = {
-                let args = step
-                    .args
-                    .iter()
-                    .map(|a| a.try_map(|&v| take_slot(&slots, v)))
-                    .collect::<Result<Vec<_>>>()?;
-                run_action(&step.action, &args)?
+        for ((step, frees), in_place) in self.steps.iter().zip(&self.frees).zip(&self.in_place) {
+            let outs = match (in_place, &step.action) {
+                (Some(in_place), Action::Op(entry)) => {
+                    run_in_place(entry, in_place, step, &mut slots)?
+                }
+                _ => {
+                    let args = step
+                        .args
+                        .iter()
+                        .map(|a| a.try_map(|&v| take_slot(&slots, v)))
+                        .collect::<Result<Vec<_>>>()?;
+                    run_action(&step.action, &args)?
+                }
             };
             check_outs(&self.values, step, &outs)?;
             for (&v, t) in step.outs.iter().zip(outs) {
@@ -428,6 +451,66 @@ fn take_slot(slots: &[Option<Tensor>], v: ValueId) -> Result<Tensor> {
     })
 }
 
+/// Whether `step` may write its result over its first operand, and how: the
+/// op has an in-place form ([`in_place_rules`]), one output of the first
+/// operand's shape and dtype, and the first operand is a value the program
+/// computed (not an input or a constant, which the caller or the program
+/// still holds), used for the last time here and by no other argument of
+/// the step. A replay still checks, as owned calls do, that nobody else holds
+/// the buffer (a view of the value may be alive) before it writes.
+fn writes_in_place(values: &[Value], step: &Step, frees: &[ValueId]) -> Result<Option<InPlace>> {
+    let Action::Op(entry) = step.action else {
+        return Ok(None);
+    };
+    let (Some(Arg::Tensor(first)), [out]) = (step.args.first(), step.outs.as_slice()) else {
+        return Ok(None);
+    };
+    let once = step.args[1..].iter().all(|a| !a.tensors().contains(first));
+    let fits = matches!(values[*first].def, Def::Step)
+        && frees.contains(first)
+        && once
+        && values[*first].meta == values[*out].meta;
+    if !fits {
+        return Ok(None);
+    }
+    in_place_rules::TABLE.get(entry)
+}
+
+/// A step planned to write in place: the first operand is moved out of its
+/// slot, and the result written over its buffer when nobody else holds it
+/// and it is in standard layout (the layout the kernel's own output has, so
+/// that later steps see the same strides either way); otherwise the kernel
+/// runs as usual. The same values either way, as owned calls guarantee.
+fn run_in_place(
+    entry: &'static OpEntry,
+    in_place: &InPlace,
+    step: &Step,
+    slots: &mut [Option<Tensor>],
+) -> Result<Outs<Tensor>> {
+    let Some(Arg::Tensor(v)) = step.args.first() else {
+        return Err(Error::Tensor(
+            "jit: an in-place step has no tensor first (a bug in the plan)".to_string(),
+        ));
+    };
+    let mut first = slots.get_mut(*v).and_then(Option::take).ok_or_else(|| {
+        Error::Tensor(format!(
+            "jit: value %{v} is used before it is computed or after it is freed (a bug in the plan)"
+        ))
+    })?;
+    let rest = step.args[1..]
+        .iter()
+        .map(|a| a.try_map(|&v| take_slot(slots, v)))
+        .collect::<Result<Vec<_>>>()?;
+    if first.is_standard_layout()
+        && let Some(data) = first.unique_data_mut()
+    {
+        (in_place.write)(data, &rest).map_err(|e| attribute(e, entry.name()))?;
+        return Ok(smallvec::smallvec![first]);
+    }
+    let args: Vec<Arg<Tensor>> = std::iter::once(Arg::Tensor(first)).chain(rest).collect();
+    run_dense_kernel(entry, &args)
+}
+
 /// Runs one step's action on dense arguments.
 fn run_action(action: &Action, args: &[Arg<Tensor>]) -> Result<Outs<Tensor>> {
     match action {
@@ -501,12 +584,13 @@ impl fmt::Display for Program {
         let p = &self.passes;
         writeln!(
             f,
-            "program: {} steps ({} recorded: {} folded, {} merged, {} dead), peak {} bytes",
+            "program: {} steps ({} recorded: {} folded, {} merged, {} dead; {} in place), peak {} bytes",
             self.steps.len(),
             p.recorded,
             p.folded,
             p.merged,
             p.dead,
+            p.in_place,
             self.peak_bytes()
         )?;
         for (k, &v) in self.inputs.iter().enumerate() {
@@ -515,7 +599,7 @@ impl fmt::Display for Program {
         for &v in &self.consts {
             writeln!(f, "  %{v}: {} = const", show_meta(&self.values[v].meta))?;
         }
-        for (step, frees) in self.steps.iter().zip(&self.frees) {
+        for ((step, frees), in_place) in self.steps.iter().zip(&self.frees).zip(&self.in_place) {
             let outs: Vec<String> = step
                 .outs
                 .iter()
@@ -544,9 +628,16 @@ impl fmt::Display for Program {
                 step.action.name(),
                 args.join(", ")
             )?;
+            if in_place.is_some() {
+                write!(f, "    ; in place of %{}", step.args[0].tensors()[0])?;
+            }
+            let frees: Vec<String> = frees
+                .iter()
+                .filter(|&&v| in_place.is_none() || step.args[0].tensors() != [v])
+                .map(|v| format!("%{v}"))
+                .collect();
             if !frees.is_empty() {
-                let fs: Vec<String> = frees.iter().map(|v| format!("%{v}")).collect();
-                write!(f, "    ; frees {}", fs.join(" "))?;
+                write!(f, "    ; frees {}", frees.join(" "))?;
             }
             writeln!(f)?;
         }
