@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 mod allocation_limit;
 mod buffers;
 mod fallback_policy;
+mod jit_replay;
 mod linear_cost;
 mod spin;
 

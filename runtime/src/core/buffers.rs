@@ -482,35 +482,60 @@ pub(crate) fn give<T: Cached>(v: Vec<T>) {
 /// and enough elements on the pool (a copy changes no value, so the pieces
 /// change no bit): a serial fill and copy of W14's per-sample gradients
 /// took 15% of a DP-SGD step on two threads.
-pub(crate) fn row_major<T: Clone + Send + Sync, D: ndarray::Dimension>(
+pub(crate) fn row_major<T: Cached, D: ndarray::Dimension>(
     a: &ndarray::ArrayView<'_, T, D>,
 ) -> ndarray::Array<T, D> {
-    if a.is_standard_layout() || a.is_empty() {
-        return a.to_owned();
+    let len = a.len();
+    // Into a buffer from the cache (a copy made for every call of a program,
+    // such as `expand`'s or a reshape's of a transposed value, then reuses
+    // the last one's memory).
+    let mut values: Vec<T> = take(len);
+    if let Some(slice) = a.as_slice() {
+        values.extend_from_slice(slice);
+    } else {
+        let slots = &mut values.spare_capacity_mut()[..len];
+        let written = match ndarray::ArrayViewMut::from_shape(a.raw_dim(), slots) {
+            Ok(mut out) => {
+                let zip = ndarray::Zip::from(&mut out).and(a);
+                #[cfg(feature = "rayon")]
+                if crate::core::broadcast::parallel(len) {
+                    crate::core::spin::region();
+                    zip.par_for_each(|o, &x| {
+                        o.write(x);
+                    });
+                    true
+                } else {
+                    zip.for_each(|o, &x| {
+                        o.write(x);
+                    });
+                    true
+                }
+                #[cfg(not(feature = "rayon"))]
+                {
+                    zip.for_each(|o, &x| {
+                        o.write(x);
+                    });
+                    true
+                }
+            }
+            Err(_) => false,
+        };
+        if written {
+            // SAFETY: `take` left room for `len` elements; the view over the
+            // first `len` slots has `a`'s shape in standard layout, so the
+            // zip visited each of them once and wrote it.
+            unsafe { values.set_len(len) };
+        } else {
+            values.extend(a.iter().copied());
+        }
     }
-    let mut out = ndarray::Array::<T, D>::uninit(a.raw_dim());
-    let zip = ndarray::Zip::from(&mut out).and(a);
-    #[cfg(feature = "rayon")]
-    if crate::core::broadcast::parallel(a.len()) {
-        crate::core::spin::region();
-        zip.par_for_each(|o, x| {
-            o.write(x.clone());
-        });
-        // SAFETY: `out` has `a`'s shape, and the zip visited every one of
-        // its elements once, writing each.
-        return unsafe { out.assume_init() };
-    }
-    zip.for_each(|o, x| {
-        o.write(x.clone());
-    });
-    // SAFETY: as above, every element of `out` was written.
-    unsafe { out.assume_init() }
+    ndarray::Array::from_shape_vec(a.raw_dim(), values).unwrap_or_else(|_| a.to_owned())
 }
 
 /// `a` itself when it is in standard layout, else its [`row_major`] copy:
 /// what kernels that read a contiguous slice take (in place of ndarray's
 /// `as_standard_layout`, which copies element by element).
-pub(crate) fn standard<'a, T: Clone + Send + Sync, D: ndarray::Dimension>(
+pub(crate) fn standard<'a, T: Cached, D: ndarray::Dimension>(
     a: ndarray::ArrayView<'a, T, D>,
 ) -> ndarray::CowArray<'a, T, D> {
     if a.is_standard_layout() {

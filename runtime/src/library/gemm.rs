@@ -44,7 +44,7 @@ fn broadcast_flat_index(index: &[usize], shape: &[usize]) -> usize {
 /// Leading dims of size 1 are dropped first (`[B, 1, k, n]` under vmap of a
 /// batch of one image, whose matrices may be transposed views): then one
 /// leading dim remains, a view whatever the matrices' strides.
-fn as_matrix_stack<'a, T: Clone + Send + Sync>(
+fn as_matrix_stack<'a, T: crate::core::buffers::Cached>(
     x: &'a ArrayViewD<'_, T>,
 ) -> Result<CowArray<'a, T, Ix3>> {
     let r = x.ndim();

@@ -71,7 +71,10 @@ fn reshape_meta(x: &TensorMeta, shape: &[i64]) -> Result<TensorMeta> {
     Ok(TensorMeta::new(resolve_shape(x.shape(), shape)?, x.dtype()))
 }
 
-fn reshape_array<T: Element>(a: &ArcArray<T, IxDyn>, shape: &[usize]) -> Result<Tensor> {
+fn reshape_array<T: Element + crate::core::buffers::Cached>(
+    a: &ArcArray<T, IxDyn>,
+    shape: &[usize],
+) -> Result<Tensor> {
     let out = if a.is_standard_layout() {
         a.clone().into_shape_with_order(IxDyn(shape))
     } else {
@@ -149,7 +152,10 @@ fn expand_meta(x: &TensorMeta, size: &[i64]) -> Result<TensorMeta> {
     Ok(TensorMeta::new(expand_shape(x.shape(), size)?, x.dtype()))
 }
 
-fn expand_array<T: Element>(a: &ArcArray<T, IxDyn>, shape: &[usize]) -> Result<Tensor> {
+fn expand_array<T: Element + crate::core::buffers::Cached>(
+    a: &ArcArray<T, IxDyn>,
+    shape: &[usize],
+) -> Result<Tensor> {
     let view = a.broadcast(IxDyn(shape)).ok_or_else(|| {
         Error::invalid(format!("cannot expand shape {:?} to {shape:?}", a.shape()))
     })?;
