@@ -502,6 +502,7 @@ fn run_in_place(
         .map(|a| a.try_map(|&v| take_slot(slots, v)))
         .collect::<Result<Vec<_>>>()?;
     if first.is_standard_layout()
+        && fast_in_place(in_place, &first, &rest)
         && let Some(data) = first.unique_data_mut()
     {
         (in_place.write)(data, &rest).map_err(|e| attribute(e, entry.name()))?;
@@ -509,6 +510,29 @@ fn run_in_place(
     }
     let args: Vec<Arg<Tensor>> = std::iter::once(Arg::Tensor(first)).chain(rest).collect();
     run_dense_kernel(entry, &args)
+}
+
+/// Whether writing in place is as fast as the kernel: a binary op's
+/// in-place loop is a plain pass only for an operand of the same shape or a
+/// row (a suffix of the shape) in standard layout, and runs on one thread,
+/// where the out-of-place kernel has paths for other broadcasts and splits
+/// large outputs across the pool; elsewhere the kernel runs.
+fn fast_in_place(in_place: &InPlace, first: &Tensor, rest: &[Arg<Tensor>]) -> bool {
+    if in_place.pointwise_unary() {
+        return true;
+    }
+    let Some(Arg::Tensor(b)) = rest.first() else {
+        return false;
+    };
+    let len: usize = first.shape().iter().product();
+    #[cfg(feature = "rayon")]
+    if crate::core::broadcast::parallel(len) {
+        return false;
+    }
+    b.is_standard_layout()
+        && first.shape().ends_with(b.shape())
+        && b.shape().iter().product::<usize>() > 0
+        && len > 0
 }
 
 /// Runs one step's action on dense arguments.
