@@ -181,6 +181,9 @@ thread_local! {
 /// the same kernels on the same shapes again, as a [`jit`](mod@crate::jit) replay
 /// does, then finds every output buffer of its kernels in the cache instead
 /// of asking the allocator for each small one.
+/// The small buffers it keeps stay in the cache afterwards, for the next
+/// run (only a `KeepAll` scope takes them), until the cache's limits evict
+/// them or [`clear_buffer_cache`] frees them.
 pub(crate) struct KeepAll {
     was: bool,
 }
@@ -490,45 +493,33 @@ pub(crate) fn row_major<T: Cached, D: ndarray::Dimension>(
     // such as `expand`'s or a reshape's of a transposed value, then reuses
     // the last one's memory).
     let mut values: Vec<T> = take(len);
-    if let Some(slice) = a.as_slice() {
-        values.extend_from_slice(slice);
-    } else {
-        let slots = &mut values.spare_capacity_mut()[..len];
-        let written = match ndarray::ArrayViewMut::from_shape(a.raw_dim(), slots) {
-            Ok(mut out) => {
-                let zip = ndarray::Zip::from(&mut out).and(a);
-                #[cfg(feature = "rayon")]
-                if crate::core::broadcast::parallel(len) {
-                    crate::core::spin::region();
-                    zip.par_for_each(|o, &x| {
-                        o.write(x);
-                    });
-                    true
-                } else {
-                    zip.for_each(|o, &x| {
-                        o.write(x);
-                    });
-                    true
-                }
-                #[cfg(not(feature = "rayon"))]
-                {
-                    zip.for_each(|o, &x| {
-                        o.write(x);
-                    });
-                    true
-                }
-            }
-            Err(_) => false,
-        };
-        if written {
-            // SAFETY: `take` left room for `len` elements; the view over the
-            // first `len` slots has `a`'s shape in standard layout, so the
-            // zip visited each of them once and wrote it.
-            unsafe { values.set_len(len) };
-        } else {
-            values.extend(a.iter().copied());
+    let slots = &mut values.spare_capacity_mut()[..len];
+    // (The view has `a`'s shape over exactly `len` slots: it cannot fail.)
+    let Ok(mut out) = ndarray::ArrayViewMut::from_shape(a.raw_dim(), slots) else {
+        return a.to_owned();
+    };
+    let zip = ndarray::Zip::from(&mut out).and(a);
+    #[cfg(feature = "rayon")]
+    let parallel = crate::core::broadcast::parallel(len);
+    #[cfg(not(feature = "rayon"))]
+    let parallel = false;
+    if parallel {
+        #[cfg(feature = "rayon")]
+        {
+            crate::core::spin::region();
+            zip.par_for_each(|o, &x| {
+                o.write(x);
+            });
         }
+    } else {
+        zip.for_each(|o, &x| {
+            o.write(x);
+        });
     }
+    // SAFETY: `take` left room for `len` elements; the view over the first
+    // `len` slots has `a`'s shape in standard layout, and the zip visited
+    // each of them once and wrote it.
+    unsafe { values.set_len(len) };
     ndarray::Array::from_shape_vec(a.raw_dim(), values).unwrap_or_else(|_| a.to_owned())
 }
 
