@@ -3,6 +3,24 @@
 
 use batchrules::{jit, ops, Tensor};
 
+/// Runs the kernels on the calling thread until dropped (so the counted
+/// allocations are one thread's), then gives back the pool's size, also
+/// when the test fails.
+struct OneThread;
+
+impl OneThread {
+    fn set() -> OneThread {
+        batchrules::tuning::set_num_threads(1).unwrap();
+        OneThread
+    }
+}
+
+impl Drop for OneThread {
+    fn drop(&mut self) {
+        let _ = batchrules::tuning::set_num_threads(rayon::current_num_threads());
+    }
+}
+
 /// A replay of a pointwise program with a transpose, an `expand` and a small
 /// reduction allocates none of its matrices' buffers: the in-place steps
 /// write over the values before them, and every other output buffer (the
@@ -15,7 +33,7 @@ use batchrules::{jit, ops, Tensor};
 #[test]
 fn a_warm_replay_allocates_no_tensor_buffer() {
     let _exclusive = super::exclusive();
-    batchrules::tuning::set_num_threads(1).unwrap();
+    let _one = OneThread::set();
     let n = 128; // 64 KiB of f32 per matrix: large enough for the cache outside a replay
     let values: Vec<f32> = (0..n * n).map(|i| (i as f32 * 0.37).sin()).collect();
     let x = Tensor::from_shape_vec(&[n, n], values).unwrap();
@@ -50,7 +68,6 @@ fn a_warm_replay_allocates_no_tensor_buffer() {
         }
         last = bytes;
     }
-    batchrules::tuning::set_num_threads(rayon::current_num_threads()).unwrap();
     assert!(
         last < buffer / 4,
         "a warm replay allocated {last} bytes (one buffer is {buffer})"
@@ -64,7 +81,7 @@ fn a_warm_replay_allocates_no_tensor_buffer() {
 #[test]
 fn a_warm_replay_reuses_small_buffers_too() {
     let _exclusive = super::exclusive();
-    batchrules::tuning::set_num_threads(1).unwrap();
+    let _one = OneThread::set();
     let n = 16; // 1 KiB of f32, far below the cache's usual minimum
     let x = Tensor::from_shape_vec(&[n, n], (0..n * n).map(|i| i as f32 * 0.01).collect()).unwrap();
     let jitted = jit(|x: Tensor| ops::sum(&ops::exp(&x)?, None, false));
@@ -75,7 +92,6 @@ fn a_warm_replay_reuses_small_buffers_too() {
         drop(out);
         bytes.push(b);
     }
-    batchrules::tuning::set_num_threads(rayon::current_num_threads()).unwrap();
     let buffer = n * n * 4;
     assert!(bytes[0] > buffer, "{bytes:?}");
     assert!(bytes[2] < buffer && bytes[3] < buffer, "{bytes:?}");
